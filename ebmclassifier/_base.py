@@ -152,6 +152,9 @@ class EBMClassifierBase(NeuralNetClassifier):
         )
         self.random_state = random_state
         self.ood_method = ood_method
+        # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
+        # fit (or given to the first partial_fit), so it is not offered as a parameter.
+        del self.classes
 
     # ------------------------------------------------------------------ the subclass hooks
 
