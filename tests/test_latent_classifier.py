@@ -10,10 +10,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import v_measure_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
+from skorch.dataset import ValidSplit
 from torch import nn
 
 from ebmclassifier.datasets import make_latent_clusters
-from ebmclassifier.latent import project_simplex
+from ebmclassifier.latent import GRADIENTS, project_simplex
 from ebmclassifier.latent.classifier import LatentStructureClassifier
 from ebmclassifier.latent.networks import BilinearDecoder
 
@@ -217,3 +218,21 @@ def test_all_bad_parameters_are_reported_together(clusters):
     X, y, *_ = clusters
     with pytest.raises(ValueError, match="(?s)'gradient'.*'step_size'"):
         LatentStructureClassifier(gradient="x", step_size=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("gradient", GRADIENTS)
+def test_every_method_trains_the_encoder_with_inner_steps_and_validation(clusters, gradient):
+    X, y, *_ = clusters
+    clf = LatentStructureClassifier(
+        3,
+        gradient=gradient,
+        inner_steps=2,
+        max_epochs=0,
+        batch_size=200,
+        train_split=ValidSplit(0.2),
+        random_state=0,
+    ).fit(X, y)
+    before = clf.module_.encoder.net[-1].weight.detach().clone()
+    clf.set_params(max_epochs=1).partial_fit(X, y)
+    assert not torch.equal(before, clf.module_.encoder.net[-1].weight)
+    assert np.isfinite(clf.history[-1, "valid_loss"])
