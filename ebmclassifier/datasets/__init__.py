@@ -1,0 +1,16 @@
+"""Data sets: offline benchmarks with OOD suites, on-disk loaders, the user's own files."""
+
+from .benchmarks import load_digits_ood, load_mnist1d
+from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
+from .ood import OOD_KINDS, make_ood_suite
+
+__all__ = [
+    "OOD_KINDS",
+    "load_array_file",
+    "load_cifar10",
+    "load_cifar100",
+    "load_digits_ood",
+    "load_mnist1d",
+    "load_svhn",
+    "make_ood_suite",
+]
