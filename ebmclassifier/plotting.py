@@ -17,7 +17,13 @@ from .metrics import _top_label, expected_calibration_error, ood_metrics
 __all__ = ["plot_reliability_diagram", "plot_ood_histograms", "plot_accuracy_vs_epsilon"]
 
 
-def _finish(fig: Figure, path) -> Figure:
+def _finish(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
+    """Title, legend and layout of a one-panel figure (``ax``), then save it to ``path``."""
+    if ax is not None:
+        if title is not None:
+            ax.set_title(title)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
     if path is not None:
         fig.savefig(os.fspath(path), dpi=100)
     return fig
@@ -113,11 +119,7 @@ def plot_ood_histograms(
         )  # fmt: skip
     ax.set_xlabel(f"{score_name} (higher = more OOD)")
     ax.set_ylabel("density")
-    if title is not None:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return _finish(fig, path)
+    return _finish(fig, path, ax, title)
 
 
 def plot_accuracy_vs_epsilon(
@@ -172,8 +174,4 @@ def plot_accuracy_vs_epsilon(
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
-    if title is not None:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return _finish(fig, path)
+    return _finish(fig, path, ax, title)
