@@ -1,0 +1,297 @@
+"""Tables, verdicts, report.md, results.json and figures from the runs of :mod:`.compare`.
+
+Every number is summarised over seeds as ``median [min, max]``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+
+from .plotting import plot_accuracy_vs_epsilon, plot_ood_histograms, plot_reliability_diagram
+
+SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
+LOWER_IS_BETTER = {"ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce"}
+
+
+def _stat(values) -> dict | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {
+        "median": float(np.median(values)),
+        "min": float(np.min(values)),
+        "max": float(np.max(values)),
+        "n": len(values),
+    }
+
+
+def summarise(results: dict) -> dict:
+    """{model: {"scalars": {metric: stat}, "ood": {score: {set: {metric: stat}}},
+    "robust_accuracy": [stat per epsilon] or None}}."""
+    summary = {}
+    for model in results["models"]:
+        runs = [r for r in results["runs"] if r["model"] == model]
+        scalars = {k: _stat([r.get(k) for r in runs]) for k in SCALARS + ("temperature",)}
+        ood = {
+            score: {
+                name: {m: _stat([r["ood"][score][name][m] for r in runs]) for m in metrics}
+                for name, metrics in sets.items()
+            }
+            for score, sets in runs[0]["ood"].items()
+        }
+        robust = None
+        if runs[0]["robust_accuracy"] is not None:
+            per_eps = np.array([r["robust_accuracy"] for r in runs])
+            robust = [_stat(per_eps[:, j]) for j in range(per_eps.shape[1])]
+        summary[model] = {
+            "scalars": {k: v for k, v in scalars.items() if v is not None},
+            "ood": ood,
+            "robust_accuracy": robust,
+        }
+    return summary
+
+
+def _fmt(stat, digits: int = 3) -> str:
+    if stat is None:
+        return "n/a"
+    if stat["n"] == 1 or stat["min"] == stat["max"]:
+        return f"{stat['median']:.{digits}f}"
+    return f"{stat['median']:.{digits}f} [{stat['min']:.{digits}f}, {stat['max']:.{digits}f}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _attack_index(epsilons) -> int:
+    """The epsilon the main table reports: the middle one of the non-zero radii."""
+    nonzero = [i for i, e in enumerate(epsilons) if e > 0]
+    return nonzero[len(nonzero) // 2] if nonzero else 0
+
+
+def tables(results: dict, summary: dict) -> dict[str, str]:
+    """Markdown tables: ``main``, ``ood_auroc``, ``ood_fpr95`` and ``robust``."""
+    epsilons = results["epsilons"]
+    j = _attack_index(epsilons)
+    main_rows = []
+    for model, s in summary.items():
+        sc = s["scalars"]
+        robust = s["robust_accuracy"][j] if s["robust_accuracy"] else None
+        main_rows.append(
+            [model, _fmt(sc.get("accuracy")), _fmt(sc.get("ece")), _fmt(sc.get("nll")),
+             _fmt(robust) if robust else "= base model", _fmt(sc.get("seconds_per_epoch"), 4),
+             _fmt(sc.get("cost_vs_ce"), 2)]
+        )  # fmt: skip
+    norm = "L-inf" if results["config"]["norm"] == "linf" else "L2"
+    main = _table(
+        ["model", "accuracy", "ECE", "NLL", f"acc. {norm} PGD eps={epsilons[j]:.3g}",
+         "s / epoch", "cost x CE"],
+        main_rows,
+    )  # fmt: skip
+    sets = list(results["data"]["ood_sets"])
+    ood_tables = {}
+    for metric in ("auroc", "fpr95"):
+        rows = [
+            [f"{model} / {score}"] + [_fmt(by_set[name][metric]) for name in sets]
+            for model, s in summary.items()
+            for score, by_set in s["ood"].items()
+        ]
+        ood_tables[metric] = _table(["model / score"] + sets, rows)
+    robust_rows = [
+        [model] + [_fmt(st) for st in s["robust_accuracy"]]
+        for model, s in summary.items()
+        if s["robust_accuracy"]
+    ]
+    robust = _table(["model"] + [f"eps={e:.3g}" for e in epsilons], robust_rows)
+    return {
+        "main": main,
+        "ood_auroc": ood_tables["auroc"],
+        "ood_fpr95": ood_tables["fpr95"],
+        "robust": robust,
+    }
+
+
+def _compare_best(candidates: dict, lower: bool) -> str | None:
+    """'A (x) beats B (y), clearly / within the seed spread' for {label: stat}."""
+    ranked = sorted(
+        ((label, st) for label, st in candidates.items() if st is not None),
+        key=lambda item: item[1]["median"],
+        reverse=not lower,
+    )
+    if len(ranked) < 2:
+        return None
+    (best, b), (second, s) = ranked[0], ranked[1]
+    clear = b["max"] < s["min"] if lower else b["min"] > s["max"]
+    how = "clearly (no seed overlap)" if clear else "within the seed spread"
+    return f"{best} ({b['median']:.3f}) ahead of {second} ({s['median']:.3f}), {how}"
+
+
+def verdicts(results: dict, summary: dict) -> list[str]:
+    """Plain sentences: who is best on each criterion, and how the energy methods compare
+    with the CE model's energy score, the standard energy-based OOD detector."""
+    lines = []
+    for metric, label in (("accuracy", "Accuracy"), ("ece", "ECE"), ("nll", "NLL")):
+        c = {m: s["scalars"].get(metric) for m, s in summary.items()}
+        text = _compare_best(c, metric in LOWER_IS_BETTER)
+        if text:
+            lines.append(f"{label}: {text}.")
+    j = _attack_index(results["epsilons"])
+    c = {m: s["robust_accuracy"][j] for m, s in summary.items() if s["robust_accuracy"]}
+    text = _compare_best(c, lower=False)
+    if text:
+        lines.append(f"Robust accuracy at eps={results['epsilons'][j]:.3g}: {text}.")
+    for name in results["data"]["ood_sets"]:
+        c = {
+            f"{m} / {score}": by_set[name]["auroc"]
+            for m, s in summary.items()
+            for score, by_set in s["ood"].items()
+        }
+        text = _compare_best(c, lower=False)
+        baseline = c.get("ce / energy")
+        if text:
+            line = f"OOD AUROC on {name}: {text}."
+            if baseline is not None:
+                line += f" The CE model's energy score reaches {baseline['median']:.3f}"
+                for m in ("ngebm", "jem"):
+                    own = {k: v for k, v in c.items() if k.startswith(f"{m} /")}
+                    if own:
+                        k, st = max(own.items(), key=lambda kv: kv[1]["median"])
+                        gap = st["median"] - baseline["median"]
+                        line += f"; {k} {st['median']:.3f} ({gap:+.3f})"
+                line += "."
+            lines.append(line)
+    return lines
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items() if not str(k).startswith("_")}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return obj
+
+
+def write_figures(results: dict, out: Path) -> list[str]:
+    """reliability_<model>.png and ood_<model>.png (first seed), robustness.png (all seeds)."""
+    written = []
+    for run in results["runs"]:
+        fig_data = run.get("_figure_data")
+        if fig_data is None:
+            continue
+        model = run["model"]
+        path = out / f"reliability_{model}.png"
+        plot_reliability_diagram(
+            fig_data["y_test"], fig_data["proba"], results["config"]["n_bins"],
+            classes=fig_data["classes"], title=f"{model}, seed 0", path=path,
+        )  # fmt: skip
+        written.append(path.name)
+        path = out / f"ood_{model}.png"
+        plot_ood_histograms(
+            fig_data["scores_in"], fig_data["scores_out"], score_name=fig_data["score"],
+            title=f"{model}, seed 0", path=path,
+        )  # fmt: skip
+        written.append(path.name)
+    curves = {}
+    for model in results["models"]:
+        runs = [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
+        if runs and runs[0] is not None:
+            curves[model] = runs
+    if curves:
+        path = out / "robustness.png"
+        plot_accuracy_vs_epsilon(
+            results["epsilons"], curves, norm=results["config"]["norm"],
+            title=f"PGD ({results['config']['attack_steps']} steps) on {results['data']['name']}",
+            path=path,
+        )  # fmt: skip
+        written.append(path.name)
+    return written
+
+
+def write_report(results: dict, out, command: str = "") -> dict:
+    """Write report.md, results.json and the figures into ``out``; return the tables."""
+    import torch
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarise(results)
+    tabs = tables(results, summary)
+    lines_verdict = verdicts(results, summary)
+    figures = write_figures(results, out)
+    data, cfg = results["data"], results["config"]
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.cuda.is_available(),
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+    }
+    md = [
+        f"# ebmclassifier compare: {data['name']}",
+        "",
+        f"Command: `{command}`" if command else "",
+        "",
+        f"Data: {data['n_train']} training, {data['n_calibration']} held-out calibration and "
+        f"{data['n_test']} test samples of shape {tuple(data['input_shape'])}, input range "
+        f"[{data['input_range'][0]:.3g}, {data['input_range'][1]:.3g}]. OOD sets (from the test "
+        f"split unless named after another data set): "
+        + ", ".join(f"{k} ({v})" for k, v in data["ood_sets"].items())
+        + ".",
+        "",
+        f"Seeds: {cfg['seeds']}; {results['max_epochs']} epochs per model. Every number is the "
+        "median [min, max] over seeds. Environment: "
+        + ", ".join(f"{k} {v}" for k, v in env.items())
+        + ".",
+        "",
+        "Models:",
+        "",
+        *[f"- `{m}`: {d}" for m, d in results["models"].items()],
+        *[f"- `{m}`: skipped, {why}" for m, why in results["skipped"].items()],
+        "",
+        "## Summary",
+        "",
+        tabs["main"],
+        "",
+        "Accuracy and calibration on the test split (ECE: top-label, "
+        f"{cfg['n_bins']} equal-width bins). `cost x CE`: seconds per epoch over the CE "
+        "model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
+        "predictions, so its accuracy and robustness are those of `ce`.",
+        "",
+        "## What the numbers say",
+        "",
+        *[f"- {line}" for line in lines_verdict],
+        "",
+        "## OOD detection: AUROC (higher is better; OOD is the positive class)",
+        "",
+        tabs["ood_auroc"],
+        "",
+        "## OOD detection: FPR at 95% TPR (lower is better)",
+        "",
+        tabs["ood_fpr95"],
+        "",
+        "AUPR-in and AUPR-out are in results.json. Scores: `energy` E(x) = -logsumexp f(x), "
+        "`max_softmax` -max p(y|x), `approx_mass` ||dE/dx||.",
+        "",
+        f"## Robustness: accuracy under {cfg['norm']} PGD ({cfg['attack_steps']} steps, "
+        f"random start) on {data['n_attacked']} test samples",
+        "",
+        tabs["robust"],
+        "",
+        "## Figures",
+        "",
+        *[f"![{name}]({name})" for name in figures],
+        "",
+    ]
+    (out / "report.md").write_text("\n".join(md))
+    payload = {**results, "summary": summary, "environment": env, "command": command}
+    (out / "results.json").write_text(json.dumps(_jsonable(payload), indent=2))
+    return {**tabs, "verdicts": lines_verdict, "figures": figures}

@@ -1,0 +1,445 @@
+"""The comparison behind ``python -m ebmclassifier compare``: train each model per seed, measure.
+
+For every seed the training split is divided once more: a held-out calibration part (default
+20%, stratified) is kept for temperature scaling (``ce_ts``) and every model trains on the rest,
+so all models see the same data. Each model is then measured on the test split: accuracy,
+calibration (ECE, MCE, classwise ECE, negative log-likelihood), OOD detection (AUROC, AUPR-in,
+AUPR-out, FPR95 of each OOD score against each OOD set), accuracy under PGD at each epsilon,
+and the training time per epoch (skorch's per-epoch ``dur``). :mod:`ebmclassifier._report`
+turns the runs into tables, ``report.md``, ``results.json`` and figures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import log_loss
+from sklearn.model_selection import train_test_split
+from sklearn.utils import Bunch
+from skorch.callbacks import Callback
+
+from .datasets import (
+    load_array_file,
+    load_cifar10,
+    load_cifar100,
+    load_digits_ood,
+    load_mnist1d,
+    load_svhn,
+    make_ood_suite,
+)
+from .metrics import (
+    adversarial_accuracy,
+    classwise_calibration_error,
+    encode_labels,
+    expected_calibration_error,
+    maximum_calibration_error,
+    ood_metrics,
+)
+
+OOD_SCORES = ("energy", "max_softmax", "approx_mass")
+
+# Per data set: training length and attack radii that fit its input scale.
+DATA_DEFAULTS = {
+    "digits": {"max_epochs": 30, "epsilons": (0.0, 0.02, 0.05, 0.1)},
+    "mnist1d": {"max_epochs": 30, "epsilons": (0.0, 0.05, 0.1, 0.2)},
+    "cifar10": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
+    "cifar100": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
+    "svhn": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
+    "file": {"max_epochs": 30, "epsilons": None},  # None: fractions of the input range
+}
+_FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
+# the classic cross-data-set OOD pairs, used when the other set sits in the same folder
+_CROSS_OOD = {"cifar10": "svhn", "cifar100": "svhn", "svhn": "cifar10"}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _subsample(X, y, n, rng):
+    if n is None or n >= len(y):
+        return X, y
+    idx = np.sort(rng.choice(len(y), size=n, replace=False))
+    return X[idx], y[idx]
+
+
+def load_comparison_data(
+    data: str,
+    *,
+    data_dir=None,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    random_state: int = 0,
+) -> Bunch:
+    """The train/test splits and the OOD suite for a comparison.
+
+    Parameters
+    ----------
+    data : str
+        ``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``, ``"svhn"`` (these three read
+        from ``data_dir``), or the path of a ``.npz`` / ``.csv`` file (split 70/30, stratified).
+    data_dir : str, path-like or None
+        Folder of the CIFAR / SVHN files.
+    max_train, max_test : int or None
+        Subsample the splits (for a quick run on a large data set).
+    random_state : int, default=0
+        Seeds the subsampling, the file split and the OOD sets.
+
+    Returns
+    -------
+    data : Bunch
+        ``name``, ``kind`` (a key of ``DATA_DEFAULTS``), ``X_train``, ``y_train``, ``X_test``,
+        ``y_test``, ``ood`` (dict of name to array) and ``input_range`` (low, high).
+    """
+    rng = np.random.default_rng(random_state)
+    if data == "digits":
+        bunch, kind = load_digits_ood(random_state=random_state), "digits"
+    elif data == "mnist1d":
+        bunch, kind = load_mnist1d(random_state=random_state), "mnist1d"
+    elif data in _FOLDER_DATA:
+        if data_dir is None:
+            raise ValueError(f"--data {data} reads the files from a folder: pass --data-dir.")
+        bunch, kind = _FOLDER_DATA[data](data_dir), data
+    elif str(data).lower().endswith((".npz", ".csv")):
+        X, y = load_array_file(data)
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, y, test_size=0.3, stratify=y, random_state=random_state
+        )
+        bunch = Bunch(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
+        bunch.input_range = (float(X_train.min()), float(X_train.max()))
+        kind = "file"
+    else:
+        raise ValueError(
+            f"Unknown data {data!r}: use digits, mnist1d, cifar10, cifar100, svhn "
+            "(with --data-dir) or the path of a .npz or .csv file."
+        )
+    X_train, y_train = _subsample(bunch.X_train, bunch.y_train, max_train, rng)
+    X_test, y_test = _subsample(bunch.X_test, bunch.y_test, max_test, rng)
+    low, high = bunch.input_range
+    if "ood" in bunch and max_test is None:
+        ood = dict(bunch.ood)
+    else:
+        ood = make_ood_suite(X_test, low, high, random_state=random_state)
+    cross = _CROSS_OOD.get(kind)
+    if cross is not None:
+        try:
+            other = _FOLDER_DATA[cross](data_dir)
+            ood[cross] = _subsample(other.X_test, other.y_test, len(y_test), rng)[0]
+        except FileNotFoundError:
+            pass  # optional: only when the other set was extracted into the same folder
+    return Bunch(
+        name=Path(str(data)).name,
+        kind=kind,
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
+        y_test=y_test,
+        ood=ood,
+        input_range=(low, high),
+    )
+
+
+# ----------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model of the comparison: how to build it and which OOD scores it has.
+
+    ``build(params)`` returns an unfitted estimator from the shared training parameters
+    (``random_state``, ``max_epochs``, ``device``, ``callbacks``, ...). A model with
+    ``calibrates`` set is not trained: it recalibrates the fitted model of that name on the
+    held-out calibration split. ``unavailable`` says why a model cannot run here.
+    """
+
+    name: str
+    description: str
+    build: Callable[[dict], object] | None = None
+    scores: tuple[str, ...] = OOD_SCORES
+    calibrates: str | None = None
+    unavailable: str | None = None
+
+
+def _estimator_class(module: str, name: str):
+    """(class, None) or (None, reason) for ``ebmclassifier.<module>.<name>``."""
+    try:
+        return getattr(importlib.import_module(f"ebmclassifier.{module}"), name), None
+    except (ImportError, AttributeError) as exc:
+        return None, f"ebmclassifier.{module}.{name} is not available ({exc})"
+
+
+def _spec(name, description, module, cls_name, **fixed) -> ModelSpec:
+    cls, reason = _estimator_class(module, cls_name)
+    if cls is None:
+        return ModelSpec(name, description, unavailable=reason)
+    return ModelSpec(name, description, build=lambda params: cls(**fixed, **params))
+
+
+def default_models() -> dict[str, ModelSpec]:
+    """The models ``compare`` knows: ``ce``, ``ce_ts``, ``ngebm`` and ``jem``."""
+    return {
+        "ce": _spec(
+            "ce", "cross-entropy only (NGEBMClassifier with beta=0)", "ngebm",
+            "NGEBMClassifier", beta=0.0,
+        ),
+        "ce_ts": ModelSpec(
+            "ce_ts",
+            "ce recalibrated by temperature scaling on the held-out split "
+            "(CalibratedClassifierCV(FrozenEstimator(ce), method='temperature'))",
+            scores=("max_softmax",),
+            calibrates="ce",
+        ),
+        "ngebm": _spec("ngebm", "NG-EBM, beta=gamma=0.5", "ngebm", "NGEBMClassifier", beta=0.5),
+        "jem": _spec("jem", "JEM (SGLD from a replay buffer)", "jem", "JEMClassifier"),
+    }  # fmt: skip
+
+
+class _EpochBar(Callback):
+    """skorch callback: one tqdm bar per fit, advanced every epoch, train loss shown."""
+
+    def __init__(self, desc: str, total: int, disable: bool = False):
+        self.desc, self.total, self.disable = desc, total, disable
+
+    def on_train_begin(self, net, **kwargs):
+        from tqdm.auto import tqdm
+
+        self.bar_ = tqdm(total=self.total, desc=self.desc, leave=False, disable=self.disable)
+
+    def on_epoch_end(self, net, **kwargs):
+        self.bar_.update(1)
+        loss = net.history[-1].get("train_loss") if len(net.history) else None
+        if loss is not None:
+            self.bar_.set_postfix(loss=f"{loss:.3f}")
+
+    def on_train_end(self, net, **kwargs):
+        self.bar_.close()
+        self.bar_ = None  # a fitted estimator stays picklable
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+def _proba_metrics(y_true, proba, classes, n_bins) -> dict:
+    y_enc = encode_labels(y_true, classes)
+    # float32 rows may miss 1 by more than log_loss tolerates
+    proba = np.asarray(proba, dtype=np.float64)
+    proba = proba / proba.sum(axis=1, keepdims=True)
+    return {
+        "accuracy": float(np.mean(proba.argmax(axis=1) == y_enc)),
+        "ece": expected_calibration_error(y_enc, proba, n_bins),
+        "mce": maximum_calibration_error(y_enc, proba, n_bins),
+        "classwise_ece": classwise_calibration_error(y_enc, proba, n_bins),
+        "nll": float(log_loss(y_enc, proba, labels=np.arange(len(classes)))),
+    }
+
+
+def _ood_results(score_fn: Callable, scores: Sequence[str], X_test, ood: dict) -> dict:
+    """{score: {ood set: ood_metrics}} with score_fn(X, method) oriented as score_ood."""
+    results = {}
+    for method in scores:
+        s_in = np.asarray(score_fn(X_test, method))
+        results[method] = {
+            name: ood_metrics(s_in, np.asarray(score_fn(X_ood, method)))
+            for name, X_ood in ood.items()
+        }
+    return results
+
+
+def _seconds_per_epoch(estimator, fit_seconds: float, max_epochs: int) -> float:
+    """Median of skorch's per-epoch durations; the fit time over epochs without a history."""
+    try:
+        durations = [row["dur"] for row in estimator.history]
+    except (AttributeError, KeyError, TypeError):
+        durations = []
+    return float(np.median(durations)) if durations else fit_seconds / max(max_epochs, 1)
+
+
+@dataclass
+class CompareConfig:
+    """Everything ``compare`` needs; the CLI fills it from its options."""
+
+    data: str = "digits"
+    models: Sequence[str] = ("ce", "ce_ts", "ngebm", "jem")
+    seeds: int = 3
+    data_dir: str | None = None
+    max_epochs: int | None = None
+    lr: float | None = None
+    batch_size: int | None = None
+    device: str = "auto"
+    epsilons: Sequence[float] | None = None
+    norm: str = "linf"
+    attack_steps: int = 10
+    n_attack: int | None = 500
+    calibration_size: float = 0.2
+    n_bins: int = 15
+    max_train: int | None = None
+    max_test: int | None = None
+    progress: bool = True
+    extra_params: dict = field(default_factory=dict)
+
+
+def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log) -> list:
+    unknown = [m for m in config.models if m not in registry]
+    if unknown:
+        raise ValueError(f"Unknown models {unknown!r}; choose from {sorted(registry)!r}.")
+    selected = []
+    for name in config.models:
+        spec = registry[name]
+        base = registry.get(spec.calibrates) if spec.calibrates else spec
+        if base is None or base.unavailable:
+            reason = base.unavailable if base is not None else f"{spec.calibrates!r} is unknown"
+            log(f"skipping {name!r}: {reason}")
+            continue
+        selected.append(spec)
+    if not selected:
+        raise RuntimeError("None of the requested models can run here; see the messages above.")
+    return selected
+
+
+def run_comparison(config: CompareConfig, registry=None, log: Callable = print) -> dict:
+    """Train and measure every model for every seed.
+
+    Returns
+    -------
+    results : dict
+        ``config``, ``data`` (sizes, shapes, OOD sets), ``models`` (descriptions and skips),
+        ``epsilons`` and ``runs``: one record per (model, seed) with the measurements and, for
+        the first seed, the arrays the figures need (``_figure_data``, not written to JSON).
+    """
+    from tqdm.auto import tqdm
+
+    registry = default_models() if registry is None else registry
+    specs = _select_models(config, registry, log)
+    data = load_comparison_data(
+        config.data, data_dir=config.data_dir, max_train=config.max_train,
+        max_test=config.max_test,
+    )  # fmt: skip
+    defaults = DATA_DEFAULTS[data.kind]
+    max_epochs = config.max_epochs or defaults["max_epochs"]
+    low, high = data.input_range
+    epsilons = config.epsilons or defaults["epsilons"]
+    if epsilons is None:
+        epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
+    n_attack = (
+        len(data.y_test) if config.n_attack is None else min(config.n_attack, len(data.y_test))
+    )
+
+    trained = {s.calibrates or s.name for s in specs}
+    runs = []
+    total = len(trained) * config.seeds
+    outer = tqdm(total=total, desc=f"compare on {data.name}", disable=not config.progress)
+    for seed in range(config.seeds):
+        X_fit, X_cal, y_fit, y_cal = train_test_split(
+            data.X_train, data.y_train, test_size=config.calibration_size,
+            stratify=data.y_train, random_state=seed,
+        )  # fmt: skip
+        fitted = {}
+        for name in [n for n in registry if n in trained]:
+            bar = _EpochBar(f"{name} seed {seed}", max_epochs, disable=not config.progress)
+            params = {"random_state": seed, "max_epochs": max_epochs, "device": config.device,
+                      "verbose": 0, "callbacks": [("epoch_bar", bar)]}  # fmt: skip
+            params.update({k: v for k, v in (("lr", config.lr), ("batch_size", config.batch_size))
+                           if v is not None})  # fmt: skip
+            params.update(config.extra_params.get(name, {}))
+            estimator = registry[name].build(params)
+            start = time.perf_counter()
+            estimator.fit(X_fit, y_fit)
+            fit_seconds = time.perf_counter() - start
+            fitted[name] = (estimator, fit_seconds)
+            outer.update(1)
+        for spec in specs:
+            runs.append(
+                _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilons,
+                         n_attack)
+            )  # fmt: skip
+    outer.close()
+    _add_relative_cost(runs)
+    return {
+        "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
+        "data": {
+            "name": data.name,
+            "n_train": int(len(data.y_train) * (1 - config.calibration_size)),
+            "n_calibration": int(len(data.y_train) * config.calibration_size),
+            "n_test": int(len(data.y_test)),
+            "n_attacked": n_attack,
+            "input_shape": list(data.X_train.shape[1:]),
+            "input_range": [float(low), float(high)],
+            "ood_sets": {k: int(len(v)) for k, v in data.ood.items()},
+        },
+        "models": {s.name: s.description for s in specs},
+        "skipped": {
+            n: registry[n].unavailable for n in config.models if n not in {s.name for s in specs}
+        },
+        "max_epochs": max_epochs,
+        "epsilons": [float(e) for e in epsilons],
+        "runs": runs,
+    }
+
+
+def _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilons, n_attack):
+    """One run record: the model ``spec`` at ``seed``, measured on the test split."""
+    X_test, y_test = data.X_test, data.y_test
+    if spec.calibrates:
+        from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.frozen import FrozenEstimator
+
+        base, fit_seconds = fitted[spec.calibrates]
+        start = time.perf_counter()
+        model = CalibratedClassifierCV(FrozenEstimator(base), method="temperature").fit(
+            X_cal, y_cal
+        )
+        calibration_seconds = time.perf_counter() - start
+        seconds_per_epoch = _seconds_per_epoch(base, fit_seconds, max_epochs)
+        beta = model.calibrated_classifiers_[0].calibrators[0].beta_
+        extra = {"temperature": float(1.0 / beta), "calibration_seconds": calibration_seconds}
+
+        def score_fn(X, method):
+            return -model.predict_proba(X).max(axis=1)  # max_softmax of the recalibrated model
+
+        robust = None  # temperature scaling keeps every argmax: the same as the base model's
+    else:
+        model, fit_seconds = fitted[spec.name]
+        seconds_per_epoch = _seconds_per_epoch(model, fit_seconds, max_epochs)
+        extra = {}
+
+        def score_fn(X, method):
+            return model.score_ood(X, method=method)
+
+        robust = adversarial_accuracy(
+            model, X_test[:n_attack], y_test[:n_attack], epsilons, norm=config.norm,
+            steps=config.attack_steps, random_state=seed,
+        ).tolist()  # fmt: skip
+    proba = model.predict_proba(X_test)
+    record = {
+        "model": spec.name,
+        "seed": seed,
+        **_proba_metrics(y_test, proba, model.classes_, config.n_bins),
+        "ood": _ood_results(score_fn, spec.scores, X_test, data.ood),
+        "robust_accuracy": robust,
+        "fit_seconds": fit_seconds,
+        "seconds_per_epoch": seconds_per_epoch,
+        **extra,
+    }
+    if seed == 0:
+        first = spec.scores[0]
+        record["_figure_data"] = {
+            "y_test": y_test,
+            "proba": proba,
+            "classes": model.classes_,
+            "score": first,
+            "scores_in": np.asarray(score_fn(X_test, first)),
+            "scores_out": {k: np.asarray(score_fn(v, first)) for k, v in data.ood.items()},
+        }
+    return record
+
+
+def _add_relative_cost(runs: list) -> None:
+    """``cost_vs_ce``: seconds per epoch over the CE model's in the same seed (None without ce)."""
+    ce = {r["seed"]: r["seconds_per_epoch"] for r in runs if r["model"] == "ce"}
+    for r in runs:
+        base = ce.get(r["seed"])
+        r["cost_vs_ce"] = r["seconds_per_epoch"] / base if base else None
