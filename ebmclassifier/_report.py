@@ -127,8 +127,14 @@ def _compare_best(candidates: dict, lower: bool) -> str | None:
     if len(ranked) < 2:
         return None
     (best, b), (second, s) = ranked[0], ranked[1]
-    clear = b["max"] < s["min"] if lower else b["min"] > s["max"]
-    how = "clearly (no seed overlap)" if clear else "within the seed spread"
+    if b["median"] == s["median"]:
+        return f"{best} and {second} tied ({b['median']:.3f})"
+    if b["n"] == 1 or s["n"] == 1:
+        how = "one seed, so no spread to judge the gap by"
+    elif (b["max"] < s["min"]) if lower else (b["min"] > s["max"]):
+        how = "clearly: no seed overlap"
+    else:
+        how = "within the seed spread"
     return f"{best} ({b['median']:.3f}) ahead of {second} ({s['median']:.3f}), {how}"
 
 
@@ -136,8 +142,14 @@ def verdicts(results: dict, summary: dict) -> list[str]:
     """Plain sentences: who is best on each criterion, and how the energy methods compare
     with the CE model's energy score, the standard energy-based OOD detector."""
     lines = []
+    # a recalibrated model keeps its base model's predictions: no rival for accuracy
+    same_predictions = {m for m, spec in results.get("calibrated", {}).items() if spec}
     for metric, label in (("accuracy", "Accuracy"), ("ece", "ECE"), ("nll", "NLL")):
-        c = {m: s["scalars"].get(metric) for m, s in summary.items()}
+        c = {
+            m: s["scalars"].get(metric)
+            for m, s in summary.items()
+            if metric != "accuracy" or m not in same_predictions
+        }
         text = _compare_best(c, metric in LOWER_IS_BETTER)
         if text:
             lines.append(f"{label}: {text}.")
@@ -260,6 +272,13 @@ def write_report(results: dict, out, command: str = "") -> dict:
         "## Summary",
         "",
         tabs["main"],
+        "",
+        *[
+            f"`{m}`: fitted temperature T = {_fmt(s['scalars']['temperature'], 2)} "
+            "(T > 1 softens the confidences, T < 1 sharpens them)."
+            for m, s in summary.items()
+            if "temperature" in s["scalars"]
+        ],
         "",
         "Accuracy and calibration on the test split (ECE: top-label, "
         f"{cfg['n_bins']} equal-width bins). `cost x CE`: seconds per epoch over the CE "

@@ -371,6 +371,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
             "ood_sets": {k: int(len(v)) for k, v in data.ood.items()},
         },
         "models": {s.name: s.description for s in specs},
+        "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
         "skipped": {
             n: registry[n].unavailable for n in config.models if n not in {s.name for s in specs}
         },

@@ -392,8 +392,9 @@ def adversarial_accuracy(
     Each sample is attacked with :func:`ebmclassifier.attacks.pgd_attack` on the estimator's
     own network (``estimator.module_``, its gradients, on ``estimator.device_``), maximising the
     cross-entropy of the true label inside the ``norm`` ball of radius epsilon, clipped to the
-    training input range (``input_min_`` / ``input_max_``) when the estimator has one. The
-    attack's last iterate counts as robust when the network still predicts the true label.
+    training input range when the estimator has one: one box for all features,
+    ``[input_min_.min(), input_max_.max()]`` (``[0, 1]`` for images in [0, 1]). The attack's
+    last iterate counts as robust when the network still predicts the true label.
 
     Parameters
     ----------
@@ -450,8 +451,12 @@ def adversarial_accuracy(
     seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
     module, device = estimator.module_, torch.device(estimator.device_)
+    # one box for all features, [min of input_min_, max of input_max_]: the usual [0, 1] for
+    # images; per-feature bounds would freeze pixels that happen to be constant in training
     input_min = getattr(estimator, "input_min_", None)
     input_max = getattr(estimator, "input_max_", None)
+    input_min = None if input_min is None else float(torch.as_tensor(input_min).min())
+    input_max = None if input_max is None else float(torch.as_tensor(input_max).max())
     was_training = module.training
     module.eval()
     accuracies = []

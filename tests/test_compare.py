@@ -165,6 +165,22 @@ def test_cli_compare(monkeypatch, tmp_path, capsys):
     assert "--models ce,ce_ts" in (out / "report.md").read_text()
 
 
+def test_real_estimators_end_to_end(tmp_path):
+    # the default registry: NGEBMClassifier as ce and ngebm, ce_ts over the frozen ce
+    config = CompareConfig(
+        data="digits", models=("ce", "ce_ts", "ngebm"), seeds=1, max_epochs=2, n_attack=30,
+        max_train=300, max_test=100, progress=False,
+    )  # fmt: skip
+    results = run_comparison(config, log=lambda m: None)
+    by = {r["model"]: r for r in results["runs"]}
+    assert set(by) == {"ce", "ce_ts", "ngebm"}
+    assert by["ce_ts"]["accuracy"] == by["ce"]["accuracy"] > 0.5
+    assert by["ngebm"]["cost_vs_ce"] > 1.0  # the double backward costs more than CE alone
+    assert set(by["ngebm"]["ood"]) == {"energy", "max_softmax", "approx_mass"}
+    tabs = write_report(results, tmp_path)
+    assert "ngebm / approx_mass" in tabs["ood_auroc"]
+
+
 def test_unknown_and_unavailable_models():
     with pytest.raises(ValueError, match="Unknown models"):
         run_comparison(CompareConfig(models=("svm",)), registry=_registry())
