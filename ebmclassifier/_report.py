@@ -229,6 +229,10 @@ def write_figures(results: dict, out: Path) -> list[str]:
     return written
 
 
+def _lr_text(lr) -> str:
+    return "the estimators' default" if lr is None else f"{lr:g}"
+
+
 def write_report(results: dict, out, command: str = "") -> dict:
     """Write report.md, results.json and the figures into ``out``; return the tables."""
     import torch
@@ -259,7 +263,8 @@ def write_report(results: dict, out, command: str = "") -> dict:
         + ", ".join(f"{k} ({v})" for k, v in data["ood_sets"].items())
         + ".",
         "",
-        f"Seeds: {cfg['seeds']}; {results['max_epochs']} epochs per model. Every number is the "
+        f"Seeds: {cfg['seeds']}; {results['max_epochs']} epochs per model, learning rate "
+        f"{_lr_text(results.get('lr'))}. Every number is the "
         "median [min, max] over seeds. Environment: "
         + ", ".join(f"{k} {v}" for k, v in env.items())
         + ".",

@@ -42,7 +42,9 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=3, help="number of seeds, 0..n-1 (default 3)")
     p.add_argument("--out", default="report", help="output folder (default report/)")
     p.add_argument("--epochs", type=int, default=None, help="epochs per model (data default)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (estimator default)")
+    p.add_argument(
+        "--lr", type=float, default=None, help="learning rate (data default, else the estimator's)"
+    )
     p.add_argument("--batch-size", type=int, default=None, help="(estimator default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
     p.add_argument(

@@ -43,10 +43,12 @@ from .metrics import (
 
 OOD_SCORES = ("energy", "max_softmax", "approx_mass")
 
-# Per data set: training length and attack radii that fit its input scale.
+# Per data set: training length, learning rate (None: the estimator's) and attack radii that
+# fit its input scale. MNIST-1D: the default ConvNet reaches 87-89% test accuracy with CE at
+# the estimators' lr=1e-3 (30-50 epochs) and 94% at lr=3e-3.
 DATA_DEFAULTS = {
     "digits": {"max_epochs": 30, "epsilons": (0.0, 0.02, 0.05, 0.1)},
-    "mnist1d": {"max_epochs": 30, "epsilons": (0.0, 0.05, 0.1, 0.2)},
+    "mnist1d": {"max_epochs": 30, "lr": 3e-3, "epsilons": (0.0, 0.05, 0.1, 0.2)},
     "cifar10": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
     "cifar100": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
     "svhn": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
@@ -320,6 +322,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     )  # fmt: skip
     defaults = DATA_DEFAULTS[data.kind]
     max_epochs = config.max_epochs or defaults["max_epochs"]
+    lr = config.lr if config.lr is not None else defaults.get("lr")
     low, high = data.input_range
     epsilons = config.epsilons or defaults["epsilons"]
     if epsilons is None:
@@ -342,7 +345,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
             bar = _EpochBar(f"{name} seed {seed}", max_epochs, disable=not config.progress)
             params = {"random_state": seed, "max_epochs": max_epochs, "device": config.device,
                       "verbose": 0, "callbacks": [("epoch_bar", bar)]}  # fmt: skip
-            params.update({k: v for k, v in (("lr", config.lr), ("batch_size", config.batch_size))
+            params.update({k: v for k, v in (("lr", lr), ("batch_size", config.batch_size))
                            if v is not None})  # fmt: skip
             params.update(config.extra_params.get(name, {}))
             estimator = registry[name].build(params)
@@ -376,6 +379,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
             n: registry[n].unavailable for n in config.models if n not in {s.name for s in specs}
         },
         "max_epochs": max_epochs,
+        "lr": lr,
         "epsilons": [float(e) for e in epsilons],
         "runs": runs,
     }
