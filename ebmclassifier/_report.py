@@ -14,6 +14,7 @@ import numpy as np
 from .plotting import plot_accuracy_vs_epsilon, plot_ood_histograms, plot_reliability_diagram
 
 SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
+_NORMS = {"linf": "L-inf", "l2": "L2"}
 LOWER_IS_BETTER = {"ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce"}
 
 
@@ -88,7 +89,7 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
              _fmt(robust) if robust else "= base model", _fmt(sc.get("seconds_per_epoch"), 4),
              _fmt(sc.get("cost_vs_ce"), 2)]
         )  # fmt: skip
-    norm = "L-inf" if results["config"]["norm"] == "linf" else "L2"
+    norm = _NORMS[results["config"]["norm"]]
     main = _table(
         ["model", "accuracy", "ECE", "NLL", f"acc. {norm} PGD eps={epsilons[j]:.3g}",
          "s / epoch", "cost x CE"],
@@ -127,7 +128,7 @@ def _compare_best(candidates: dict, lower: bool) -> str | None:
     if len(ranked) < 2:
         return None
     (best, b), (second, s) = ranked[0], ranked[1]
-    if b["median"] == s["median"]:
+    if f"{b['median']:.3f}" == f"{s['median']:.3f}":
         return f"{best} and {second} tied ({b['median']:.3f})"
     if b["n"] == 1 or s["n"] == 1:
         how = "one seed, so no spread to judge the gap by"
@@ -159,25 +160,27 @@ def verdicts(results: dict, summary: dict) -> list[str]:
     if text:
         lines.append(f"Robust accuracy at eps={results['epsilons'][j]:.3g}: {text}.")
     for name in results["data"]["ood_sets"]:
-        c = {
-            f"{m} / {score}": by_set[name]["auroc"]
+        # each model by its best score on this set, so the sentence compares models
+        best = {
+            m: max(s["ood"].items(), key=lambda kv: kv[1][name]["auroc"]["median"])
             for m, s in summary.items()
-            for score, by_set in s["ood"].items()
         }
+        c = {f"{m} / {score}": by_set[name]["auroc"] for m, (score, by_set) in best.items()}
         text = _compare_best(c, lower=False)
-        baseline = c.get("ce / energy")
-        if text:
-            line = f"OOD AUROC on {name}: {text}."
-            if baseline is not None:
-                line += f" The CE model's energy score reaches {baseline['median']:.3f}"
-                for m in ("ngebm", "jem"):
-                    own = {k: v for k, v in c.items() if k.startswith(f"{m} /")}
-                    if own:
-                        k, st = max(own.items(), key=lambda kv: kv[1]["median"])
-                        gap = st["median"] - baseline["median"]
-                        line += f"; {k} {st['median']:.3f} ({gap:+.3f})"
-                line += "."
-            lines.append(line)
+        if not text:
+            continue
+        line = f"OOD AUROC on {name} (each model's best score): {text}."
+        baseline = summary.get("ce", {}).get("ood", {}).get("energy", {}).get(name)
+        if baseline is not None:
+            base = baseline["auroc"]["median"]
+            line += f" The CE model's energy score, the usual detector, reaches {base:.3f}"
+            for m in ("ngebm", "jem"):
+                if m in best:
+                    score, by_set = best[m]
+                    own = by_set[name]["auroc"]["median"]
+                    line += f"; {m} / {score} {own:.3f} ({own - base:+.3f})"
+            line += "."
+        lines.append(line)
     return lines
 
 
@@ -305,7 +308,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
         "AUPR-in and AUPR-out are in results.json. Scores: `energy` E(x) = -logsumexp f(x), "
         "`max_softmax` -max p(y|x), `approx_mass` ||dE/dx||.",
         "",
-        f"## Robustness: accuracy under {cfg['norm']} PGD ({cfg['attack_steps']} steps, "
+        f"## Robustness: accuracy under {_NORMS[cfg['norm']]} PGD ({cfg['attack_steps']} steps, "
         f"random start) on {data['n_attacked']} test samples",
         "",
         tabs["robust"],
