@@ -1,5 +1,5 @@
-"""``python -m ebmclassifier``: see :mod:`ebmclassifier.cli`."""
+import sys
 
 from .cli import main
 
-raise SystemExit(main())
+sys.exit(main())

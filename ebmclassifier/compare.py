@@ -11,27 +11,20 @@ turns the runs into tables, ``report.md``, ``results.json`` and figures.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import shlex
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
-from sklearn.utils import Bunch
 from skorch.callbacks import Callback
 
-from .datasets import (
-    load_array_file,
-    load_cifar10,
-    load_cifar100,
-    load_digits_ood,
-    load_mnist1d,
-    load_svhn,
-    make_ood_suite,
-)
+from .datasets import load_named_dataset
 from .metrics import (
     adversarial_accuracy,
     classwise_calibration_error,
@@ -54,95 +47,6 @@ DATA_DEFAULTS = {
     "svhn": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
     "file": {"max_epochs": 30, "epsilons": None},  # None: fractions of the input range
 }
-_FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
-# the classic cross-data-set OOD pairs, used when the other set sits in the same folder
-_CROSS_OOD = {"cifar10": "svhn", "cifar100": "svhn", "svhn": "cifar10"}
-
-
-# ----------------------------------------------------------------------------- data
-
-
-def _subsample(X, y, n, rng):
-    if n is None or n >= len(y):
-        return X, y
-    idx = np.sort(rng.choice(len(y), size=n, replace=False))
-    return X[idx], y[idx]
-
-
-def load_comparison_data(
-    data: str,
-    *,
-    data_dir=None,
-    max_train: int | None = None,
-    max_test: int | None = None,
-    random_state: int = 0,
-) -> Bunch:
-    """The train/test splits and the OOD suite for a comparison.
-
-    Parameters
-    ----------
-    data : str
-        ``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``, ``"svhn"`` (these three read
-        from ``data_dir``), or the path of a ``.npz`` / ``.csv`` file (split 70/30, stratified).
-    data_dir : str, path-like or None
-        Folder of the CIFAR / SVHN files.
-    max_train, max_test : int or None
-        Subsample the splits (for a quick run on a large data set).
-    random_state : int, default=0
-        Seeds the subsampling, the file split and the OOD sets.
-
-    Returns
-    -------
-    data : Bunch
-        ``name``, ``kind`` (a key of ``DATA_DEFAULTS``), ``X_train``, ``y_train``, ``X_test``,
-        ``y_test``, ``ood`` (dict of name to array) and ``input_range`` (low, high).
-    """
-    rng = np.random.default_rng(random_state)
-    if data == "digits":
-        bunch, kind = load_digits_ood(random_state=random_state), "digits"
-    elif data == "mnist1d":
-        bunch, kind = load_mnist1d(random_state=random_state), "mnist1d"
-    elif data in _FOLDER_DATA:
-        if data_dir is None:
-            raise ValueError(f"--data {data} reads the files from a folder: pass --data-dir.")
-        bunch, kind = _FOLDER_DATA[data](data_dir), data
-    elif str(data).lower().endswith((".npz", ".csv")):
-        X, y = load_array_file(data)
-        X_train, X_test, y_train, y_test = train_test_split(
-            X, y, test_size=0.3, stratify=y, random_state=random_state
-        )
-        bunch = Bunch(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
-        bunch.input_range = (float(X_train.min()), float(X_train.max()))
-        kind = "file"
-    else:
-        raise ValueError(
-            f"Unknown data {data!r}: use digits, mnist1d, cifar10, cifar100, svhn "
-            "(with --data-dir) or the path of a .npz or .csv file."
-        )
-    X_train, y_train = _subsample(bunch.X_train, bunch.y_train, max_train, rng)
-    X_test, y_test = _subsample(bunch.X_test, bunch.y_test, max_test, rng)
-    low, high = bunch.input_range
-    if "ood" in bunch and max_test is None:
-        ood = dict(bunch.ood)
-    else:
-        ood = make_ood_suite(X_test, low, high, random_state=random_state)
-    cross = _CROSS_OOD.get(kind)
-    if cross is not None:
-        try:
-            other = _FOLDER_DATA[cross](data_dir)
-            ood[cross] = _subsample(other.X_test, other.y_test, len(y_test), rng)[0]
-        except FileNotFoundError:
-            pass  # optional: only when the other set was extracted into the same folder
-    return Bunch(
-        name=Path(str(data)).name,
-        kind=kind,
-        X_train=X_train,
-        y_train=y_train,
-        X_test=X_test,
-        y_test=y_test,
-        ood=ood,
-        input_range=(low, high),
-    )
 
 
 # ----------------------------------------------------------------------------- models
@@ -316,7 +220,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
 
     registry = default_models() if registry is None else registry
     specs = _select_models(config, registry, log)
-    data = load_comparison_data(
+    data = load_named_dataset(
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
     )  # fmt: skip
@@ -448,3 +352,118 @@ def _add_relative_cost(runs: list) -> None:
     for r in runs:
         base = ce.get(r["seed"])
         r["cost_vs_ce"] = r["seconds_per_epoch"] / base if base else None
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _comma_list(kind):
+    def parse(text: str):
+        try:
+            return [kind(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {kind.__name__}, got {text!r}"
+            ) from None
+
+    return parse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """The ``compare`` subcommand: CE vs CE + temperature scaling vs NG-EBM vs JEM."""
+    p = subparsers.add_parser(
+        "compare",
+        help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
+        description=(
+            "Train each model for each seed and compare accuracy, calibration, OOD detection, "
+            "robustness to PGD and training cost. Writes report.md, results.json and PNG "
+            "figures into --out and prints the tables (median [min, max] over seeds)."
+        ),
+    )
+    p.add_argument(
+        "--data", default="digits",
+        help="digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a .npz/.csv file",
+    )  # fmt: skip
+    p.add_argument("--data-dir", default=None, help="folder of the CIFAR / SVHN files")
+    p.add_argument(
+        "--models", type=_comma_list(str), default=["ce", "ce_ts", "ngebm", "jem"],
+        help="comma-separated, from ce, ce_ts, ngebm, jem (default: all)",
+    )  # fmt: skip
+    p.add_argument("--seeds", type=int, default=3, help="number of seeds, 0..n-1 (default 3)")
+    p.add_argument("--out", default="report", help="output folder (default report/)")
+    p.add_argument("--epochs", type=int, default=None, help="epochs per model (data default)")
+    p.add_argument(
+        "--lr", type=float, default=None, help="learning rate (data default, else the estimator's)"
+    )
+    p.add_argument("--batch-size", type=int, default=None, help="(estimator default)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
+    p.add_argument(
+        "--epsilons", type=_comma_list(float), default=None,
+        help="PGD radii, comma-separated (data default)",
+    )  # fmt: skip
+    p.add_argument("--norm", choices=["linf", "l2"], default="linf", help="PGD norm")
+    p.add_argument("--attack-steps", type=int, default=10, help="PGD steps (default 10)")
+    p.add_argument("--n-attack", type=int, default=500, help="test samples attacked (default 500)")
+    p.add_argument("--max-train", type=int, default=None, help="subsample the training split")
+    p.add_argument("--max-test", type=int, default=None, help="subsample the test split")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.set_defaults(func=run_compare_command)
+    return p
+
+
+def run_compare_command(args) -> int:
+    from ._report import write_report
+
+    if args.seeds < 1:
+        raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
+    config = CompareConfig(
+        data=args.data,
+        models=tuple(args.models),
+        seeds=args.seeds,
+        data_dir=args.data_dir,
+        max_epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        device=args.device,
+        epsilons=args.epsilons,
+        norm=args.norm,
+        attack_steps=args.attack_steps,
+        n_attack=args.n_attack,
+        max_train=args.max_train,
+        max_test=args.max_test,
+        progress=not args.no_progress,
+    )
+    results = run_comparison(config, log=lambda msg: print(msg, file=sys.stderr))
+    command = _command_line(args)
+    tabs = write_report(results, args.out, command=command)
+    for key in ("main", "ood_auroc", "robust"):
+        print(tabs[key], end="\n\n")
+    for line in tabs["verdicts"]:
+        print("-", line)
+    print(f"\nReport: {args.out}/report.md, results.json and {len(tabs['figures'])} figures.")
+    return 0
+
+
+def _command_line(args) -> str:
+    """The full command that reproduces this run, every option spelled out."""
+    parts = ["python", "-m", "ebmclassifier", "compare", "--data", args.data]
+    options = {
+        "--data-dir": args.data_dir,
+        "--models": ",".join(args.models),
+        "--seeds": args.seeds,
+        "--out": args.out,
+        "--epochs": args.epochs,
+        "--lr": args.lr,
+        "--batch-size": args.batch_size,
+        "--device": args.device,
+        "--epsilons": None if args.epsilons is None else ",".join(f"{e:g}" for e in args.epsilons),
+        "--norm": args.norm,
+        "--attack-steps": args.attack_steps,
+        "--n-attack": args.n_attack,
+        "--max-train": args.max_train,
+        "--max-test": args.max_test,
+    }
+    for flag, value in options.items():
+        if value is not None:
+            parts += [flag, str(value)]
+    return shlex.join(parts)

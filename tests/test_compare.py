@@ -13,7 +13,6 @@ from ebmclassifier._report import summarise, write_report
 from ebmclassifier.compare import (
     CompareConfig,
     ModelSpec,
-    load_comparison_data,
     run_comparison,
 )
 
@@ -186,18 +185,3 @@ def test_unknown_and_unavailable_models():
         run_comparison(CompareConfig(models=("svm",)), registry=_registry())
     with pytest.raises(RuntimeError, match="None of the requested models"):
         run_comparison(CompareConfig(models=("jem",)), registry=_registry(), log=lambda m: None)
-
-
-def test_load_comparison_data_from_file(tmp_path):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(100, 5)).astype(np.float32)
-    y = np.repeat(["a", "b"], 50)
-    np.savez(tmp_path / "mine.npz", X=X, y=y)
-    data = load_comparison_data(str(tmp_path / "mine.npz"))
-    assert data.kind == "file" and len(data.y_train) == 70 and len(data.y_test) == 30
-    assert set(data.ood) == {"uniform", "inverted", "permuted"}
-    assert data.ood["uniform"].shape == (30, 5)
-    with pytest.raises(ValueError, match="--data-dir"):
-        load_comparison_data("cifar10")
-    with pytest.raises(ValueError, match="Unknown data"):
-        load_comparison_data("imagenet")

@@ -12,6 +12,7 @@ from ebmclassifier.datasets import (
     load_cifar100,
     load_digits_ood,
     load_mnist1d,
+    load_named_dataset,
     load_svhn,
     make_ood_suite,
 )
@@ -252,3 +253,33 @@ def test_load_array_file_errors(tmp_path):
     (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
     with pytest.raises(ValueError, match="3 cells"):
         load_array_file(tmp_path / "ragged.csv")
+
+
+# ----------------------------------------------------------------------------- by name
+
+
+def test_load_named_dataset_from_file(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 5)).astype(np.float32)
+    y = np.repeat(["a", "b"], 50)
+    np.savez(tmp_path / "mine.npz", X=X, y=y)
+    data = load_named_dataset(str(tmp_path / "mine.npz"))
+    assert data.kind == "file" and len(data.y_train) == 70 and len(data.y_test) == 30
+    assert set(data.ood) == {"uniform", "inverted", "permuted"}
+    assert data.ood["uniform"].shape == (30, 5)
+    with pytest.raises(ValueError, match="--data-dir"):
+        load_named_dataset("cifar10")
+    with pytest.raises(ValueError, match="Unknown data"):
+        load_named_dataset("imagenet")
+
+
+def test_load_named_dataset_adds_the_other_data_set_as_ood(cifar10_dir):
+    root, _ = cifar10_dir
+    rng = np.random.default_rng(3)
+    for name in ("train_32x32.mat", "test_32x32.mat"):
+        X = rng.integers(0, 256, size=(32, 32, 3, 5), dtype=np.uint8)
+        savemat(root / name, {"X": X, "y": rng.integers(1, 11, size=(5, 1))})
+    data = load_named_dataset("cifar10", data_dir=root)
+    assert set(data.ood) == {"uniform", "inverted", "permuted", "svhn"}
+    assert data.ood["svhn"].shape == (3, 3, 32, 32)  # as many as the test split
+    assert data.kind == "cifar10" and data.input_range == (0.0, 1.0)

@@ -2,6 +2,7 @@
 
 from .benchmarks import load_digits_ood, load_mnist1d
 from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
+from .named import load_named_dataset
 from .ood import OOD_KINDS, make_ood_suite
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "load_cifar100",
     "load_digits_ood",
     "load_mnist1d",
+    "load_named_dataset",
     "load_svhn",
     "make_ood_suite",
 ]
