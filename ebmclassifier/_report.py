@@ -31,8 +31,20 @@ def _stat(values) -> dict | None:
 
 
 def summarise(results: dict) -> dict:
-    """{model: {"scalars": {metric: stat}, "ood": {score: {set: {metric: stat}}},
-    "robust_accuracy": [stat per epsilon] or None}}."""
+    """Summaries over seeds of every measurement.
+
+    Parameters
+    ----------
+    results : dict
+        From :func:`~ebmclassifier.compare.run_comparison`.
+
+    Returns
+    -------
+    summary : dict
+        ``{model: {"scalars": {metric: stat}, "ood": {score: {set: {metric: stat}}},
+        "robust_accuracy": [stat per epsilon] or None}}`` with ``stat`` a dict of ``median``,
+        ``min``, ``max`` and ``n`` (seeds).
+    """
     summary = {}
     for model in results["models"]:
         runs = [r for r in results["runs"] if r["model"] == model]
@@ -77,7 +89,20 @@ def _attack_index(epsilons) -> int:
 
 
 def tables(results: dict, summary: dict) -> dict[str, str]:
-    """Markdown tables: ``main``, ``ood_auroc``, ``ood_fpr95`` and ``robust``."""
+    """The report's markdown tables.
+
+    Parameters
+    ----------
+    results : dict
+        From :func:`~ebmclassifier.compare.run_comparison`.
+    summary : dict
+        From :func:`summarise`.
+
+    Returns
+    -------
+    tables : dict of str to str
+        ``main``, ``ood_auroc``, ``ood_fpr95`` and ``robust``.
+    """
     epsilons = results["epsilons"]
     j = _attack_index(epsilons)
     main_rows = []
@@ -141,7 +166,21 @@ def _compare_best(candidates: dict, lower: bool) -> str | None:
 
 def verdicts(results: dict, summary: dict) -> list[str]:
     """Plain sentences: who is best on each criterion, and how the energy methods compare
-    with the CE model's energy score, the standard energy-based OOD detector."""
+    with the CE model's energy score, the standard energy-based OOD detector.
+
+    A gap is called clear only when the seed ranges do not overlap.
+
+    Parameters
+    ----------
+    results : dict
+        From :func:`~ebmclassifier.compare.run_comparison`.
+    summary : dict
+        From :func:`summarise`.
+
+    Returns
+    -------
+    lines : list of str
+    """
     lines = []
     # a recalibrated model keeps its base model's predictions: no rival for accuracy
     same_predictions = {m for m, spec in results.get("calibrated", {}).items() if spec}
@@ -197,7 +236,21 @@ def _jsonable(obj):
 
 
 def write_figures(results: dict, out: Path) -> list[str]:
-    """reliability_<model>.png and ood_<model>.png (first seed), robustness.png (all seeds)."""
+    """Write reliability_<model>.png, ood_<model>.png (first seed) and robustness.png.
+
+    Parameters
+    ----------
+    results : dict
+        From :func:`~ebmclassifier.compare.run_comparison` (the first seed's runs carry the
+        arrays the figures need).
+    out : pathlib.Path
+        An existing folder.
+
+    Returns
+    -------
+    names : list of str
+        The files written.
+    """
     written = []
     for run in results["runs"]:
         fig_data = run.get("_figure_data")
@@ -237,7 +290,22 @@ def _lr_text(lr) -> str:
 
 
 def write_report(results: dict, out, command: str = "") -> dict:
-    """Write report.md, results.json and the figures into ``out``; return the tables."""
+    """Write report.md, results.json and the figures into ``out``.
+
+    Parameters
+    ----------
+    results : dict
+        From :func:`~ebmclassifier.compare.run_comparison`.
+    out : str or path-like
+        The folder; created if needed.
+    command : str, default=""
+        The command line that reproduces the run, quoted in the report.
+
+    Returns
+    -------
+    printed : dict
+        The tables (see :func:`tables`), ``verdicts`` and ``figures`` (file names).
+    """
     import torch
 
     out = Path(out)

@@ -11,10 +11,7 @@ turns the runs into tables, ``report.md``, ``results.json`` and figures.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import shlex
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,10 +53,23 @@ DATA_DEFAULTS = {
 class ModelSpec:
     """A model of the comparison: how to build it and which OOD scores it has.
 
-    ``build(params)`` returns an unfitted estimator from the shared training parameters
-    (``random_state``, ``max_epochs``, ``device``, ``callbacks``, ...). A model with
-    ``calibrates`` set is not trained: it recalibrates the fitted model of that name on the
-    held-out calibration split. ``unavailable`` says why a model cannot run here.
+    Parameters
+    ----------
+    name : str
+        The name ``--models`` uses.
+    description : str
+        One line for the report.
+    build : callable or None
+        ``build(params)`` returns an unfitted estimator from the shared training parameters
+        (``random_state``, ``max_epochs``, ``device``, ``verbose``, ``callbacks``, and ``lr`` /
+        ``batch_size`` when set).
+    scores : tuple of str
+        The ``score_ood`` methods to measure.
+    calibrates : str or None
+        If set, the model is not trained: it recalibrates the fitted model of that name by
+        temperature scaling on the held-out calibration split.
+    unavailable : str or None
+        Why the model cannot run here (e.g. its class is not installed); it is then skipped.
     """
 
     name: str
@@ -86,7 +96,13 @@ def _spec(name, description, module, cls_name, **fixed) -> ModelSpec:
 
 
 def default_models() -> dict[str, ModelSpec]:
-    """The models ``compare`` knows: ``ce``, ``ce_ts``, ``ngebm`` and ``jem``."""
+    """The models ``compare`` knows: ``ce``, ``ce_ts``, ``ngebm`` and ``jem``.
+
+    Returns
+    -------
+    registry : dict of str to ModelSpec
+        A model whose estimator class cannot be imported is present with ``unavailable`` set.
+    """
     return {
         "ce": _spec(
             "ce", "cross-entropy only (NGEBMClassifier with beta=0)", "ngebm",
@@ -166,7 +182,36 @@ def _seconds_per_epoch(estimator, fit_seconds: float, max_epochs: int) -> float:
 
 @dataclass
 class CompareConfig:
-    """Everything ``compare`` needs; the CLI fills it from its options."""
+    """Everything ``compare`` needs; the CLI fills it from its options.
+
+    Parameters
+    ----------
+    data, data_dir, max_train, max_test
+        The data set, as :func:`~ebmclassifier.datasets.load_named_dataset` takes them.
+    models : sequence of str
+        Names from the registry (:func:`default_models`).
+    seeds : int
+        Seeds ``0 .. seeds - 1``; each fixes the calibration split, the estimators'
+        ``random_state`` and the attacks' random starts.
+    max_epochs, lr, batch_size : int, float, int or None
+        Training; None takes the data set's default (``DATA_DEFAULTS``), else the estimator's.
+    device : str
+        The estimators' ``device``.
+    epsilons : sequence of float or None
+        PGD radii; None takes the data set's default.
+    norm : {"linf", "l2"}
+    attack_steps : int
+    n_attack : int or None
+        How many test samples are attacked (None: all).
+    calibration_size : float
+        Fraction of the training split held out for ``ce_ts``.
+    n_bins : int
+        Bins of the calibration errors.
+    progress : bool
+        Show tqdm progress bars.
+    extra_params : dict of str to dict
+        Additional estimator parameters per model name, e.g. ``{"jem": {"sgld_steps": 10}}``.
+    """
 
     data: str = "digits"
     models: Sequence[str] = ("ce", "ce_ts", "ngebm", "jem")
@@ -208,6 +253,14 @@ def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log) -
 
 def run_comparison(config: CompareConfig, registry=None, log: Callable = print) -> dict:
     """Train and measure every model for every seed.
+
+    Parameters
+    ----------
+    config : CompareConfig
+    registry : dict of str to ModelSpec or None, default=None
+        None: :func:`default_models`.
+    log : callable, default=print
+        Receives one line per skipped model.
 
     Returns
     -------
@@ -352,118 +405,3 @@ def _add_relative_cost(runs: list) -> None:
     for r in runs:
         base = ce.get(r["seed"])
         r["cost_vs_ce"] = r["seconds_per_epoch"] / base if base else None
-
-
-# ----------------------------------------------------------------------------- command line
-
-
-def _comma_list(kind):
-    def parse(text: str):
-        try:
-            return [kind(part) for part in text.split(",") if part.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a comma-separated list of {kind.__name__}, got {text!r}"
-            ) from None
-
-    return parse
-
-
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """The ``compare`` subcommand: CE vs CE + temperature scaling vs NG-EBM vs JEM."""
-    p = subparsers.add_parser(
-        "compare",
-        help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
-        description=(
-            "Train each model for each seed and compare accuracy, calibration, OOD detection, "
-            "robustness to PGD and training cost. Writes report.md, results.json and PNG "
-            "figures into --out and prints the tables (median [min, max] over seeds)."
-        ),
-    )
-    p.add_argument(
-        "--data", default="digits",
-        help="digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a .npz/.csv file",
-    )  # fmt: skip
-    p.add_argument("--data-dir", default=None, help="folder of the CIFAR / SVHN files")
-    p.add_argument(
-        "--models", type=_comma_list(str), default=["ce", "ce_ts", "ngebm", "jem"],
-        help="comma-separated, from ce, ce_ts, ngebm, jem (default: all)",
-    )  # fmt: skip
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds, 0..n-1 (default 3)")
-    p.add_argument("--out", default="report", help="output folder (default report/)")
-    p.add_argument("--epochs", type=int, default=None, help="epochs per model (data default)")
-    p.add_argument(
-        "--lr", type=float, default=None, help="learning rate (data default, else the estimator's)"
-    )
-    p.add_argument("--batch-size", type=int, default=None, help="(estimator default)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
-    p.add_argument(
-        "--epsilons", type=_comma_list(float), default=None,
-        help="PGD radii, comma-separated (data default)",
-    )  # fmt: skip
-    p.add_argument("--norm", choices=["linf", "l2"], default="linf", help="PGD norm")
-    p.add_argument("--attack-steps", type=int, default=10, help="PGD steps (default 10)")
-    p.add_argument("--n-attack", type=int, default=500, help="test samples attacked (default 500)")
-    p.add_argument("--max-train", type=int, default=None, help="subsample the training split")
-    p.add_argument("--max-test", type=int, default=None, help="subsample the test split")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.set_defaults(func=run_compare_command)
-    return p
-
-
-def run_compare_command(args) -> int:
-    from ._report import write_report
-
-    if args.seeds < 1:
-        raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
-    config = CompareConfig(
-        data=args.data,
-        models=tuple(args.models),
-        seeds=args.seeds,
-        data_dir=args.data_dir,
-        max_epochs=args.epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        device=args.device,
-        epsilons=args.epsilons,
-        norm=args.norm,
-        attack_steps=args.attack_steps,
-        n_attack=args.n_attack,
-        max_train=args.max_train,
-        max_test=args.max_test,
-        progress=not args.no_progress,
-    )
-    results = run_comparison(config, log=lambda msg: print(msg, file=sys.stderr))
-    command = _command_line(args)
-    tabs = write_report(results, args.out, command=command)
-    for key in ("main", "ood_auroc", "robust"):
-        print(tabs[key], end="\n\n")
-    for line in tabs["verdicts"]:
-        print("-", line)
-    print(f"\nReport: {args.out}/report.md, results.json and {len(tabs['figures'])} figures.")
-    return 0
-
-
-def _command_line(args) -> str:
-    """The full command that reproduces this run, every option spelled out."""
-    parts = ["python", "-m", "ebmclassifier", "compare", "--data", args.data]
-    options = {
-        "--data-dir": args.data_dir,
-        "--models": ",".join(args.models),
-        "--seeds": args.seeds,
-        "--out": args.out,
-        "--epochs": args.epochs,
-        "--lr": args.lr,
-        "--batch-size": args.batch_size,
-        "--device": args.device,
-        "--epsilons": None if args.epsilons is None else ",".join(f"{e:g}" for e in args.epsilons),
-        "--norm": args.norm,
-        "--attack-steps": args.attack_steps,
-        "--n-attack": args.n_attack,
-        "--max-train": args.max_train,
-        "--max-test": args.max_test,
-    }
-    for flag, value in options.items():
-        if value is not None:
-            parts += [flag, str(value)]
-    return shlex.join(parts)

@@ -42,7 +42,25 @@ __all__ = [
 
 
 def encode_labels(y, classes) -> np.ndarray:
-    """Column index of each label of ``y`` in ``classes``; ValueError naming unknown labels."""
+    """Column index of each label of ``y`` in ``classes``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Labels, each one of ``classes``.
+    classes : array-like of shape (n_classes,)
+        The label of each column, e.g. ``estimator.classes_``.
+
+    Returns
+    -------
+    y_encoded : ndarray of shape (n_samples,), int64
+        ``classes[y_encoded[i]] == y[i]``.
+
+    Raises
+    ------
+    ValueError
+        Naming the labels of ``y`` that are not in ``classes``.
+    """
     y = np.asarray(y)
     classes = np.asarray(classes)
     index = {label: k for k, label in enumerate(classes.tolist())}
