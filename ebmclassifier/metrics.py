@@ -455,6 +455,12 @@ def adversarial_accuracy(
                 "Call fit first."
             )
     X = _as_float32(X)
+    input_shape = getattr(estimator, "input_shape_", None)
+    if input_shape is not None and tuple(X.shape[1:]) != tuple(input_shape):
+        raise ValueError(
+            f"X has samples of shape {tuple(X.shape[1:])}, but the estimator was fitted on "
+            f"samples of shape {tuple(input_shape)}; pass X as it was given to fit."
+        )
     y_enc = encode_labels(y, estimator.classes_)
     if y_enc.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y_enc.shape[0]}.")

@@ -172,3 +172,6 @@ def test_adversarial_accuracy_input_errors(stand_in):
         adversarial_accuracy(est, X[:2], labels[:2], [0.1], norm="l1")
     with pytest.raises(ValueError, match="samples"):
         adversarial_accuracy(est, X[:3], labels[:2], [0.1])
+    est_shaped = SimpleNamespace(**vars(est), input_shape_=(64,))
+    with pytest.raises(ValueError, match=r"shape \(1, 8, 8\)"):
+        adversarial_accuracy(est_shaped, X[:2].reshape(2, 1, 8, 8), labels[:2], [0.1])

@@ -163,6 +163,23 @@ def test_ece_scorer_negates_and_works_in_grid_search():
     assert np.all(search.cv_results_["mean_test_score"] <= 0)
 
 
+def test_ece_scorer_with_a_library_estimator(small_blobs):
+    from ebmclassifier import NGEBMClassifier
+
+    X, y = small_blobs
+    labels = np.array(["a", "b", "c"])[y]
+    search = GridSearchCV(
+        NGEBMClassifier(max_epochs=3, random_state=0, module__hidden_sizes=(16,)),
+        {"beta": [0.0, 0.5]},
+        scoring=ece_scorer,
+        cv=2,
+    ).fit(X, labels)
+    best = search.best_estimator_
+    expected = expected_calibration_error(labels, best.predict_proba(X), classes=best.classes_)
+    assert ece_scorer(best, X, labels) == pytest.approx(-expected)
+    assert search.best_score_ <= 0
+
+
 # ----------------------------------------------------------------------------- OOD
 
 
