@@ -76,22 +76,28 @@ def mnist1d_data():
     return data, state, after
 
 
-def test_load_mnist1d_matches_the_package_and_leaves_global_rng(mnist1d_data):
-    from mnist1d.data import get_dataset_args, make_dataset
-
+def test_load_mnist1d_default_is_the_benchmark_and_leaves_global_rng(mnist1d_data):
     data, before, after = mnist1d_data
     assert data.X_train.shape == (4000, 1, 40) and data.X_test.shape == (1000, 1, 40)
     assert data.X_train.dtype == np.float32 and data.y_train.dtype == np.int64
     assert set(np.unique(data.y_test)) == set(range(10))
     assert before[0] == after[0] and np.array_equal(before[1], after[1])
-    # the reference: the package's own generator with its default arguments (no download)
+    assert data.input_range == (data.X_train.min(), data.X_train.max())
+    assert data.ood["uniform"].shape == (1000, 1, 40)
+
+
+def test_load_mnist1d_matches_the_package():
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    data = load_mnist1d(num_samples=600, seed=7, ood_kinds=())
+    # the reference: the package's own generator (no download), same arguments
+    args = get_dataset_args()
+    args.num_samples, args.seed = 600, 7
     state = np.random.get_state()  # noqa: NPY002 (mnist1d uses the global generator)
-    raw = make_dataset(get_dataset_args())
+    raw = make_dataset(args)
     np.random.set_state(state)  # noqa: NPY002
     np.testing.assert_allclose(data.X_test[:, 0, :], raw["x_test"], rtol=1e-6)
     np.testing.assert_array_equal(data.y_train, raw["y"])
-    assert data.input_range == (data.X_train.min(), data.X_train.max())
-    assert data.ood["uniform"].shape == (1000, 1, 40)
 
 
 def test_load_mnist1d_flat():
