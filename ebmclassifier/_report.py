@@ -48,7 +48,11 @@ def summarise(results: dict) -> dict:
     summary = {}
     for model in results["models"]:
         runs = [r for r in results["runs"] if r["model"] == model]
-        scalars = {k: _stat([r.get(k) for r in runs]) for k in SCALARS + ("temperature",)}
+        if not runs:
+            continue  # every fit failed; listed under "failures"
+        scalars = {
+            k: _stat([r.get(k) for r in runs]) for k in SCALARS + ("temperature", "divergences")
+        }
         ood = {
             score: {
                 name: {m: _stat([r["ood"][score][name][m] for r in runs]) for m in metrics}
@@ -344,6 +348,10 @@ def write_report(results: dict, out, command: str = "") -> dict:
         "",
         *[f"- `{m}`: {d}" for m, d in results["models"].items()],
         *[f"- `{m}`: skipped, {why}" for m, why in results["skipped"].items()],
+        *[
+            f"- `{f['model']}` failed at seed {f['seed']}: `{f['error']}`"
+            for f in results.get("failures", [])
+        ],
         "",
         "## Summary",
         "",
@@ -354,6 +362,12 @@ def write_report(results: dict, out, command: str = "") -> dict:
             "(T > 1 softens the confidences, T < 1 sharpens them)."
             for m, s in summary.items()
             if "temperature" in s["scalars"]
+        ],
+        *[
+            f"`{m}` recovered from {_fmt(s['scalars']['divergences'], 0)} training divergences "
+            "per fit."
+            for m, s in summary.items()
+            if "divergences" in s["scalars"]
         ],
         "",
         "Accuracy and calibration on the test split (ECE: top-label, "

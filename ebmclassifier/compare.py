@@ -233,22 +233,24 @@ class CompareConfig:
     extra_params: dict = field(default_factory=dict)
 
 
-def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log) -> list:
+def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
+    """(the specs that can run, {skipped name: reason})."""
     unknown = [m for m in config.models if m not in registry]
     if unknown:
         raise ValueError(f"Unknown models {unknown!r}; choose from {sorted(registry)!r}.")
-    selected = []
+    selected, skipped = [], {}
     for name in config.models:
         spec = registry[name]
         base = registry.get(spec.calibrates) if spec.calibrates else spec
         if base is None or base.unavailable:
             reason = base.unavailable if base is not None else f"{spec.calibrates!r} is unknown"
             log(f"skipping {name!r}: {reason}")
+            skipped[name] = reason
             continue
         selected.append(spec)
     if not selected:
         raise RuntimeError("None of the requested models can run here; see the messages above.")
-    return selected
+    return selected, skipped
 
 
 def run_comparison(config: CompareConfig, registry=None, log: Callable = print) -> dict:
@@ -272,7 +274,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     from tqdm.auto import tqdm
 
     registry = default_models() if registry is None else registry
-    specs = _select_models(config, registry, log)
+    specs, skipped = _select_models(config, registry, log)
     data = load_named_dataset(
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
@@ -289,7 +291,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     )
 
     trained = {s.calibrates or s.name for s in specs}
-    runs = []
+    runs, failures = [], []
     total = len(trained) * config.seeds
     outer = tqdm(total=total, desc=f"compare on {data.name}", disable=not config.progress)
     for seed in range(config.seeds):
@@ -307,23 +309,28 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
             params.update(config.extra_params.get(name, {}))
             estimator = registry[name].build(params)
             start = time.perf_counter()
-            estimator.fit(X_fit, y_fit)
-            fit_seconds = time.perf_counter() - start
-            fitted[name] = (estimator, fit_seconds)
+            try:
+                estimator.fit(X_fit, y_fit)
+            except Exception as exc:  # one failed fit (e.g. a divergence) must not end the run
+                failures.append({"model": name, "seed": seed, "error": repr(exc)})
+                log(f"{name!r} failed at seed {seed}: {exc!r}")
+            else:
+                fitted[name] = (estimator, time.perf_counter() - start)
             outer.update(1)
         for spec in specs:
-            runs.append(
-                _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilons,
-                         n_attack)
-            )  # fmt: skip
+            if (spec.calibrates or spec.name) in fitted:
+                runs.append(
+                    _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs,
+                             epsilons, n_attack)
+                )  # fmt: skip
     outer.close()
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
         "data": {
             "name": data.name,
-            "n_train": int(len(data.y_train) * (1 - config.calibration_size)),
-            "n_calibration": int(len(data.y_train) * config.calibration_size),
+            "n_train": len(y_fit),
+            "n_calibration": len(y_cal),
             "n_test": int(len(data.y_test)),
             "n_attacked": n_attack,
             "input_shape": list(data.X_train.shape[1:]),
@@ -332,9 +339,8 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
         },
         "models": {s.name: s.description for s in specs},
         "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
-        "skipped": {
-            n: registry[n].unavailable for n in config.models if n not in {s.name for s in specs}
-        },
+        "skipped": skipped,
+        "failures": failures,
         "max_epochs": max_epochs,
         "lr": lr,
         "epsilons": [float(e) for e in epsilons],
@@ -384,6 +390,7 @@ def _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilon
         "robust_accuracy": robust,
         "fit_seconds": fit_seconds,
         "seconds_per_epoch": seconds_per_epoch,
+        "divergences": getattr(model, "n_divergences_", None),
         **extra,
     }
     if seed == 0:

@@ -180,6 +180,36 @@ def test_real_estimators_end_to_end(tmp_path):
     assert "ngebm / approx_mass" in tabs["ood_auroc"]
 
 
+class FailsAtSeedOne(SoftmaxRegression):
+    def fit(self, X, y):
+        if self.random_state == 1:
+            raise FloatingPointError("diverged")
+        return super().fit(X, y)
+
+
+def test_a_failed_fit_is_recorded_and_the_run_goes_on(tmp_path):
+    registry = {
+        **_registry(),
+        "ngebm": ModelSpec("ngebm", "fails", build=lambda p: FailsAtSeedOne(**p)),
+    }
+    config = CompareConfig(
+        models=("ce", "ngebm"), seeds=2, max_epochs=2, n_attack=10, max_test=50, progress=False
+    )
+    messages = []
+    results = run_comparison(config, registry=registry, log=messages.append)
+    assert [(r["model"], r["seed"]) for r in results["runs"]] == [
+        ("ce", 0),
+        ("ngebm", 0),
+        ("ce", 1),
+    ]
+    assert results["failures"] == [
+        {"model": "ngebm", "seed": 1, "error": "FloatingPointError('diverged')"}
+    ]
+    assert messages == ["'ngebm' failed at seed 1: FloatingPointError('diverged')"]
+    write_report(results, tmp_path)
+    assert "`ngebm` failed at seed 1" in (tmp_path / "report.md").read_text()
+
+
 def test_unknown_and_unavailable_models():
     with pytest.raises(ValueError, match="Unknown models"):
         run_comparison(CompareConfig(models=("svm",)), registry=_registry())
