@@ -88,7 +88,7 @@ def tree_gamma_from_loss(loss_fn: LossFn) -> Callable[[torch.Tensor], torch.Tens
 def _gumbel(scores: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     u = torch.rand(scores.shape, generator=generator, device=scores.device, dtype=scores.dtype)
     eps = torch.finfo(scores.dtype).tiny
-    return -torch.log(-torch.log(u.clamp(min=eps)).clamp(min=eps))
+    return -torch.log((-torch.log(u.clamp(min=eps))).clamp(min=eps))
 
 
 def tree_latent(
