@@ -41,16 +41,29 @@ from .tree_projective import eisner
 __all__ = ["SparseMAPTree", "sparsemap_active_set", "tree_sparsemap"]
 
 
-def _kkt_solve(vertices: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
-    """Weights ``p``, multiplier ``tau`` and the inverse-KKT block ``Q`` for rows ``vertices``."""
+def _kkt_matrix(vertices: np.ndarray) -> np.ndarray:
     k = len(vertices)
     kkt = np.ones((k + 1, k + 1))
     kkt[:k, :k] = vertices @ vertices.T
     kkt[k, k] = 0.0
-    inverse = np.linalg.pinv(kkt)  # affinely dependent trees would make KKT singular
+    return kkt
+
+
+def _kkt_solve(vertices: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
+    """Weights ``p`` and multiplier ``tau`` of the QP restricted to the rows ``vertices``."""
+    kkt = _kkt_matrix(vertices)
     rhs = np.append(vertices @ target, 1.0)
-    solution = inverse @ rhs
-    return solution[:k], float(solution[k]), inverse[:k, :k]
+    try:
+        solution = np.linalg.solve(kkt, rhs)
+    except np.linalg.LinAlgError:  # affinely dependent trees: least squares
+        solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+    return solution[:-1], float(solution[-1])
+
+
+def _jacobian_block(vertices: np.ndarray) -> np.ndarray:
+    """``Q``, the (p, p) block of the inverse KKT matrix: ``d mu / d s = Z_A^T Q Z_A``."""
+    k = len(vertices)
+    return np.linalg.pinv(_kkt_matrix(vertices))[:k, :k]
 
 
 class _ActiveSet:
@@ -66,7 +79,7 @@ class _ActiveSet:
     def restricted_step(self) -> np.ndarray:
         """Solve the QP on the active set, dropping trees until the weights are >= 0; return mu."""
         while True:
-            p_hat, tau, _ = _kkt_solve(self.vertices, self.target)
+            p_hat, tau = _kkt_solve(self.vertices, self.target)
             if np.all(p_hat >= 0):
                 self.weights, self.tau = p_hat, tau
                 return p_hat @ self.vertices
@@ -175,7 +188,7 @@ def _padded_jacobian_factors(vertices, n_coords):
     for b, z in enumerate(vertices):
         k = len(z)
         z_pad[b, :k] = z
-        q_pad[b, :k, :k] = _kkt_solve(z, np.zeros(n_coords))[2]
+        q_pad[b, :k, :k] = _jacobian_block(z)
     return z_pad, q_pad
 
 

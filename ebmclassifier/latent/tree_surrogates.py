@@ -46,7 +46,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from ._tree_utils import arc_mask
-from .tree_sparsemap import tree_sparsemap
+from .tree_sparsemap import sparsemap_active_set
 from .trees import sample_trees, tree_map, tree_marginals
 
 __all__ = [
@@ -85,7 +85,9 @@ class _TreeContext:
         return tree_marginals(scores, self.lengths, self.projective)
 
     def project(self, point: torch.Tensor) -> torch.Tensor:
-        return tree_sparsemap(point.detach(), self.lengths, self.projective)
+        # the projection's value only: no Jacobian needed here
+        mu = sparsemap_active_set(point.detach(), self.lengths, self.projective)[0]
+        return mu.to(point.device, point.dtype)
 
     def steps(self, z: torch.Tensor, gamma: torch.Tensor, update) -> torch.Tensor:
         """``z <- update(z - eta * gamma(z))`` k times; ``gamma`` is gamma at the start."""
