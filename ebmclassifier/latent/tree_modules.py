@@ -26,6 +26,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .tree_latent import tree_latent_eval
+from .trees import arcs_to_heads, tree_map, tree_marginals
 
 __all__ = ["BiLSTMArcScorer", "TreeGCNDecoder", "TreeLatentModel", "sequence_lengths"]
 
@@ -209,6 +210,8 @@ class TreeLatentModel(nn.Module):
     >>> x = torch.tensor([[3, 4, 0], [5, 0, 0]])
     >>> model(x).shape, model.latent(x).shape
     (torch.Size([2, 2]), torch.Size([2, 4, 4]))
+    >>> model.predict_heads(x)[1]
+    tensor([ 0, -1, -1])
     """
 
     def __init__(
@@ -236,3 +239,15 @@ class TreeLatentModel(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decoder(x, self.latent(x))
+
+    def predict_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """MAP tree per sentence as heads (B, N): the head of each word, 0 = root, -1 = padding."""
+        lengths = sequence_lengths(x)
+        with torch.no_grad():
+            arcs = tree_map(self.encoder(x), lengths, self.projective)
+        return arcs_to_heads(arcs, lengths)
+
+    def marginals(self, x: torch.Tensor) -> torch.Tensor:
+        """Arc marginals (B, N + 1, N + 1) of the encoder's tree distribution."""
+        with torch.no_grad():
+            return tree_marginals(self.encoder(x), sequence_lengths(x), self.projective)
