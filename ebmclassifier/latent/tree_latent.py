@@ -30,6 +30,8 @@ from collections.abc import Callable
 import torch
 
 from ._tree_utils import check_arc_scores
+from .categorical import gamma_from_loss
+from .relaxations import sample_gumbel
 from .tree_sparsemap import tree_sparsemap
 from .tree_surrogates import (
     TreeScoreFunction,
@@ -40,7 +42,7 @@ from .tree_surrogates import (
 )
 from .trees import tree_map, tree_marginals
 
-__all__ = ["TREE_GRADIENTS", "tree_gamma_from_loss", "tree_latent", "tree_latent_eval"]
+__all__ = ["TREE_GRADIENTS", "tree_latent", "tree_latent_eval"]
 
 _ARGMAX_SURROGATES = {
     "ste": TreeSTEIdentity,
@@ -63,32 +65,6 @@ def _canonical(gradient: str) -> str:
             f"gradient must be one of {TREE_GRADIENTS + tuple(_ALIASES)}; got {gradient!r}."
         )
     return name
-
-
-def tree_gamma_from_loss(loss_fn: LossFn) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``gamma_fn(z) = d(sum_b loss_fn(z)_b) / dz``, detached, usable inside a backward pass.
-
-    Examples
-    --------
-    >>> import torch
-    >>> tree_gamma_from_loss(lambda z: (z**2).sum(dim=(1, 2)))(torch.ones(1, 2, 2))
-    tensor([[[2., 2.],
-             [2., 2.]]])
-    """
-
-    def gamma_fn(z: torch.Tensor) -> torch.Tensor:
-        with torch.enable_grad():
-            z = z.detach().requires_grad_(True)
-            (gamma,) = torch.autograd.grad(loss_fn(z).sum(), z)
-        return gamma
-
-    return gamma_fn
-
-
-def _gumbel(scores: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    u = torch.rand(scores.shape, generator=generator, device=scores.device, dtype=scores.dtype)
-    eps = torch.finfo(scores.dtype).tiny
-    return -torch.log((-torch.log(u.clamp(min=eps))).clamp(min=eps))
 
 
 def tree_latent(
@@ -153,7 +129,7 @@ def tree_latent(
     name = _canonical(gradient)
     scores, lengths = check_arc_scores(scores, lengths)
     if name in _ARGMAX_SURROGATES:
-        gamma_fn = None if loss_fn is None else tree_gamma_from_loss(loss_fn)
+        gamma_fn = None if loss_fn is None else gamma_from_loss(loss_fn)
         surrogate = _ARGMAX_SURROGATES[name]
         return surrogate.apply(scores, lengths, projective, gamma_fn, step_size, inner_steps)
     if name == "marginals":
@@ -161,7 +137,7 @@ def tree_latent(
     if name == "sparsemap":
         return tree_sparsemap(scores, lengths, projective)
     if name in ("gumbel", "gumbel_st"):
-        perturbed = scores + _gumbel(scores, generator)
+        perturbed = scores + sample_gumbel(scores, generator)
         soft = tree_marginals(perturbed / temperature, lengths, projective)
         if name == "gumbel":
             return soft
