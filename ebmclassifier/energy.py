@@ -5,6 +5,7 @@ A classifier with logits ``f(x)`` defines an energy-based model of the inputs
 
     E(x) = -log sum_y exp(f(x)[y]),        p(x) ∝ exp(-E(x)).
 
+The gradient-norm penalty is NG-EBM's [2]_ and the scores are those of [1]_ and [3]_.
 Everything here is a plain function on tensors; the estimators only compose them.
 All per-sample input gradients assume that the network treats the samples of a batch
 independently (no batch-norm in training mode), so that ``d(sum_i E_i)/dx_j = dE_j/dx_j``.
@@ -75,8 +76,9 @@ def energy_grad_norm(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-sample norm of the energy's input gradient, ``||dE/dx (x_i)||_2``, by double backprop.
 
-    This is the (negative) Approximate Mass of [1]_ (Sec. 5.2) and the regulariser of NG-EBM
-    [2]_: ``loss = gamma * CE + beta * mean_i ||dE/dx (x_i)||_2``.
+    This is the (negative) Approximate Mass of Grathwohl et al. (2020, Sec. 5.2) and the
+    regulariser of NG-EBM (Piland et al., 2023):
+    ``loss = gamma * CE + beta * mean_i ||dE/dx (x_i)||_2``.
 
     Parameters
     ----------
@@ -164,8 +166,9 @@ def ood_score(
         Maps a batch ``x`` to logits.
     x : Tensor of shape (n, ...)
     method : {"energy", "max_softmax", "approx_mass"}
-        ``"energy"``: ``E(x)`` [3]_; ``"max_softmax"``: ``-max_y p(y|x)`` (Hendrycks & Gimpel,
-        2017); ``"approx_mass"``: ``||dE/dx||_2`` [1]_, needing one backward pass.
+        ``"energy"``: ``E(x)`` (Liu et al., 2020); ``"max_softmax"``: ``-max_y p(y|x)``
+        (Hendrycks & Gimpel, 2017); ``"approx_mass"``: ``||dE/dx||_2`` (Grathwohl et al., 2020),
+        needing one backward pass.
 
     Returns
     -------

@@ -181,7 +181,7 @@ def expected_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=Non
 
 
 def maximum_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=None) -> float:
-    """Maximum calibration error (MCE): the largest |acc - conf| over non-empty bins.
+    """Maximum calibration error (MCE): the largest ``|acc - conf|`` over non-empty bins.
 
     Same binning and label handling as :func:`expected_calibration_error`; computed with
     ``netcal.metrics.MCE``.

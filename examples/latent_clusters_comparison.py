@@ -1,4 +1,9 @@
-"""Surrogate gradients on the latent-clusters task: accuracy and latent recovery, per method.
+"""
+Surrogate gradients on the latent-clusters task
+===============================================
+
+Accuracy and latent recovery, per gradient method (not run by the docs build: it takes
+minutes; see :doc:`/latent_clusters` for its measured results).
 
 Reruns the unstructured synthetic comparison of Mihaylova, Niculae & Martins (2020),
 "Understanding the Mechanics of SPIGOT" (EMNLP): K hidden clusters, each with its own linear
