@@ -46,3 +46,12 @@ fig_ce = plot_reliability_diagram(
 fig_ngebm = plot_reliability_diagram(
     data.y_test, probas["NG-EBM"], classes=models["NG-EBM"].classes_, title="NG-EBM"
 )
+
+# %%
+# Reading the diagrams
+# --------------------
+# Bars above the diagonal mean the model is *under*-confident in that bin (it is right more
+# often than it says), bars below it over-confident. A gradient-norm penalty flattens the
+# energy around the data, which can pull the softmax towards uniform: with this short training
+# at ``beta=0.5`` that is what the NG-EBM panel may show. Tune ``beta`` for calibration with
+# cross-validation (see the grid-search example) rather than taking the default on trust.
