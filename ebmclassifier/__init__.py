@@ -1,3 +1,8 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
+from .exceptions import DivergenceError
+from .ngebm import NGEBMClassifier
+
 __version__ = "0.1.0.dev0"
+
+__all__ = ["DivergenceError", "NGEBMClassifier"]

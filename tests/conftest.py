@@ -1,0 +1,35 @@
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+# Two cores: more threads than that only adds contention.
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+@pytest.fixture(scope="session")
+def digits_split():
+    """Standardized digits, 70/30 stratified split (the issue's protocol)."""
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=0
+    )
+    scaler = StandardScaler().fit(X_train)
+    return (
+        scaler.transform(X_train).astype(np.float32),
+        scaler.transform(X_test).astype(np.float32),
+        y_train,
+        y_test,
+    )
+
+
+@pytest.fixture(scope="session")
+def small_blobs():
+    """A small, easy 3-class problem for fast contract tests."""
+    rng = np.random.default_rng(0)
+    centers = np.array([[2.0, 0.0, 0.0, 0.0], [-2.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])
+    y = rng.integers(0, 3, size=150)
+    X = centers[y] + 0.5 * rng.standard_normal((150, 4))
+    return X.astype(np.float32), y

@@ -1,0 +1,298 @@
+"""NGEBMClassifier and the shared base: the estimator contract."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from skorch.callbacks import Callback, Checkpoint, LoadInitState
+from skorch.dataset import Dataset
+from skorch.helper import predefined_split
+
+from ebmclassifier import DivergenceError, NGEBMClassifier
+from ebmclassifier import ngebm as ngebm_module
+
+FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(small_blobs):
+    X, y = small_blobs
+    return NGEBMClassifier(**FAST).fit(X, y)
+
+
+def test_predict_shapes_and_invariants(fitted, small_blobs):
+    X, y = small_blobs
+    proba = fitted.predict_proba(X)
+    assert proba.shape == (len(X), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.log(proba), fitted.predict_log_proba(X), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(fitted.predict(X), fitted.classes_[proba.argmax(axis=1)])
+    assert fitted.score(X, y) > 0.8
+    for method in ("energy", "max_softmax", "approx_mass"):
+        assert fitted.score_ood(X, method=method).shape == (len(X),)
+    np.testing.assert_array_equal(fitted.score_samples(X), -fitted.score_ood(X))
+    np.testing.assert_array_equal(fitted.score_ood(X), fitted.score_ood(X, method="approx_mass"))
+    np.testing.assert_array_equal(fitted.energy(X), fitted.score_ood(X, method="energy"))
+
+
+def test_energy_matches_logits(fitted, small_blobs):
+    X, _ = small_blobs
+    with torch.no_grad():
+        logits = fitted.module_(torch.as_tensor(X))
+    np.testing.assert_allclose(
+        fitted.energy(X), (-torch.logsumexp(logits, 1)).numpy(), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_inference_batches_do_not_change_results(fitted, small_blobs):
+    X, _ = small_blobs
+    one_batch = clone(fitted).set_params(iterator_valid__batch_size=-1)
+    one_batch.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    np.testing.assert_allclose(one_batch.predict_proba(X), fitted.predict_proba(X), rtol=1e-5)
+    np.testing.assert_allclose(one_batch.score_ood(X), fitted.score_ood(X), rtol=1e-4)
+
+
+def test_string_labels_binary_and_pandas(small_blobs):
+    pd = pytest.importorskip("pandas")
+    X, y = small_blobs
+    names = np.array(["cat", "dog", "cat"])[y]  # binary, string labels
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    clf = NGEBMClassifier(**FAST).fit(frame, pd.Series(names))
+    assert list(clf.classes_) == ["cat", "dog"]
+    assert set(clf.predict(frame)) <= {"cat", "dog"}
+    assert clf.predict_proba(frame).shape == (len(X), 2)
+    assert list(clf.feature_names_in_) == ["a", "b", "c", "d"]
+
+
+def test_torch_input(small_blobs, fitted):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).fit(torch.as_tensor(X), torch.as_tensor(y))
+    np.testing.assert_array_equal(clf.predict_proba(torch.as_tensor(X)), fitted.predict_proba(X))
+
+
+def test_random_state_makes_fits_identical_and_leaves_global_rng(small_blobs):
+    X, y = small_blobs
+    before = torch.random.get_rng_state()
+    a = NGEBMClassifier(**FAST).fit(X, y).predict_proba(X)
+    b = NGEBMClassifier(**FAST).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+    assert torch.equal(before, torch.random.get_rng_state())
+    c = NGEBMClassifier(**{**FAST, "random_state": 1}).fit(X, y).predict_proba(X)
+    assert not np.array_equal(a, c)
+
+
+def test_clone_and_pickle_round_trip(fitted, small_blobs):
+    X, _ = small_blobs
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+    np.testing.assert_array_equal(restored.score_ood(X), fitted.score_ood(X))
+    assert restored.device == "auto" and restored.device_ == torch.device("cpu")
+    cloned = clone(fitted)
+    assert cloned.get_params()["beta"] == 0.5
+    assert not hasattr(cloned, "module_")
+    np.testing.assert_array_equal(
+        cloned.fit(*small_blobs).predict_proba(X), fitted.predict_proba(X)
+    )
+
+
+def test_params_are_stored_unchanged():
+    clf = NGEBMClassifier(beta=0.3, device="auto", module__hidden_sizes=(8,))
+    params = clf.get_params()
+    assert params["beta"] == 0.3 and params["gamma"] is None and params["device"] == "auto"
+    assert params["module__hidden_sizes"] == (8,)
+    assert not any(name.startswith("_") for name in params)
+
+
+def test_gamma_defaults_to_one_minus_beta(small_blobs):
+    X, y = small_blobs
+    a = NGEBMClassifier(beta=0.25, **FAST).fit(X, y)
+    b = NGEBMClassifier(beta=0.25, gamma=0.75, **FAST).fit(X, y)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-6)
+    c = NGEBMClassifier(beta=0.25, gamma=2.0, **FAST).fit(X, y)
+    assert not np.allclose(a.predict_proba(X), c.predict_proba(X))
+
+
+def test_beta_zero_skips_the_input_gradient(small_blobs, monkeypatch):
+    X, y = small_blobs
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the gradient norm must not be computed when beta=0")
+
+    monkeypatch.setattr(ngebm_module, "energy_grad_norm", fail)
+    monkeypatch.setattr(ngebm_module, "energy_grad_norm_finite_difference", fail)
+    NGEBMClassifier(beta=0.0, **FAST).fit(X, y)
+    with pytest.raises(AssertionError, match="must not be computed"):
+        NGEBMClassifier(beta=0.1, **FAST).fit(X, y)
+
+
+@pytest.mark.parametrize("grad_norm", ["exact", "finite_difference"])
+def test_validation_loss_is_the_training_objective(small_blobs, grad_norm):
+    X, y = small_blobs
+    X_valid, y_valid = torch.as_tensor(X[:40]), torch.as_tensor(y[:40])
+    clf = NGEBMClassifier(
+        grad_norm=grad_norm,
+        energy_var_weight=0.5,
+        train_split=predefined_split(Dataset(X_valid, y_valid)),
+        iterator_valid__batch_size=-1,
+        **FAST,
+    ).fit(X, y)
+    clf.module_.eval()
+    loss, _ = clf.compute_loss(X_valid, y_valid, training=False)
+    gamma = 1 - clf.beta
+    norms, energies, logits = ngebm_module.energy_grad_norm(clf.module_, X_valid)
+    by_hand = (
+        gamma * torch.nn.functional.cross_entropy(logits, y_valid)
+        + clf.beta * norms.mean()
+        + 0.5 * energies.var(unbiased=False)
+    )
+    torch.testing.assert_close(loss, by_hand.detach())
+    assert clf.history[-1, "valid_loss"] == pytest.approx(by_hand.item(), rel=1e-5)
+
+
+def test_partial_fit_continues_exactly_like_a_longer_fit(small_blobs):
+    X, y = small_blobs
+    long = NGEBMClassifier(**{**FAST, "max_epochs": 4}).fit(X, y)
+    short = NGEBMClassifier(**{**FAST, "max_epochs": 2}).fit(X, y)
+    short.partial_fit(X, y)
+    assert len(short.history) == 4
+    np.testing.assert_allclose(short.predict_proba(X), long.predict_proba(X), rtol=1e-6)
+
+
+def test_partial_fit_from_scratch_with_classes(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).partial_fit(X[y != 2], y[y != 2], classes=[0, 1, 2])
+    assert list(clf.classes_) == [0, 1, 2]
+    clf.partial_fit(X, y)
+    with pytest.raises(ValueError, match=r"labels \[7\] that were not seen"):
+        clf.partial_fit(X[:3], np.array([0, 1, 7]))
+
+
+def test_resume_from_checkpoint_ends_where_uninterrupted_run_would(small_blobs, tmp_path):
+    X, y = small_blobs
+    uninterrupted = NGEBMClassifier(**{**FAST, "max_epochs": 4}).fit(X, y)
+    checkpoint = Checkpoint(monitor=None, dirname=str(tmp_path))
+    NGEBMClassifier(**{**FAST, "max_epochs": 2}, callbacks=[checkpoint]).fit(X, y)
+    resumed = NGEBMClassifier(
+        **{**FAST, "max_epochs": 2}, callbacks=[LoadInitState(checkpoint)]
+    ).fit(X, y)
+    assert len(resumed.history) == 4
+    np.testing.assert_allclose(resumed.predict_proba(X), uninterrupted.predict_proba(X), rtol=1e-6)
+
+
+class _Interrupt(Callback):
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == 2:
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_leaves_a_usable_estimator(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**{**FAST, "max_epochs": 10}, callbacks=[_Interrupt()]).fit(X, y)
+    assert len(clf.history) == 2
+    assert np.isfinite(clf.predict_proba(X)).all()
+
+
+def test_divergence_is_detected(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**{**FAST, "optimizer": torch.optim.SGD, "lr": 1e12})
+    with pytest.raises(DivergenceError, match="diverged in epoch .* Lower the learning rate"):
+        clf.fit(X * 1e3, y)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "X_bad, message",
+    [
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 0, np.nan, X), "NaN"),
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 0, np.inf, X), "infinity"),
+        (lambda X: X[:0], "0 sample"),
+        (lambda X: X.astype(str).astype(object) + "x", "could not convert|string"),
+        (lambda X: X[:, 0], "Expected 2D array|Reshape"),
+    ],
+    ids=["nan", "inf", "empty", "non-numeric", "1d"],
+)
+def test_bad_X_at_fit(small_blobs, X_bad, message):
+    X, y = small_blobs
+    X_bad = X_bad(X.astype(np.float64))
+    with pytest.raises(ValueError, match=message):
+        NGEBMClassifier(**FAST).fit(X_bad, y[: len(X_bad)])
+
+
+def test_bad_y(small_blobs):
+    X, y = small_blobs
+    with pytest.raises(ValueError, match="at least 2 classes.*only one class: 'a'"):
+        NGEBMClassifier(**FAST).fit(X, np.full(len(X), "a"))
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        NGEBMClassifier(**FAST).fit(X, np.linspace(0, 1, len(X)))
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        NGEBMClassifier(**FAST).fit(X, None)
+
+
+def test_bad_X_at_predict(fitted, small_blobs):
+    X, _ = small_blobs
+    with pytest.raises(ValueError, match="X has 3 features, but NGEBMClassifier is expecting 4"):
+        fitted.predict(X[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict_proba(np.full_like(X, np.nan))
+    with pytest.raises(ValueError, match="Unknown score_ood method 'mahalanobis'"):
+        fitted.score_ood(X, method="mahalanobis")
+
+
+def test_unfitted_raises():
+    with pytest.raises(NotFittedError):
+        NGEBMClassifier().predict(np.zeros((2, 3)))
+    with pytest.raises(NotFittedError):
+        NGEBMClassifier().score_ood(np.zeros((2, 3)))
+
+
+def test_bad_parameters_are_reported_together(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(beta=-0.1, grad_norm="magic", lr=0.0, ood_method="nope")
+    with pytest.raises(ValueError) as info:
+        clf.fit(X, y)
+    message = str(info.value)
+    assert "The 'beta' parameter of NGEBMClassifier must be a float in the range [0.0, 1.0]" in (
+        message
+    )
+    assert "Got -0.1 instead." in message
+    assert "'grad_norm'" in message and "'lr'" in message and "'ood_method'" in message
+
+
+def test_bad_device():
+    with pytest.raises(ValueError, match="not a device torch knows"):
+        NGEBMClassifier(device="gpu0").fit(np.zeros((4, 2)), [0, 1, 0, 1])
+
+
+def test_image_input_builds_a_convnet():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 40)
+    X = rng.standard_normal((40, 1, 6, 6)).astype(np.float32) + y[:, None, None, None]
+    clf = NGEBMClassifier(max_epochs=2, random_state=0).fit(X, y)
+    assert type(clf.module_).__name__ == "ConvNet"
+    assert clf.predict_proba(X).shape == (40, 2)
+    with pytest.raises(ValueError, match=r"samples of shape \(1, 5, 6\)"):
+        clf.predict(X[:, :, :5])
+    seq = NGEBMClassifier(max_epochs=1, random_state=0).fit(X.reshape(40, 2, 18), y)
+    assert type(seq.module_.features[0]).__name__ == "Conv1d"
+
+
+def test_custom_module_gets_data_shape(small_blobs):
+    X, y = small_blobs
+
+    class Linear(torch.nn.Module):
+        def __init__(self, n_features, n_classes, scale=1.0):
+            super().__init__()
+            self.lin = torch.nn.Linear(n_features, n_classes)
+            self.scale = scale
+
+        def forward(self, x):
+            return self.scale * self.lin(x)
+
+    clf = NGEBMClassifier(Linear, module__scale=2.0, max_epochs=2).fit(X, y)
+    assert clf.module_.lin.in_features == 4 and clf.module_.lin.out_features == 3
+    assert clf.module_.scale == 2.0

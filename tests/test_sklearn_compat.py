@@ -1,0 +1,63 @@
+"""Every estimator against scikit-learn's contract and its composition tools."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from ebmclassifier import NGEBMClassifier
+
+# Small and quick, yet good enough for check_classifiers_train (accuracy > 0.83).
+CHECKED = [NGEBMClassifier(max_epochs=10, lr=1e-2, module__hidden_sizes=(32,), random_state=0)]
+
+SKORCH_INIT = (
+    "skorch's NeuralNet.__init__ sets history_, initialized_ and virtual_params_; every skorch "
+    "net fails this check"
+)
+
+
+def expected_failed_checks(estimator):
+    return {"check_no_attributes_set_in_init": SKORCH_INIT}
+
+
+@parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
+def test_sklearn_contract(estimator, check):
+    check(estimator)
+
+
+FAST = dict(max_epochs=4, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
+
+
+def test_grid_search_over_beta(small_blobs):
+    X, y = small_blobs
+    search = GridSearchCV(NGEBMClassifier(**FAST), {"beta": [0.0, 0.25, 0.5]}, cv=2).fit(X, y)
+    assert search.best_params_["beta"] in (0.0, 0.25, 0.5)
+    assert search.best_estimator_.beta == search.best_params_["beta"]
+    refit = clone(NGEBMClassifier(**FAST)).set_params(**search.best_params_).fit(X, y)
+    np.testing.assert_array_equal(refit.predict_proba(X), search.predict_proba(X))
+
+
+def test_pipeline_and_cross_val_score(small_blobs):
+    X, y = small_blobs
+    pipe = make_pipeline(StandardScaler(), NGEBMClassifier(**FAST))
+    scores = cross_val_score(pipe, X * 100 + 5, y, cv=3)
+    assert scores.shape == (3,) and scores.min() > 0.7
+    pipe.fit(X, y)
+    direct = NGEBMClassifier(**FAST).fit(StandardScaler().fit_transform(X), y)
+    np.testing.assert_allclose(
+        pipe.predict_proba(X), direct.predict_proba(StandardScaler().fit(X).transform(X)), rtol=1e-5
+    )
+    assert pipe.score_samples(X).shape == (len(X),)
+
+
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic", "temperature"])
+def test_calibrated_classifier_cv(small_blobs, method):
+    X, y = small_blobs
+    calibrated = CalibratedClassifierCV(NGEBMClassifier(**FAST), method=method, cv=2).fit(X, y)
+    proba = calibrated.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
+    assert calibrated.score(X, y) > 0.7
