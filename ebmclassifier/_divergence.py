@@ -53,7 +53,8 @@ def divergence_reason(
     >>> import torch
     >>> lo, hi = torch.zeros(2), torch.ones(2)
     >>> divergence_reason(torch.tensor(1.0), torch.zeros(3), torch.zeros(4, 2), lo, hi, 1e3)
-    >>> divergence_reason(torch.tensor(float("nan")), torch.zeros(3), torch.zeros(4, 2), lo, hi, 1e3)
+    >>> nan = torch.tensor(float("nan"))
+    >>> divergence_reason(nan, torch.zeros(3), torch.zeros(4, 2), lo, hi, 1e3)
     'non-finite loss'
     """
     if not bool(torch.isfinite(loss).all()):

@@ -51,7 +51,7 @@ def _langevin(
     step_size: float,
     noise: float,
     generator: torch.Generator | None,
-    grad_clip: float | None = None,
+    grad_clip: float | Tensor | None = None,
     low: Tensor | float | None = None,
     high: Tensor | float | None = None,
 ) -> Tensor:
@@ -74,7 +74,7 @@ def _langevin(
             (grad,) = torch.autograd.grad(energies.sum(), x)
             x = x.detach()
             if grad_clip is not None:
-                grad = grad.clamp(-grad_clip, grad_clip)
+                grad = torch.clamp(grad, -grad_clip, grad_clip)
             x = x - step_size * grad
             if noise > 0:
                 eps = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
@@ -146,7 +146,7 @@ def proximal_sgld(
     high: Tensor | float,
     n_steps: int = 20,
     step_size: float = 1.0,
-    grad_clip: float = 0.01,
+    grad_clip: float | Tensor = 0.01,
     noise: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> Tensor:
@@ -168,9 +168,10 @@ def proximal_sgld(
         Number of steps.
     step_size : float, default=1.0
         Step on the clipped energy gradient.
-    grad_clip : float, default=0.01
+    grad_clip : float or Tensor broadcastable to x0's shape, default=0.01
         Each gradient coordinate is clipped to ``[-grad_clip, grad_clip]``, so one step moves a
-        coordinate by at most ``step_size * grad_clip`` (plus noise).
+        coordinate by at most ``step_size * grad_clip`` (plus noise). A tensor gives each
+        feature its own clip (e.g. a fraction of its input range).
     noise : float, default=0.0
         Standard deviation of the Gaussian noise; JEM++ runs without noise.
     generator : torch.Generator, optional
@@ -195,7 +196,12 @@ def proximal_sgld(
     """
     _check_number("n_steps", n_steps, integer=True)
     _check_number("step_size", step_size)
-    _check_number("grad_clip", grad_clip)
+    if isinstance(grad_clip, Tensor):
+        if bool(torch.any(grad_clip < 0)) or not bool(torch.isfinite(grad_clip).all()):
+            raise ValueError("grad_clip must be finite and >= 0 in every feature.")
+        grad_clip = grad_clip.to(dtype=x0.dtype, device=x0.device)
+    else:
+        _check_number("grad_clip", grad_clip)
     _check_number("noise", noise)
     if isinstance(low, Tensor) or isinstance(high, Tensor):
         low = torch.as_tensor(low, dtype=x0.dtype, device=x0.device)
