@@ -10,67 +10,81 @@ the replay buffer).
 from __future__ import annotations
 
 import copy
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["divergence_reason", "Snapshot"]
+__all__ = ["Divergence", "diagnose_step", "parameters_finite", "Snapshot"]
 
 
-def divergence_reason(
+class Divergence(NamedTuple):
+    """A diverged step: why, and whether the ``"model"`` or the ``"sampler"`` went wrong."""
+
+    reason: str
+    culprit: str
+
+
+def diagnose_step(
     loss: Tensor,
-    energies: Tensor,
+    e_data: Tensor,
+    e_samples: Tensor,
     samples: Tensor,
     low: Tensor,
     high: Tensor,
     max_energy: float,
     max_excursion: float = 10.0,
-) -> str | None:
-    """Say why a training step looks diverged, or return None if it looks healthy.
+) -> Divergence | None:
+    """Say why a JEM training step looks diverged, or return None if it looks healthy.
+
+    The culprit is the ``"model"`` when its energies of the *data* are broken (the weights ran
+    away: a smaller learning rate is needed), else the ``"sampler"`` when the samples or their
+    energies are (the chains ran away: a smaller SGLD step is needed).
 
     Parameters
     ----------
     loss : Tensor, scalar
-    energies : Tensor of shape (m,)
-        Energies of the data and of the samples of this step.
-    samples : Tensor of shape (n, ...)
+    e_data, e_samples : Tensor of shape (n,) and (m,)
+        Energies of the data and of the SGLD samples of this step.
+    samples : Tensor of shape (m, ...)
         The SGLD samples of this step.
     low, high : Tensor of the sample shape
         Per-feature input range learned in ``fit``.
     max_energy : float
-        Largest plausible ``|E(x)|``; a classifier's logits of this size mean the contrastive term
-        is running away.
+        Largest plausible ``|E(x)|``: a classifier's logits of this size mean that the
+        contrastive term is running away.
     max_excursion : float, default=10.0
-        A sample that leaves the input box by more than this many box diagonals is a runaway chain.
+        A sample farther outside the input box than this many box diagonals is a runaway chain.
 
     Returns
     -------
-    str or None
-        A short reason, suitable for the training history.
+    Divergence or None
 
     Examples
     --------
     >>> import torch
-    >>> lo, hi = torch.zeros(2), torch.ones(2)
-    >>> divergence_reason(torch.tensor(1.0), torch.zeros(3), torch.zeros(4, 2), lo, hi, 1e3)
-    >>> nan = torch.tensor(float("nan"))
-    >>> divergence_reason(nan, torch.zeros(3), torch.zeros(4, 2), lo, hi, 1e3)
-    'non-finite loss'
+    >>> lo, hi, zeros = torch.zeros(2), torch.ones(2), torch.zeros(3)
+    >>> diagnose_step(torch.tensor(1.0), zeros, zeros, torch.zeros(3, 2), lo, hi, 1e3)
+    >>> diagnose_step(torch.tensor(1.0), zeros, zeros, torch.full((3, 2), 50.0), lo, hi, 1e3)
+    Divergence(reason='SGLD sample 69.3 outside the input range', culprit='sampler')
     """
-    if not bool(torch.isfinite(loss).all()):
-        return "non-finite loss"
-    if not bool(torch.isfinite(energies).all()):
-        return "non-finite energy"
+    e_data, e_samples = e_data.detach(), e_samples.detach()
+    if not bool(torch.isfinite(e_data).all()):
+        return Divergence("non-finite energy of the data", "model")
+    if e_data.numel() and float(e_data.abs().max()) > max_energy:
+        return Divergence(f"|energy| of the data {float(e_data.abs().max()):.3g}", "model")
     if not bool(torch.isfinite(samples).all()):
-        return "non-finite SGLD sample"
-    e_max = float(energies.detach().abs().max()) if energies.numel() else 0.0
-    if e_max > max_energy:
-        return f"|energy| {e_max:.3g} > {max_energy:.3g}"
+        return Divergence("non-finite SGLD sample", "sampler")
     outside = (samples - samples.clamp(low, high)).flatten(1).norm(dim=1)
-    diagonal = float((high - low).norm())
     worst = float(outside.max()) if outside.numel() else 0.0
-    if worst > max_excursion * max(diagonal, 1e-12):
-        return f"SGLD sample {worst:.3g} outside the input range"
+    if worst > max_excursion * max(float((high - low).norm()), 1e-12):
+        return Divergence(f"SGLD sample {worst:.3g} outside the input range", "sampler")
+    if not bool(torch.isfinite(e_samples).all()):
+        return Divergence("non-finite energy of the samples", "sampler")
+    if e_samples.numel() and float(e_samples.abs().max()) > max_energy:
+        return Divergence(f"|energy| of the samples {float(e_samples.abs().max()):.3g}", "sampler")
+    if not bool(torch.isfinite(loss).all()):
+        return Divergence("non-finite loss", "model")
     return None
 
 

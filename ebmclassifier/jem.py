@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ._base import EBMClassifierBase
-from ._divergence import Snapshot, divergence_reason, parameters_finite
+from ._divergence import Divergence, Snapshot, diagnose_step, parameters_finite
 from ._validation import ParamChecker
 from .energy import energy
 from .exceptions import DivergenceError
@@ -23,13 +23,17 @@ from .sampling import (
 
 __all__ = ["JEMClassifier"]
 
+# Roll-backs in a row on one batch before "recover" gives up: each halves the SGLD step, so 30
+# cover a step 1e9 times too large.
+_MAX_RETRIES = 30
+
 
 class _Diverged(Exception):
     """Internal signal from ``compute_loss`` to ``train_step``: this step diverged."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.reason)
+        self.divergence = divergence
 
 
 class JEMClassifier(EBMClassifierBase):
@@ -246,7 +250,7 @@ random_state, verbose, **kwargs
             logits = self.module_(X)
             loss = self.cross_entropy(logits, y)
             if training and not torch.isfinite(loss):
-                raise _Diverged("non-finite loss")
+                raise _Diverged(Divergence("non-finite loss", "model"))
             return loss, logits
         x0, indices = self.replay_buffer_.draw(len(X), self.reinit_freq)
         samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
@@ -256,12 +260,13 @@ random_state, verbose, **kwargs
         energies = energy(logits_all)
         e_data, e_samples = energies[: len(X)], energies[len(X) :]
         loss = self.cross_entropy(logits, y) + self.px_weight * (e_data.mean() - e_samples.mean())
-        reason = divergence_reason(
-            loss, energies, samples, self.input_min_, self.input_max_, self.max_energy
+        divergence = diagnose_step(
+            loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
         )
-        if reason is not None:
-            raise _Diverged(reason)
+        if divergence is not None:
+            raise _Diverged(divergence)
         self.replay_buffer_.update(indices, samples)
+        self._probe = X.detach()  # for the health check before the next snapshot
         return loss, logits
 
     # ------------------------------------------------------------------ divergence policy
@@ -270,69 +275,90 @@ random_state, verbose, **kwargs
         self._snapshot = Snapshot(
             module=self.module_, optimizer=self.optimizer_, buffer=self.replay_buffer_
         )
-        self._restores_of_snapshot = 0
+        self._lr_halvings = 0  # since this snapshot
+        self._restores = 0  # of this snapshot
+        self._steps_since_restore = 0
 
     def train_step(self, batch, **fit_params):
-        for _ in range(11):
+        for _ in range(_MAX_RETRIES):
             try:
-                return super().train_step(batch, **fit_params)
+                step = super().train_step(batch, **fit_params)
+                self._steps_since_restore += 1
+                return step
             except _Diverged as event:
-                self._handle_divergence(event.reason)
+                self._handle_divergence(event.divergence)
         raise DivergenceError(
-            f"{type(self).__name__} kept diverging after 10 roll-backs in a row in epoch "
-            f"{len(self.history)}, each with a halved SGLD step and learning rate. Check the "
-            "input for extreme values, or use sampler='proximal' and buffer_init='informative'."
+            f"{type(self).__name__} kept diverging after {_MAX_RETRIES} roll-backs in a row in "
+            f"epoch {len(self.history)}, each with a halved SGLD step (now "
+            f"{self.sgld_step_size_:g}). Check the input for extreme values, lower lr, or use "
+            "sampler='proximal' and buffer_init='informative'."
         )
 
-    def _handle_divergence(self, reason: str) -> None:
+    def _handle_divergence(self, divergence: Divergence) -> None:
         epoch, batch = len(self.history), len(self.history[-1]["batches"])
         if self.on_divergence == "raise":
             raise DivergenceError(
-                f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: {reason}. "
-                f"Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr (now {self.lr!r}), "
-                "try sampler='proximal' or buffer_init='informative', or pass "
+                f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: "
+                f"{divergence.reason}. Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr "
+                f"(now {self.lr!r}), try sampler='proximal' or buffer_init='informative', or pass "
                 "on_divergence='recover' to roll back and continue automatically."
             )
-        optimizer_ = self.optimizer_
-        self._snapshot.restore(
-            module=self.module_, optimizer=optimizer_, buffer=self.replay_buffer_
-        )
-        self._restores_of_snapshot += 1
-        if self._restores_of_snapshot > 1:
-            # Rolling back to the same point again: the SGLD step alone was not the cause.
-            for group in optimizer_.param_groups:
-                group["lr"] *= 0.5 ** (self._restores_of_snapshot - 1)
+        optimizer = self.optimizer_
+        self._snapshot.restore(module=self.module_, optimizer=optimizer, buffer=self.replay_buffer_)
         self.replay_buffer_.reinitialize()
         self.sgld_step_size_ *= 0.5
+        # With no optimizer step since the last roll-back the weights were good: the sampler
+        # alone ran away. Otherwise, when the model's energies broke or training ran away
+        # from this snapshot before, the learning rate must come down too. Restoring the
+        # optimizer reset its lr to the snapshot's, so every halving since is applied.
+        self._restores += 1
+        if self._steps_since_restore and (divergence.culprit == "model" or self._restores > 1):
+            self._lr_halvings += 1
+        self._steps_since_restore = 0
+        for group in optimizer.param_groups:
+            group["lr"] *= 0.5**self._lr_halvings
         self.n_divergences_ += 1
         self._recoveries_this_fit += 1
         event = {
             "epoch": epoch,
             "batch": batch,
-            "reason": reason,
+            "reason": divergence.reason,
             "sgld_step_size": self.sgld_step_size_,
-            "lr": optimizer_.param_groups[0]["lr"],
+            "lr": optimizer.param_groups[0]["lr"],
         }
-        events = self.history[-1].get("divergences", []) + [event]
-        self.history.record("divergences", events)
+        self.history.record("divergences", self.history[-1].get("divergences", []) + [event])
         if self.verbose:
-            print(f"Divergence ({reason}) in epoch {epoch}, batch {batch}: rolled back; {event}")
+            print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
 
     def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
         super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
-        # A snapshot is only as good as the state it keeps: skip it when the weights are not
-        # finite (the last step may have blown them up after its own check).
-        if parameters_finite(self.module_) and bool(
-            torch.isfinite(self.replay_buffer_.samples).all()
-        ):
+        if self._healthy():
             self._take_snapshot()
+
+    def _healthy(self) -> bool:
+        """Whether the current state is worth a snapshot.
+
+        Each step was checked before its optimizer update, so the update of the last step was
+        not: probe the weights on the last training batch before trusting them.
+        """
+        if not parameters_finite(self.module_):
+            return False
+        if not bool(torch.isfinite(self.replay_buffer_.samples).all()):
+            return False
+        probe = getattr(self, "_probe", None)
+        if probe is None:
+            return True
+        with torch.no_grad():
+            e = energy(self.module_(probe))
+        return bool(torch.isfinite(e).all()) and float(e.abs().max()) <= self.max_energy
 
     def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
         super().on_train_end(net, X=X, y=y, **kwargs)
         if not parameters_finite(self.module_):
             # the very last step blew the weights up: fall back to the last good state
-            self._handle_divergence("non-finite weights at the end of training")
-        self._snapshot = None  # a copy of the weights: not worth pickling
+            self._handle_divergence(Divergence("non-finite weights after the last step", "model"))
+        # a copy of the weights and a batch of data: not worth pickling
+        self._snapshot = self._probe = None
         if self._recoveries_this_fit:
             warnings.warn(
                 f"{type(self).__name__} recovered from {self._recoveries_this_fit} divergence(s) "
