@@ -1,14 +1,15 @@
-"""JEMClassifier: its loss, its divergence policy, sampling, and the estimator contract."""
+"""JEMClassifier: its loss, its divergence policy, sampling, and the estimator contract.
+
+The scikit-learn common checks run for every estimator in test_sklearn_compat.py.
+"""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ebmclassifier import DivergenceError, JEMClassifier
 from ebmclassifier.sampling import GaussianStart, sgld
@@ -251,31 +252,3 @@ def test_grid_search(small_blobs):
     search = GridSearchCV(JEMClassifier(**FAST), grid, cv=2).fit(X, y)
     assert search.best_params_["px_weight"] in (0.0, 1.0)
     assert search.score(X, y) > 0.9
-
-
-CHECKED = [
-    JEMClassifier(
-        max_epochs=10,
-        lr=1e-2,
-        module__hidden_sizes=(32,),
-        sgld_steps=3,
-        buffer_size=64,
-        random_state=0,
-    )
-]
-
-SKORCH_INIT = (
-    "skorch's NeuralNet.__init__ sets history_, initialized_ and virtual_params_; every skorch "
-    "net fails this check"
-)
-
-
-def expected_failed_checks(estimator):
-    return {"check_no_attributes_set_in_init": SKORCH_INIT}
-
-
-@parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
-def test_sklearn_contract(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # no divergence in the common checks
-        check(estimator)

@@ -9,10 +9,21 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ebmclassifier import NGEBMClassifier
+from ebmclassifier import JEMClassifier, NGEBMClassifier
 
 # Small and quick, yet good enough for check_classifiers_train (accuracy > 0.83).
-CHECKED = [NGEBMClassifier(max_epochs=10, lr=1e-2, module__hidden_sizes=(32,), random_state=0)]
+CHECKED = [
+    NGEBMClassifier(max_epochs=10, lr=1e-2, module__hidden_sizes=(32,), random_state=0),
+    # tiny buffer and short chains: the checks fit dozens of times
+    JEMClassifier(
+        max_epochs=10,
+        lr=1e-2,
+        module__hidden_sizes=(32,),
+        sgld_steps=3,
+        buffer_size=64,
+        random_state=0,
+    ),
+]
 
 SKORCH_INIT = (
     "skorch's NeuralNet.__init__ sets history_, initialized_ and virtual_params_; every skorch "
