@@ -11,7 +11,9 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
+import ebmclassifier.jem as jem_module
 from ebmclassifier import DivergenceError, JEMClassifier
+from ebmclassifier._divergence import Divergence, diagnose_step
 from ebmclassifier.sampling import GaussianStart, sgld
 
 # Small and quick: tiny buffer, few SGLD steps, few epochs.
@@ -69,8 +71,6 @@ def test_px_weight_zero_is_plain_cross_entropy_without_sampling(small_blobs, mon
 
     def fail(*args, **kwargs):
         raise AssertionError("no sampling when px_weight=0")
-
-    import ebmclassifier.jem as jem_module
 
     monkeypatch.setattr(jem_module, "sgld", fail)
     clf = JEMClassifier(**{**FAST, "px_weight": 0.0}).fit(X, y)
@@ -195,8 +195,6 @@ def test_roll_back_restores_the_last_snapshot(small_blobs):
     clf.history.new_epoch()
     clf.history.new_batch()
     clf._recoveries_this_fit = 0
-    from ebmclassifier._divergence import Divergence
-
     clf._handle_divergence(Divergence("provoked", "model"))
     for p, w in zip(clf.module_.parameters(), weights, strict=True):
         assert torch.equal(p, w)
@@ -254,3 +252,28 @@ def test_grid_search(small_blobs):
     assert search.best_params_["sampler"] in ("sgld", "proximal")
     assert search.best_estimator_.sampler == search.best_params_["sampler"]
     assert search.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize(
+    "case, culprit",
+    [
+        ({}, None),
+        ({"e_data": torch.tensor([0.0, float("nan")])}, "model"),
+        ({"e_data": torch.tensor([0.0, -2e4])}, "model"),
+        ({"samples": torch.full((2, 2), 50.0)}, "sampler"),
+        ({"samples": torch.tensor([[0.5, float("inf")], [0.5, 0.5]])}, "sampler"),
+        ({"e_samples": torch.tensor([3e4, 0.0])}, "sampler"),
+        ({"loss": torch.tensor(float("nan"))}, "model"),
+    ],
+    ids=["healthy", "nan_data", "big_data", "far_sample", "inf_sample", "big_sample", "nan_loss"],
+)
+def test_diagnose_step_blames_model_or_sampler(case, culprit):
+    args = {
+        "loss": torch.tensor(1.0),
+        "e_data": torch.zeros(2),
+        "e_samples": torch.zeros(2),
+        "samples": torch.full((2, 2), 0.5),
+        **case,
+    }
+    found = diagnose_step(low=torch.zeros(2), high=torch.ones(2), max_energy=1e4, **args)
+    assert (found is None) if culprit is None else (found.culprit == culprit)
