@@ -80,7 +80,7 @@ class JEMClassifier(EBMClassifierBase):
     sampler : {"sgld", "proximal"}, default="sgld"
         ``"proximal"`` is JEM++'s proximal SGLD ([2]_): each gradient coordinate is clipped to
         ``[-sgld_clip, sgld_clip]`` and the samples are clamped to the input range learned in
-        ``fit``.
+        ``fit``. Its noise is ``sgld_noise`` too; set it to 0 for JEM++'s noiseless variant.
     sgld_clip : float, default=0.01
         Gradient clip of the proximal sampler, as a fraction of each feature's input range
         (so one step moves a coordinate by at most ``sgld_step_size * sgld_clip * range``).
@@ -199,9 +199,11 @@ random_state, verbose, **kwargs
 
     def initialize_module(self):
         super().initialize_module()
-        # Uniform chains now; an informative start needs y and is fitted in on_train_begin.
+        # An informative start needs y: on_train_begin fits it and replaces this one-chain
+        # placeholder, which saves building a uniform buffer only to throw it away.
+        size = 1 if self.buffer_init == "informative" else self.buffer_size
         start = uniform_start(self.input_min_, self.input_max_)
-        self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
+        self.replay_buffer_ = ReplayBuffer(start, size).to(self.device_)
         self.sgld_step_size_ = float(self.sgld_step_size)
         self.n_divergences_ = 0
         return self
