@@ -26,6 +26,9 @@ __all__ = ["JEMClassifier"]
 # Roll-backs in a row on one batch before "recover" gives up: each halves the SGLD step, so 30
 # cover a step 1e9 times too large.
 _MAX_RETRIES = 30
+# Snapshots kept, and failures in a row after which the newest is dropped for an older one.
+_KEPT_SNAPSHOTS = 3
+_FAILURES_BEFORE_OLDER = 3
 
 
 class _Diverged(Exception):
@@ -221,6 +224,7 @@ random_state, verbose, **kwargs
                 rank=self.informative_rank,
             )
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
+        self._snapshots = []  # never roll back into a previous fit
         self._take_snapshot()
         self._recoveries_this_fit = 0
 
@@ -279,18 +283,23 @@ random_state, verbose, **kwargs
     # ------------------------------------------------------------------ divergence policy
 
     def _take_snapshot(self) -> None:
-        self._snapshot = Snapshot(
+        snapshot = Snapshot(
             module=self.module_, optimizer=self.optimizer_, buffer=self.replay_buffer_
         )
-        self._lr_halvings = 0  # since this snapshot
-        self._restores = 0  # of this snapshot
+        snapshot.lr_halvings = 0  # applied after each restore of this snapshot
+        snapshot.restores = 0
+        # the last few: when the newest keeps failing, an older one is tried
+        self._snapshots = (getattr(self, "_snapshots", None) or [])[-(_KEPT_SNAPSHOTS - 1) :]
+        self._snapshots.append(snapshot)
         self._steps_since_restore = 0
+        self._failures_in_a_row = 0
 
     def train_step(self, batch, **fit_params):
         for _ in range(_MAX_RETRIES):
             try:
                 step = super().train_step(batch, **fit_params)
                 self._steps_since_restore += 1
+                self._failures_in_a_row = 0
                 return step
             except _Diverged as event:
                 self._handle_divergence(event.divergence)
@@ -311,19 +320,24 @@ random_state, verbose, **kwargs
                 "on_divergence='recover' to roll back and continue automatically."
             )
         optimizer = self.optimizer_
-        self._snapshot.restore(module=self.module_, optimizer=optimizer, buffer=self.replay_buffer_)
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row % _FAILURES_BEFORE_OLDER == 0 and len(self._snapshots) > 1:
+            # The newest snapshot fails at once, again and again: it is itself bad.
+            self._snapshots.pop()
+        snapshot = self._snapshots[-1]
+        snapshot.restore(module=self.module_, optimizer=optimizer, buffer=self.replay_buffer_)
         self.replay_buffer_.reinitialize()
         self.sgld_step_size_ *= 0.5
         # With no optimizer step since the last roll-back the weights were good: the sampler
         # alone ran away. Otherwise, when the model's energies broke or training ran away
         # from this snapshot before, the learning rate must come down too. Restoring the
         # optimizer reset its lr to the snapshot's, so every halving since is applied.
-        self._restores += 1
-        if self._steps_since_restore and (divergence.culprit == "model" or self._restores > 1):
-            self._lr_halvings += 1
+        snapshot.restores += 1
+        if self._steps_since_restore and (divergence.culprit == "model" or snapshot.restores > 1):
+            snapshot.lr_halvings += 1
         self._steps_since_restore = 0
         for group in optimizer.param_groups:
-            group["lr"] *= 0.5**self._lr_halvings
+            group["lr"] *= 0.5**snapshot.lr_halvings
         self.n_divergences_ += 1
         self._recoveries_this_fit += 1
         event = {
@@ -346,17 +360,20 @@ random_state, verbose, **kwargs
         """Whether the current state is worth a snapshot.
 
         Each step was checked before its optimizer update, so the update of the last step was
-        not: probe the weights on the last training batch before trusting them.
+        not: probe the weights on the last training batch, on buffer chains and on fresh
+        starts (a roll-back restarts every chain) before trusting them.
         """
         if not parameters_finite(self.module_):
             return False
-        if not bool(torch.isfinite(self.replay_buffer_.samples).all()):
+        buffer = self.replay_buffer_
+        if not bool(torch.isfinite(buffer.samples).all()):
             return False
-        probe = getattr(self, "_probe", None)
-        if probe is None:
-            return True
+        n = min(64, buffer.buffer_size)
+        probes = [buffer.draw(n, 0.0)[0], buffer.start.sample(n)]
+        if getattr(self, "_probe", None) is not None:
+            probes.append(self._probe)
         with torch.no_grad():
-            e = energy(self.module_(probe))
+            e = energy(self.module_(torch.cat(probes)))
         return bool(torch.isfinite(e).all()) and float(e.abs().max()) <= self.max_energy
 
     def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
@@ -365,7 +382,7 @@ random_state, verbose, **kwargs
             # the very last step blew the weights up: fall back to the last good state
             self._handle_divergence(Divergence("non-finite weights after the last step", "model"))
         # a copy of the weights and a batch of data: not worth pickling
-        self._snapshot = self._probe = None
+        self._snapshots, self._probe = [], None
         if self._recoveries_this_fit:
             warnings.warn(
                 f"{type(self).__name__} recovered from {self._recoveries_this_fit} divergence(s) "
