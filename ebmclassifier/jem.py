@@ -57,11 +57,13 @@ class JEMClassifier(EBMClassifierBase):
     sampler falls behind, the energies of the samples run away. Every step is checked (a
     non-finite loss, ``|E| > max_energy``, or samples far outside the input range). With
     ``on_divergence="recover"`` the network, the optimizer and the buffer are rolled back to the
-    last good snapshot (taken at the start and after each healthy epoch), the buffer is
-    re-initialised, the SGLD step is halved (and, if the same snapshot has to be restored twice
-    in a row, the learning rate too), the event is recorded in ``history`` under
-    ``"divergences"``, and the step is retried. ``"raise"`` stops with a
-    :class:`~ebmclassifier.DivergenceError`.
+    last good snapshot (taken at the start and after each epoch whose end state passes a health
+    probe; the last three are kept, and an older one is used when the newest fails three times
+    in a row), the buffer is re-initialised, the SGLD step is halved (and the learning rate
+    too when the weights, not the chains, ran away after training had moved on from the
+    snapshot), the event is recorded in ``history`` under ``"divergences"``, and the step is
+    retried. ``"raise"`` stops with a :class:`~ebmclassifier.DivergenceError`. The base
+    class's ``on_divergence`` hook is replaced by this parameter of the same name.
 
     Parameters
     ----------
