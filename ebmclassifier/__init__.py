@@ -2,8 +2,9 @@
 
 from .exceptions import DivergenceError
 from .jem import JEMClassifier
+from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DivergenceError", "JEMClassifier", "NGEBMClassifier"]
+__all__ = ["DivergenceError", "JEMClassifier", "LatentStructureClassifier", "NGEBMClassifier"]

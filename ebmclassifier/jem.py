@@ -62,8 +62,7 @@ class JEMClassifier(EBMClassifierBase):
     in a row), the buffer is re-initialised, the SGLD step is halved (and the learning rate
     too when the weights, not the chains, ran away after training had moved on from the
     snapshot), the event is recorded in ``history`` under ``"divergences"``, and the step is
-    retried. ``"raise"`` stops with a :class:`~ebmclassifier.DivergenceError`. The base
-    class's ``on_divergence`` hook is replaced by this parameter of the same name.
+    retried. ``"raise"`` stops with a :class:`~ebmclassifier.DivergenceError`.
 
     Parameters
     ----------
@@ -177,8 +176,6 @@ random_state, verbose, **kwargs
         self.buffer_init = buffer_init
         self.informative_covariance = informative_covariance
         self.informative_rank = informative_rank
-        # The name for this parameter shadows the base's on_divergence hook; JEM never
-        # reaches that hook: compute_loss raises _Diverged before it returns a non-finite loss.
         self.on_divergence = on_divergence
         self.max_energy = max_energy
 
@@ -283,6 +280,10 @@ random_state, verbose, **kwargs
         return loss, logits
 
     # ------------------------------------------------------------------ divergence policy
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        # compute_loss checks first; this only catches a non-finite loss that slipped past it
+        raise _Diverged(Divergence("non-finite loss", "model"))
 
     def _take_snapshot(self) -> None:
         snapshot = Snapshot(

@@ -10,6 +10,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
+from ebmclassifier.latent.classifier import LatentStructureClassifier
 
 # Small and quick, yet good enough for check_classifiers_train (accuracy > 0.83).
 CHECKED = [
@@ -23,6 +24,7 @@ CHECKED = [
         buffer_size=64,
         random_state=0,
     ),
+    LatentStructureClassifier(n_latent=3, max_epochs=4, lr=5e-2, random_state=0),
 ]
 
 SKORCH_INIT = (

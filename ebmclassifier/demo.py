@@ -1,0 +1,96 @@
+"""The quick demonstration: NG-EBM against plain cross-entropy on scikit-learn's digits.
+
+``python -m ebmclassifier demo`` trains ``NGEBMClassifier()`` and its ``beta=0`` baseline
+(cross-entropy only, the same network and schedule) on standardized ``load_digits``
+(70/30 stratified split) for a few seeds and prints test accuracy, expected calibration error
+and the OOD AUROC of each ``score_ood`` method against uniform noise over the input range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from tqdm.auto import tqdm
+
+from .energy import OOD_METHODS
+from .metrics import expected_calibration_error, ood_metrics
+from .ngebm import NGEBMClassifier
+
+__all__ = ["run_demo", "format_demo"]
+
+MODELS = {"ce (beta=0)": 0.0, "ngebm (beta=0.5)": 0.5}
+
+
+def _digits_with_noise(seed: int):
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=seed
+    )
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    rng = np.random.default_rng(seed)
+    noise = rng.uniform(X_train.min(axis=0), X_train.max(axis=0), size=X_test.shape)
+    return X_train, X_test, y_train, y_test, noise
+
+
+def run_demo(
+    seeds: Sequence[int] = (0, 1, 2), max_epochs: int = 50, progress: bool = True
+) -> list[dict]:
+    """Fit both models for each seed and measure them.
+
+    Parameters
+    ----------
+    seeds : sequence of int, default=(0, 1, 2)
+        Each seed fixes the split, the noise and the estimator's ``random_state``.
+    max_epochs : int, default=50
+    progress : bool, default=True
+        Show a progress bar.
+
+    Returns
+    -------
+    list of dict
+        One row per (model, seed) with ``model``, ``seed``, ``accuracy``, ``ece`` and
+        ``auroc_<method>`` for each OOD method (uniform noise as the OOD set; higher is
+        better, 0.5 is chance).
+    """
+    rows = []
+    jobs = [(seed, name) for seed in seeds for name in MODELS]
+    for seed, name in tqdm(jobs, desc="demo", disable=not progress):
+        X_train, X_test, y_train, y_test, noise = _digits_with_noise(seed)
+        clf = NGEBMClassifier(beta=MODELS[name], max_epochs=max_epochs, random_state=seed)
+        clf.fit(X_train, y_train)
+        row = {
+            "model": name,
+            "seed": seed,
+            "accuracy": clf.score(X_test, y_test),
+            "ece": expected_calibration_error(
+                y_test, clf.predict_proba(X_test), classes=clf.classes_
+            ),
+        }
+        for method in OOD_METHODS:
+            scores = ood_metrics(clf.score_ood(X_test, method), clf.score_ood(noise, method))
+            row[f"auroc_{method}"] = scores["auroc"]
+        rows.append(row)
+    return rows
+
+
+def format_demo(rows: list[dict]) -> str:
+    """A plain-text table of the medians over seeds (min-max in brackets)."""
+    columns = ["accuracy", "ece"] + [f"auroc_{m}" for m in OOD_METHODS]
+    lines = [f"{'model':<18}" + "".join(f"{c:>24}" for c in columns)]
+    for name in dict.fromkeys(r["model"] for r in rows):
+        cells = []
+        for column in columns:
+            values = np.array([r[column] for r in rows if r["model"] == name])
+            cells.append(f"{np.median(values):.3f} [{values.min():.3f}-{values.max():.3f}]")
+        lines.append(f"{name:<18}" + "".join(f"{c:>24}" for c in cells))
+    seeds = sorted({r["seed"] for r in rows})
+    lines.append(
+        f"median [min-max] over seeds {seeds}; OOD = uniform noise over the input range, "
+        "AUROC 0.5 = chance"
+    )
+    return "\n".join(lines)
