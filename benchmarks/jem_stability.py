@@ -30,19 +30,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from ebmclassifier import DivergenceError, JEMClassifier
-
-
-def expected_calibration_error(y_true, proba, n_bins=15):
-    """Top-label ECE with equal-width bins (Guo et al., 2017)."""
-    confidence = proba.max(1)
-    correct = proba.argmax(1) == y_true
-    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
-    ece = 0.0
-    for b in range(n_bins):
-        in_bin = bins == b
-        if in_bin.any():
-            ece += in_bin.mean() * abs(correct[in_bin].mean() - confidence[in_bin].mean())
-    return ece
+from ebmclassifier.metrics import expected_calibration_error
 
 
 def load(kind: str):
