@@ -36,7 +36,13 @@ def _add_demo(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-COMMANDS = [_add_demo]
+def _add_bench(subparsers) -> None:
+    from .bench import add_parser
+
+    add_parser(subparsers)
+
+
+COMMANDS = [_add_demo, _add_bench]
 
 
 def build_parser() -> argparse.ArgumentParser:
