@@ -319,6 +319,61 @@ def _batch_for(shape: tuple[int, ...], device: torch.device):
 STEP_SETTINGS = {"mlp_64": (64,), "conv_1x8x8": (1, 8, 8), "conv_3x32x32": (3, 32, 32)}
 
 
+def _phase_tasks(model: torch.nn.Module, x: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """The pieces of a step: a forward pass, and a forward pass with each kind of backward."""
+
+    def forward():
+        return energy(model(x.detach().requires_grad_(True))).sum()
+
+    def forward_input_backward():
+        x_leaf = x.detach().requires_grad_(True)
+        return torch.autograd.grad(energy(model(x_leaf)).sum(), x_leaf)
+
+    def forward_param_backward():
+        model.zero_grad(set_to_none=True)
+        energy(model(x)).sum().backward()
+
+    return {
+        "phase_forward": forward,
+        "phase_forward_input_backward": forward_input_backward,
+        "phase_forward_param_backward": forward_param_backward,
+    }
+
+
+def _fd_floor(times: dict, clock: str) -> float:
+    """The finite-difference step's ratio to CE if it cost exactly its parts, nothing more.
+
+    The finite-difference step is a forward pass and the input gradient (``F + Bx``), a
+    second forward pass (``F``), the parameter backward through both graphs (``2 Btheta``)
+    and the optimizer step ``A``; the CE step is ``F + Btheta + A``. With the phases timed
+    alone, ``F + Bx``, ``F``, ``F + Btheta``: floor = (CE + (F + Bx) + (F + Btheta) - F) / CE.
+    """
+
+    def med(name):
+        return float(np.median(times[name][clock]))
+
+    ce = med("ce")
+    extra = (
+        med("phase_forward_input_backward")
+        + med("phase_forward_param_backward")
+        - med("phase_forward")
+    )
+    return (ce + extra) / ce
+
+
+def _guarded(tasks: dict[str, Callable[[], object]]) -> tuple[dict, dict[str, str]]:
+    """Run each task once; keep those that work, and say why the others failed."""
+    working, errors = {}, {}
+    for name, fn in tasks.items():
+        try:
+            fn()
+        except Exception as exc:  # a variant the platform lacks must not sink the whole run
+            errors[name] = f"{type(exc).__name__}: {exc}"[:500]
+        else:
+            working[name] = fn
+    return working, errors
+
+
 def bench_steps(
     device: torch.device,
     rounds: int,
@@ -340,23 +395,37 @@ def bench_steps(
 
     Returns
     -------
-    dict of setting -> method -> summary (see :func:`summarize`)
+    dict of setting -> {method: summary (see :func:`summarize`), "jem_vs_ngebm_fd": the
+    per-round ratio of those two steps, "fd_floor": see :func:`_fd_floor`, "phases": the
+    timed parts of a step, "errors": variants that could not run}
     """
     settings = STEP_SETTINGS if settings is None else settings
     sync = _sync_for(device)
+    clock = _headline_clock(device)
     out = {}
     for name, shape in settings.items():
+        errors: dict[str, str] = {}
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(0)
             model = _default_model(shape).to(device)
             x, y = _batch_for(shape, device)
             tasks = make_step_tasks(model, x, y)
+            tasks.update(_phase_tasks(copy.deepcopy(model), x))
             if variants:
                 for tag, kwargs in _variant_kwargs(device).items():
                     extra = make_step_tasks(model, x, y, methods=("ce", "ngebm_fd"), **kwargs)
-                    tasks.update({f"{m}_{tag}": fn for m, fn in extra.items()})
+                    working, failed = _guarded({f"{m}_{tag}": fn for m, fn in extra.items()})
+                    tasks.update(working)
+                    errors.update(failed)
             times = interleaved_times(tasks, rounds, warmup, sync)
-        out[name] = _compare(times, "ce", _headline_clock(device))
+        phases = {k: times.pop(k) for k in list(times) if k.startswith("phase_")}
+        out[name] = {
+            **_compare(times, "ce", clock),
+            "jem_vs_ngebm_fd": summarize(times["jem"][clock], times["ngebm_fd"][clock]),
+            "fd_floor": _fd_floor({**times, **phases}, clock),
+            "phases": {k: summarize(v[clock]) for k, v in phases.items()},
+            "errors": errors,
+        }
     return out
 
 
@@ -589,12 +658,17 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
 
 def _step_table(steps: dict) -> list[str]:
     lines = []
-    for setting, methods in steps.items():
-        ce = methods["ce"]["median_ms"]
+    for setting, row in steps.items():
         cells = ", ".join(
-            f"{name} {m['ratio']:.2f}x" for name, m in methods.items() if name != "ce"
+            f"{name} {m['ratio']:.2f}x"
+            for name, m in row.items()
+            if isinstance(m, dict) and "clock" in m and name != "ce"
         )
-        lines.append(f"  {setting:<14} CE {ce:8.2f} ms | {cells}")
+        lines.append(f"  {setting:<13} CE {row['ce']['median_ms']:8.2f} ms | {cells}")
+        lines.append(
+            f"  {'':<13} JEM / NG-EBM fd {row['jem_vs_ngebm_fd']['ratio']:.2f}x; fd floor "
+            f"{row['fd_floor']:.2f}x" + "".join(f"; {k} failed" for k in row["errors"])
+        )
     return lines
 
 

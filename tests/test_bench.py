@@ -55,12 +55,20 @@ def test_quick_bench_json_structure(quick_result):
     assert quick_result["meta"]["quick"] is True
     assert quick_result["gpu"] is None  # --device cpu
     assert set(quick_result["steps"]) == {"mlp_64", "conv_1x8x8"}
-    for methods in quick_result["steps"].values():
-        assert set(methods) == METHODS
-        for entry in methods.values():
-            _check_compared(entry, with_ratio=True)
+    for row in quick_result["steps"].values():
+        assert set(row) == METHODS | {"jem_vs_ngebm_fd", "fd_floor", "phases", "errors"}
+        for method in METHODS:
+            _check_compared(row[method], with_ratio=True)
         # Each round's ratio of CE to itself is exactly 1.
-        assert methods["ce"]["ratio"] == 1.0
+        assert row["ce"]["ratio"] == 1.0
+        assert _positive_finite(row["jem_vs_ngebm_fd"]["ratio"])
+        assert _positive_finite(row["fd_floor"])
+        assert set(row["phases"]) == {
+            "phase_forward",
+            "phase_forward_input_backward",
+            "phase_forward_param_backward",
+        }
+        assert row["errors"] == {}
 
 
 def test_quick_bench_fit_matches_hand_loop(quick_result):
@@ -91,8 +99,19 @@ def test_variants_of_the_gpu_section_run_on_cpu(one_thread):
     out = bench.bench_steps(
         torch.device("cpu"), rounds=1, warmup=0, settings={"mlp_64": (64,)}, variants=True
     )
-    assert {"ce_bf16", "ngebm_fd_bf16"} <= set(out["mlp_64"])
-    assert _positive_finite(out["mlp_64"]["ngebm_fd_bf16"]["ratio"])
+    row = out["mlp_64"]
+    assert row["errors"] == {}
+    assert {"ce_bf16", "ngebm_fd_bf16"} <= set(row)
+    assert _positive_finite(row["ngebm_fd_bf16"]["ratio"])
+
+
+def test_a_failing_variant_is_reported_not_fatal():
+    def broken():
+        raise RuntimeError("no compiler")
+
+    working, errors = bench._guarded({"ok": lambda: None, "compile": broken})
+    assert set(working) == {"ok"}
+    assert errors == {"compile": "RuntimeError: no compiler"}
 
 
 def test_variants_refuse_double_backward():
