@@ -374,6 +374,50 @@ def _guarded(tasks: dict[str, Callable[[], object]]) -> tuple[dict, dict[str, st
     return working, errors
 
 
+def fd_gradient_agreement(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    autocast_dtype: torch.dtype | None,
+    fd_steps: tuple[float, ...] = (0.01, 0.1),
+) -> dict[str, float]:
+    """Cosine between the exact float32 penalty gradient and the finite-difference one.
+
+    A finite difference of two nearly equal energies loses digits to rounding: under bf16
+    autocast (8 mantissa bits) the default step can be too small for it.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    x : Tensor of shape (n, ...)
+    autocast_dtype : torch.dtype or None
+        The finite difference runs under ``torch.autocast`` with this dtype.
+    fd_steps : tuple of float
+        Relative steps, as ``NGEBMClassifier(fd_step=...)``.
+
+    Returns
+    -------
+    dict of str(fd_step) -> cosine similarity of the parameter gradients of mean ||dE/dx||
+    """
+    params = list(model.parameters())
+
+    def flat_grad(norms):
+        return torch.cat([g.flatten() for g in torch.autograd.grad(norms.float().mean(), params)])
+
+    exact = flat_grad(energy_grad_norm(model, x, create_graph=True)[0])
+    out = {}
+    for fd_step in fd_steps:
+        context = (
+            nullcontext()
+            if autocast_dtype is None
+            else torch.autocast(x.device.type, dtype=autocast_dtype)
+        )
+        with context:
+            norms = energy_grad_norm_finite_difference(model, x, _fd_step_size(x, fd_step))[0]
+            approx = flat_grad(norms)
+        out[str(fd_step)] = float(F.cosine_similarity(exact, approx.float(), dim=0))
+    return out
+
+
 def bench_steps(
     device: torch.device,
     rounds: int,
@@ -397,7 +441,8 @@ def bench_steps(
     -------
     dict of setting -> {method: summary (see :func:`summarize`), "jem_vs_ngebm_fd": the
     per-round ratio of those two steps, "fd_floor": see :func:`_fd_floor`, "phases": the
-    timed parts of a step, "errors": variants that could not run}
+    timed parts of a step, "errors": variants that could not run, "fd_cosine_to_exact":
+    with ``variants``, see :func:`fd_gradient_agreement` (float32 and bf16)}
     """
     settings = STEP_SETTINGS if settings is None else settings
     sync = _sync_for(device)
@@ -418,8 +463,15 @@ def bench_steps(
                     tasks.update(working)
                     errors.update(failed)
             times = interleaved_times(tasks, rounds, warmup, sync)
+            agreement = {}
+            if variants:
+                agreement = {
+                    "float32": fd_gradient_agreement(model, x, None),
+                    "bf16": fd_gradient_agreement(model, x, torch.bfloat16),
+                }
         phases = {k: times.pop(k) for k in list(times) if k.startswith("phase_")}
         out[name] = {
+            "fd_cosine_to_exact": agreement,
             **_compare(times, "ce", clock),
             "jem_vs_ngebm_fd": summarize(times["jem"][clock], times["ngebm_fd"][clock]),
             "fd_floor": _fd_floor({**times, **phases}, clock),

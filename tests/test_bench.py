@@ -56,7 +56,13 @@ def test_quick_bench_json_structure(quick_result):
     assert quick_result["gpu"] is None  # --device cpu
     assert set(quick_result["steps"]) == {"mlp_64", "conv_1x8x8"}
     for row in quick_result["steps"].values():
-        assert set(row) == METHODS | {"jem_vs_ngebm_fd", "fd_floor", "phases", "errors"}
+        assert set(row) == METHODS | {
+            "jem_vs_ngebm_fd",
+            "fd_floor",
+            "phases",
+            "errors",
+            "fd_cosine_to_exact",
+        }
         for method in METHODS:
             _check_compared(row[method], with_ratio=True)
         # Each round's ratio of CE to itself is exactly 1.
@@ -103,6 +109,9 @@ def test_variants_of_the_gpu_section_run_on_cpu(one_thread):
     assert row["errors"] == {}
     assert {"ce_bf16", "ngebm_fd_bf16"} <= set(row)
     assert _positive_finite(row["ngebm_fd_bf16"]["ratio"])
+    # float32 finite differences agree with the exact gradient (as in test_energy.py).
+    assert row["fd_cosine_to_exact"]["float32"]["0.01"] > 0.99
+    assert set(row["fd_cosine_to_exact"]["bf16"]) == {"0.01", "0.1"}
 
 
 def test_a_failing_variant_is_reported_not_fatal():
