@@ -721,6 +721,9 @@ def _step_table(steps: dict) -> list[str]:
             f"  {'':<13} JEM / NG-EBM fd {row['jem_vs_ngebm_fd']['ratio']:.2f}x; fd floor "
             f"{row['fd_floor']:.2f}x" + "".join(f"; {k} failed" for k in row["errors"])
         )
+        for dtype, cosines in row["fd_cosine_to_exact"].items():
+            cells = ", ".join(f"fd_step={k}: {v:.4f}" for k, v in cosines.items())
+            lines.append(f"  {'':<13} fd gradient cosine to exact, {dtype}: {cells}")
     return lines
 
 
@@ -756,7 +759,9 @@ def format_bench(result: dict) -> str:
             f"{row['plain_samples_per_s']:10.0f} -> {row['estimator']['ratio']:.3f}x the time"
         )
     if result["gpu"] is not None:
-        lines.append(f"GPU ({result['gpu']['device_name']}), ratio to the float32 CE step:")
+        lines.append(
+            f"GPU ({result['gpu']['device_name']}), ratio to the float32 CE step (wall clock):"
+        )
         lines += _step_table(result["gpu"]["steps"])
     else:
         lines.append("GPU: no CUDA device, section skipped.")
