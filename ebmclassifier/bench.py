@@ -450,7 +450,7 @@ def bench_steps(
     out = {}
     for name, shape in settings.items():
         errors: dict[str, str] = {}
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
             torch.manual_seed(0)
             model = _default_model(shape).to(device)
             x, y = _batch_for(shape, device)
