@@ -38,6 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._base import _resolve_device
 from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 from .nn import MLP, ConvNet
 
@@ -298,11 +299,8 @@ def _default_model(input_shape: tuple[int, ...], n_classes: int = 10) -> torch.n
 
 
 def _digits_batch(shape: tuple[int, ...], device: torch.device):
-    from sklearn.datasets import load_digits
-
-    X, y = load_digits(return_X_y=True)
-    X = (X - X.mean(0)) / (X.std(0) + 1e-8)
-    xb = torch.tensor(X[:_BATCH], dtype=torch.float32, device=device).reshape(-1, *shape)
+    X, y = _digits()
+    xb = torch.tensor(X[:_BATCH], device=device).reshape(-1, *shape)
     return xb, torch.tensor(y[:_BATCH], dtype=torch.long, device=device)
 
 
@@ -648,15 +646,6 @@ def bench_inference(rounds: int, warmup: int = 1, copies: int = 5) -> dict:
 # ---------------------------------------------------------------------- the whole run
 
 
-def _resolve(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    resolved = torch.device(device)
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {device!r} was requested but CUDA is not available.")
-    return resolved
-
-
 def run_bench(quick: bool = False, device: str = "auto") -> dict:
     """Run the whole benchmark and return its figures as a JSON-ready dict.
 
@@ -673,7 +662,7 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
     dict
         ``meta``, ``steps`` (CPU), ``fit``, ``inference`` and ``gpu`` (``None`` without CUDA).
     """
-    resolved = _resolve(device)
+    resolved = _resolve_device(device)
     started = time.perf_counter()
     if quick:
         settings = {k: STEP_SETTINGS[k] for k in ("mlp_64", "conv_1x8x8")}
