@@ -296,3 +296,21 @@ def test_custom_module_gets_data_shape(small_blobs):
     clf = NGEBMClassifier(Linear, module__scale=2.0, max_epochs=2).fit(X, y)
     assert clf.module_.lin.in_features == 4 and clf.module_.lin.out_features == 3
     assert clf.module_.scale == 2.0
+
+
+def test_gpu_trained_estimator_unpickles_on_cpu(fitted, small_blobs):
+    # Pretend the estimator was trained on CUDA: skorch maps its tensors to the CPU on load
+    # (with a DeviceWarning), and the estimator then predicts on the CPU.
+    from skorch.exceptions import DeviceWarning
+
+    X, _ = small_blobs
+    state = pickle.dumps(fitted)
+    fake = pickle.loads(state)
+    fake.device_ = torch.device("cuda")
+    payload = pickle.dumps(fake)
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA")
+    with pytest.warns(DeviceWarning):
+        restored = pickle.loads(payload)
+    assert restored.device_ == torch.device("cpu") and restored.device == "auto"
+    np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
