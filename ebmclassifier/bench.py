@@ -675,7 +675,7 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
         # Its JEM step alone takes about 1.5 s of CPU time.
         large = {"conv_3x32x32": STEP_SETTINGS["conv_3x32x32"]}
         steps.update(bench_steps(torch.device("cpu"), rounds=10, warmup=2, settings=large))
-        fit = bench_fit(rounds=5, warmup=1, epochs=2)
+        fit = bench_fit(rounds=10, warmup=1, epochs=2)
         inference = bench_inference(rounds=5, warmup=1)
     gpu = None
     if resolved.type == "cuda":
