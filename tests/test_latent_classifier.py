@@ -196,7 +196,7 @@ def test_custom_encoder_and_decoder_get_routed_parameters(clusters):
 @pytest.mark.parametrize(
     "params,match",
     [
-        ({"structure": "dependency_tree"}, "not available yet"),
+        ({"structure": "dependency_tree"}, "non-negative integer token ids"),
         ({"structure": "tree"}, "'structure'"),
         ({"gradient": "spigot_xx"}, "'spigot_xx'"),
         ({"step_size": 0.0}, "'step_size'"),
