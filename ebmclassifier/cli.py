@@ -173,7 +173,13 @@ def _command_line(args) -> str:
     return shlex.join(parts)
 
 
-COMMANDS = [_add_demo, _add_compare]
+def _add_bench(subparsers) -> None:
+    from .bench import add_parser
+
+    add_parser(subparsers)
+
+
+COMMANDS = [_add_demo, _add_compare, _add_bench]
 
 
 def build_parser() -> argparse.ArgumentParser:
