@@ -173,6 +173,16 @@ def ood_score(
     Returns
     -------
     Tensor of shape (n,), detached.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = torch.nn.Linear(3, 2)
+    >>> x = torch.zeros(4, 3)
+    >>> ood_score(net, x, "energy").shape
+    torch.Size([4])
+    >>> bool((ood_score(net, x, "max_softmax") < 0).all())
+    True
     """
     if method == "approx_mass":
         with torch.enable_grad():

@@ -57,6 +57,14 @@ def plot_reliability_diagram(
     Returns
     -------
     fig : matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    >>> fig = plot_reliability_diagram([0, 1, 1, 1], proba, n_bins=5, title="toy")
+    >>> len(fig.axes)
+    2
     """
     confidence, correct = _top_label(y_true, y_proba, classes)
     ece = expected_calibration_error(y_true, y_proba, n_bins, classes=classes)
@@ -97,6 +105,14 @@ def plot_ood_histograms(
     Returns
     -------
     fig : matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> fig = plot_ood_histograms(rng.normal(0, 1, 100), {"noise": rng.normal(2, 1, 100)})
+    >>> fig.axes[0].get_xlabel()
+    'OOD score (higher = more OOD)'
     """
     if not isinstance(scores_out, dict) or not scores_out:
         raise TypeError(
@@ -149,6 +165,12 @@ def plot_accuracy_vs_epsilon(
     Returns
     -------
     fig : matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_accuracy_vs_epsilon([0.0, 0.1, 0.2], {"ce": [0.95, 0.6, 0.2]})
+    >>> len(fig.axes)
+    1
     """
     epsilons = np.asarray(epsilons, dtype=np.float64)
     if not isinstance(accuracies, dict) or not accuracies:
