@@ -1,8 +1,9 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
 from .exceptions import DivergenceError
+from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DivergenceError", "NGEBMClassifier"]
+__all__ = ["DivergenceError", "LatentStructureClassifier", "NGEBMClassifier"]

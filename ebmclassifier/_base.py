@@ -9,7 +9,7 @@ Which hooks to override
 -----------------------
 - Fairly safe: ``compute_loss`` (the training objective), ``_validate_own_params``,
   ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``),
-  ``on_divergence`` (what to do when a loss stops being finite).
+  ``handle_divergence`` (what to do when a loss stops being finite).
 - Should not be overridden: ``fit``, ``partial_fit``, ``train_step_single``,
   ``validation_step`` and the inference methods: they hold the validation and the
   seeding that make the estimators behave as scikit-learn estimators.
@@ -161,6 +161,9 @@ class EBMClassifierBase(NeuralNetClassifier):
         )
         self.random_state = random_state
         self.ood_method = ood_method
+        # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
+        # fit (or given to the first partial_fit), so it is not offered as a parameter.
+        del self.classes
 
     # ------------------------------------------------------------------ the subclass hooks
 
@@ -188,7 +191,7 @@ class EBMClassifierBase(NeuralNetClassifier):
         """Add the subclass's parameter problems to ``check``."""
         check.choice("ood_method", OOD_METHODS)
 
-    def on_divergence(self, loss: torch.Tensor) -> None:
+    def handle_divergence(self, loss: torch.Tensor) -> None:
         """Called when a training loss is not finite; raises :class:`DivergenceError`."""
         raise DivergenceError(
             f"{type(self).__name__} diverged in epoch {len(self.history)}: the training loss is "
@@ -436,7 +439,7 @@ class EBMClassifierBase(NeuralNetClassifier):
         Xi, yi = unpack_data(batch)
         loss, logits = self.compute_loss(Xi, yi, training=True)
         if not torch.isfinite(loss):
-            self.on_divergence(loss)
+            self.handle_divergence(loss)
         loss.backward()
         return {"loss": loss.detach(), "y_pred": logits.detach()}
 

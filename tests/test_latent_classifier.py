@@ -1,0 +1,212 @@
+"""LatentStructureClassifier: scikit-learn contract, composition, and the surrogate's scaling."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import v_measure_score
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from torch import nn
+
+from ebmclassifier.datasets import make_latent_clusters
+from ebmclassifier.latent import project_simplex
+from ebmclassifier.latent.classifier import LatentStructureClassifier
+from ebmclassifier.latent.networks import BilinearDecoder
+
+FAST = dict(max_epochs=4, lr=5e-2, random_state=0)
+
+# The scikit-learn contract (parametrize_with_checks) is in test_sklearn_compat.py.
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    """An easy latent-cluster task: K = 3 well separated clusters in 10 dimensions."""
+    X, y, z, params = make_latent_clusters(600, 3, 10, return_params=True, random_state=0)
+    X_te, y_te, z_te = make_latent_clusters(300, 3, 10, params=params, random_state=1)
+    return X.astype(np.float32), y, z, X_te.astype(np.float32), y_te, z_te
+
+
+@pytest.fixture(scope="module")
+def fitted(clusters):
+    X, y, *_ = clusters
+    return LatentStructureClassifier(3, max_epochs=5, lr=1e-2, random_state=0).fit(X, y)
+
+
+def _true_decoders(clf, X, y, z):
+    """Set the decoder of latent k to the logistic regression fitted on true cluster k."""
+    with torch.no_grad():
+        weight, bias = clf.module_.decoder.weight, clf.module_.decoder.bias
+        weight.zero_()
+        bias.zero_()
+        for k in range(weight.shape[0]):
+            model = LogisticRegression(C=100.0, max_iter=5000).fit(X[z == k], y[z == k])
+            weight[k, 1] = torch.as_tensor(model.coef_[0])
+            bias[k, 1] = float(model.intercept_[0])
+
+
+@pytest.mark.parametrize("gradient", ["ste", "softmax", "gumbel_st", "sfe"])
+def test_encoder_learns_the_clusters_from_fixed_true_decoders(clusters, gradient):
+    """End to end, the encoder's update has the right sign: starting from a partition that
+    merges clusters (V-measure 0 for seed 2), it finds the latent of each cluster's decoder.
+    SPIGOT, SPIGOT-CE and -EG are left out: with these very confident decoders, the
+    linearisation gamma favours the decoder whose extrapolated logits are largest, and they
+    stay in a merged partition (see the example's notes)."""
+    X, y, z, X_te, _, z_te = clusters
+    frozen = [("decoder.*", {"lr": 0.0})]
+    clf = LatentStructureClassifier(
+        3, gradient=gradient, lr=1e-2, max_epochs=0, random_state=2, optimizer__param_groups=frozen
+    ).fit(X, y)
+    assert v_measure_score(z_te, clf.predict_latent(X_te)) < 0.1
+    _true_decoders(clf, X, y, z)
+    clf.set_params(max_epochs=10).partial_fit(X, y)
+    assert v_measure_score(z_te, clf.predict_latent(X_te)) > 0.95
+
+
+def test_latent_outputs(clusters, fitted):
+    X, *_ = clusters
+    marginals = fitted.transform(X)
+    assert marginals.shape == (len(X), 3)
+    np.testing.assert_allclose(marginals.sum(axis=1), 1.0, rtol=1e-5)
+    latent = fitted.predict_latent(X)
+    assert latent.shape == (len(X),) and latent.dtype == np.int64
+    np.testing.assert_array_equal(latent, marginals.argmax(axis=1))
+    assert fitted.score_ood(X).shape == fitted.score_ood(X, "approx_mass").shape == (len(X),)
+
+
+def test_transform_is_a_pipeline_step(clusters):
+    X, y, *_ = clusters
+    pipe = make_pipeline(LatentStructureClassifier(3, **FAST), LogisticRegression()).fit(X, y)
+    assert pipe.predict(X).shape == (len(X),)
+
+
+def test_pickle_round_trip(clusters, fitted):
+    X, *_ = clusters
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+    np.testing.assert_array_equal(restored.predict_latent(X), fitted.predict_latent(X))
+
+
+def test_grid_search_over_gradient_and_step_size(clusters):
+    X, y, *_ = clusters
+    grid = {"gradient": ["spigot", "spigot_ce", "sfe"], "step_size": [0.1, 1.0]}
+    search = GridSearchCV(LatentStructureClassifier(3, **FAST), grid, cv=2).fit(X, y)
+    assert search.best_params_["gradient"] in grid["gradient"]
+    assert search.best_estimator_.step_size == search.best_params_["step_size"]
+    assert len(search.cv_results_["params"]) == 6
+    refit = clone(LatentStructureClassifier(3, **FAST)).set_params(**search.best_params_)
+    np.testing.assert_array_equal(refit.fit(X, y).predict_proba(X), search.predict_proba(X))
+
+
+def _initialized(X, y, **params):
+    return LatentStructureClassifier(3, max_epochs=0, random_state=0, **params).fit(X, y)
+
+
+def _per_sample_gamma(decoder, X, y, z):
+    """gamma_i = dl_i/dz_i, one sample at a time."""
+    rows = []
+    for i in range(len(X)):
+        zi = z[i : i + 1].clone().requires_grad_(True)
+        loss = nn.functional.cross_entropy(decoder(X[i : i + 1], zi), y[i : i + 1])
+        rows.append(torch.autograd.grad(loss, zi)[0][0])
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("gradient", ["ste", "spigot_ce"])
+def test_encoder_gradient_is_the_batch_mean_of_the_per_sample_surrogate(clusters, gradient):
+    X, y, *_ = clusters
+    X_t, y_t = torch.as_tensor(X[:16]), torch.as_tensor(y[:16])
+    eta = 0.7
+    clf = _initialized(X, y, gradient=gradient, step_size=eta)
+    encoder_linear = clf.module_.encoder.net[-1]
+    loss, _ = clf.compute_loss(X_t, y_t, training=True)
+    loss.backward()
+
+    with torch.no_grad():
+        scores = clf.module_.encoder(X_t)
+    z_hat = torch.eye(3)[scores.argmax(-1)]
+    if gradient == "ste":
+        d = eta * _per_sample_gamma(clf.module_.decoder, X_t, y_t, z_hat)
+    else:
+        mu_0 = scores.softmax(-1)
+        d = mu_0 - project_simplex(
+            mu_0 - eta * _per_sample_gamma(clf.module_.decoder, X_t, y_t, mu_0)
+        )
+    torch.testing.assert_close(encoder_linear.weight.grad, d.T @ X_t / len(X_t))
+    torch.testing.assert_close(encoder_linear.bias.grad, d.mean(0))
+
+    # The decoder learns by plain backpropagation at the argmax, untouched by the surrogate.
+    decoder = clf.module_.decoder
+    got = [p.grad.clone() for p in decoder.parameters()]
+    decoder.zero_grad()
+    nn.functional.cross_entropy(decoder(X_t, z_hat), y_t).backward()
+    for g, p in zip(got, decoder.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad)
+
+
+def test_relaxed_methods_predict_with_the_relaxation(clusters):
+    X, y, *_ = clusters
+    clf = _initialized(X, y, gradient="softmax")
+    X_t = torch.as_tensor(X[:5])
+    with torch.no_grad():
+        scores = clf.module_.encoder(X_t)
+        expected = clf.module_.decoder(X_t, scores.softmax(-1)).softmax(-1)
+    np.testing.assert_allclose(clf.predict_proba(X[:5]), expected.numpy(), rtol=1e-5)
+
+
+def test_sfe_updates_its_baseline_once_per_step(clusters):
+    X, y, *_ = clusters
+    clf = LatentStructureClassifier(3, gradient="sfe", max_epochs=2, batch_size=100).fit(X, y)
+    assert int(clf.module_.baseline.n_updates) == 2 * 6
+    assert clf.module_.baseline.value.item() > 0
+
+
+class _TinyDecoder(nn.Module):
+    def __init__(self, n_latent, n_features, n_classes, scale=1.0):
+        super().__init__()
+        self.scale = scale
+        self.bilinear = BilinearDecoder(n_latent, n_features, n_classes)
+
+    def forward(self, x, z):
+        return self.scale * self.bilinear(x, z)
+
+
+def test_custom_encoder_and_decoder_get_routed_parameters(clusters):
+    X, y, *_ = clusters
+    clf = LatentStructureClassifier(
+        4, decoder=_TinyDecoder, decoder__scale=2.0, encoder__hidden_sizes=(8,), **FAST
+    ).fit(X, y)
+    assert clf.module_.decoder.scale == 2.0
+    assert clf.module_.decoder.bilinear.weight.shape == (4, 2, 10)
+    assert clf.module_.encoder.net[1].out_features == 8
+    assert clf.transform(X).shape == (len(X), 4)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"structure": "dependency_tree"}, "not available yet"),
+        ({"structure": "tree"}, "'structure'"),
+        ({"gradient": "spigot_xx"}, "'spigot_xx'"),
+        ({"step_size": 0.0}, "'step_size'"),
+        ({"inner_steps": 0}, "'inner_steps'"),
+        ({"temperature": -1.0}, "'temperature'"),
+        ({"n_latent": 0}, "'n_latent'"),
+        ({"encoder": "linear"}, "'encoder'"),
+        ({"module": nn.Linear}, "'module'"),
+        ({"criterion": nn.NLLLoss}, "'criterion'"),
+    ],
+)
+def test_bad_parameters_are_explained_at_fit(clusters, params, match):
+    X, y, *_ = clusters
+    with pytest.raises(ValueError, match=match):
+        LatentStructureClassifier(**params).fit(X, y)
+
+
+def test_all_bad_parameters_are_reported_together(clusters):
+    X, y, *_ = clusters
+    with pytest.raises(ValueError, match="(?s)'gradient'.*'step_size'"):
+        LatentStructureClassifier(gradient="x", step_size=-1).fit(X, y)
