@@ -40,10 +40,12 @@ for name in ("is_available", "device_count", "init", "_lazy_init", "current_devi
 import pickle
 from sklearn.base import clone
 import ebmclassifier
-from ebmclassifier import NGEBMClassifier
+from ebmclassifier import LatentStructureClassifier, NGEBMClassifier
 clf = clone(NGEBMClassifier(beta=0.3, device="auto"))
 restored = pickle.loads(pickle.dumps(clf))
 assert restored.get_params()["beta"] == 0.3 and restored.device == "auto"
+latent = pickle.loads(pickle.dumps(clone(LatentStructureClassifier(device="auto"))))
+assert latent.device == "auto"
 assert not torch.cuda.is_initialized()
 print("ok")
 """
