@@ -3,18 +3,15 @@
 The engine is PyTorch's own: processes started by ``torchrun`` (or any launcher that sets up a
 ``torch.distributed`` process group), and :class:`torch.nn.parallel.DistributedDataParallel`
 (DDP) averaging the parameter gradients. Mix :class:`DataParallelMixin` in front of an estimator
-class and run the same script on every process::
+class (:class:`DataParallelNGEBMClassifier` is the one for NG-EBM) and run the same script on
+every process::
 
     # train.py, run with: torchrun --nproc_per_node=2 train.py
     import torch.distributed as dist
-    from ebmclassifier import NGEBMClassifier
-    from ebmclassifier.distributed import DataParallelMixin
-
-    class DataParallelNGEBM(DataParallelMixin, NGEBMClassifier):
-        pass
+    from ebmclassifier.distributed import DataParallelNGEBMClassifier
 
     dist.init_process_group("gloo")  # "nccl" on GPUs
-    clf = DataParallelNGEBM(beta=0.5, batch_size=256, random_state=0).fit(X, y)
+    clf = DataParallelNGEBMClassifier(beta=0.5, batch_size=256, random_state=0).fit(X, y)
     dist.destroy_process_group()
 
 Every process passes the same ``(X, y)``. Each global batch of ``batch_size`` samples (the same
@@ -41,7 +38,9 @@ import torch
 from torch import distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-__all__ = ["DataParallelMixin", "ShardedBatches"]
+from .ngebm import NGEBMClassifier
+
+__all__ = ["DataParallelMixin", "DataParallelNGEBMClassifier", "ShardedBatches"]
 
 
 class ShardedBatches:
@@ -219,3 +218,13 @@ class DataParallelMixin:
         sync = self.module_.no_sync() if self._data_parallel() else nullcontext()
         with sync:
             return super().validation_step(batch, **fit_params)
+
+
+class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
+    """:class:`~ebmclassifier.NGEBMClassifier` trained data-parallel over a process group.
+
+    The parameters are those of :class:`~ebmclassifier.NGEBMClassifier`; ``batch_size`` is the
+    global batch, shared by the processes. Defined here, not in the user's script, so that a
+    fitted estimator unpickles wherever ebmclassifier is installed; outside a process group it
+    predicts and scores as a plain NG-EBM (``fit`` needs the group).
+    """

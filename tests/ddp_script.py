@@ -11,12 +11,7 @@ import numpy as np
 from skorch.dataset import ValidSplit
 from torch import distributed as dist
 
-from ebmclassifier import NGEBMClassifier
-from ebmclassifier.distributed import DataParallelMixin
-
-
-class DataParallelNGEBM(DataParallelMixin, NGEBMClassifier):
-    pass
+from ebmclassifier.distributed import DataParallelNGEBMClassifier
 
 
 def problem() -> tuple[np.ndarray, np.ndarray]:
@@ -48,13 +43,13 @@ def main(out: str) -> None:
     X, y = problem()
     result = {}
     for grad_norm in GRAD_NORMS:
-        clf = DataParallelNGEBM(grad_norm=grad_norm, **PARAMS).fit(X, y)
+        clf = DataParallelNGEBMClassifier(grad_norm=grad_norm, **PARAMS).fit(X, y)
         for name, value in clf.module_.state_dict().items():
             result[f"{grad_norm}/{name}"] = value.numpy()
         result[f"{grad_norm}/train_loss"] = np.array(clf.history[:, "train_loss"])
         result[f"{grad_norm}/valid_loss"] = np.array(clf.history[:, "valid_loss"])
         # The fitted estimator holds the plain network again and pickles.
-        result[f"{grad_norm}/pickled"] = np.array(len(pickle.dumps(clf)))
+        result[f"{grad_norm}/pickled"] = np.frombuffer(pickle.dumps(clf), dtype=np.uint8)
     np.savez(f"{out}.{dist.get_rank()}.npz", **result)
     dist.destroy_process_group()
 

@@ -13,7 +13,12 @@ import torch
 from sklearn.model_selection import GridSearchCV
 
 from ebmclassifier import NGEBMClassifier
-from ebmclassifier.distributed import DataParallelMixin, ShardedBatches, _shard_bounds
+from ebmclassifier.distributed import (
+    DataParallelMixin,
+    DataParallelNGEBMClassifier,
+    ShardedBatches,
+    _shard_bounds,
+)
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -149,16 +154,26 @@ def test_sharded_batches_union_is_the_global_batch():
         np.testing.assert_array_equal(joined.numpy(), batches[step][1].numpy())
 
 
-class _DataParallelNGEBM(DataParallelMixin, NGEBMClassifier):
-    pass
+@pytest.mark.parametrize(
+    ("n", "batch_size", "drop_last"), [(23, 10, False), (21, 10, False), (23, 10, True)]
+)
+def test_sharded_batches_len_counts_the_batches(n, batch_size, drop_last):
+    from skorch.dataset import Dataset
+
+    from ebmclassifier._data import TensorBatchIterator
+
+    dataset = Dataset(torch.zeros(n, 2), torch.zeros(n, dtype=torch.long))
+    batches = TensorBatchIterator(dataset, batch_size=batch_size, drop_last=drop_last)
+    sharded = ShardedBatches(batches, rank=0, world_size=2)
+    assert len(sharded) == len(list(sharded))
 
 
 def test_data_parallel_refuses_unsupported_settings(small_blobs):
     X, y = small_blobs
     with pytest.raises(ValueError, match="energy_var_weight=0.5 penalises the variance"):
-        _DataParallelNGEBM(energy_var_weight=0.5, random_state=0).fit(X, y)
+        DataParallelNGEBMClassifier(energy_var_weight=0.5, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="needs an int random_state"):
-        _DataParallelNGEBM().fit(X, y)
+        DataParallelNGEBMClassifier().fit(X, y)
 
 
 def test_data_parallel_refuses_estimators_not_ready_for_it(small_blobs):
@@ -176,9 +191,13 @@ def test_data_parallel_needs_a_process_group(small_blobs):
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         pytest.skip("a process group is already initialized in this process")
     with pytest.raises(RuntimeError, match="init_process_group"):
-        _DataParallelNGEBM(random_state=0).fit(*small_blobs)
+        DataParallelNGEBMClassifier(random_state=0).fit(*small_blobs)
 
 
+@pytest.mark.skipif(
+    not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
+    reason="this torch build has no torch.distributed with the gloo backend",
+)
 def test_data_parallel_two_processes_match_one(tmp_path):
     # torchrun starts two CPU processes (gloo); each trains on its shard of every global batch.
     sys.path.insert(0, str(TESTS))
@@ -216,6 +235,11 @@ def test_data_parallel_two_processes_match_one(tmp_path):
                 np.testing.assert_allclose(
                     ranks[0][f"{grad_norm}/{loss}"], single.history[:, loss], rtol=1e-5
                 )
-            assert ranks[0][f"{grad_norm}/pickled"] > 0
+            # The fitted data-parallel estimator unpickles here, outside any process group.
+            restored = pickle.loads(ranks[0][f"{grad_norm}/pickled"].tobytes())
+            assert isinstance(restored, DataParallelNGEBMClassifier)
+            np.testing.assert_allclose(
+                restored.predict_proba(X), single.predict_proba(X), rtol=0, atol=1e-5
+            )
     finally:
         torch.set_num_threads(threads)
