@@ -93,8 +93,9 @@ def _shard_bounds(n: int, rank: int, world_size: int) -> tuple[int, int]:
 class DataParallelMixin:
     """Train the estimator it is mixed into with DistributedDataParallel over a process group.
 
-    Put it first among the bases: ``class DataParallelNGEBM(DataParallelMixin,
-    NGEBMClassifier)``. It needs an initialized default process group
+    Put it first among the bases, in an importable module (so that fitted estimators unpickle),
+    as :class:`DataParallelNGEBMClassifier` does. The estimator must declare itself ready in
+    ``_data_parallel_problems``. It needs an initialized default process group
     (``torch.distributed.init_process_group``), the same ``(X, y)`` on every process and an
     int ``random_state`` (so that every process draws the same batches). Everything else is the
     estimator's own behaviour: ``batch_size`` is the global batch, shared by the processes; the
