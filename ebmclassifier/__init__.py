@@ -1,9 +1,10 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
 from .exceptions import DivergenceError
+from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DivergenceError", "LatentStructureClassifier", "NGEBMClassifier"]
+__all__ = ["DivergenceError", "JEMClassifier", "LatentStructureClassifier", "NGEBMClassifier"]

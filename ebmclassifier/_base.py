@@ -18,6 +18,7 @@ Which hooks to override
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch import NeuralNetClassifier
-from skorch.dataset import unpack_data
+from skorch.dataset import get_len, unpack_data
 from torch import nn
 
 from ._data import TensorBatchIterator
@@ -434,17 +435,45 @@ class EBMClassifierBase(NeuralNetClassifier):
         # Validation happened at the public boundary; skorch's own check would re-read y.
         pass
 
+    def _ensure_training(self, training: bool) -> None:
+        # skorch sets the mode of every module on every batch, which walks all submodules; a
+        # mode changes only between phases (training, validation, inference), so set it then.
+        if self.module_.training != training:
+            self._set_training(training)
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        # skorch's loop, with the batch length read directly from the tensor batches that
+        # TensorBatchIterator yields rather than through skorch's generic get_len.
+        if iterator is None:
+            return
+        self._set_training(training)
+        batch_count = 0
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            self.history.record_batch(prefix + "_loss", step["loss"].item())
+            Xi = batch[0] if isinstance(batch, (tuple, list)) else batch
+            batch_size = len(Xi) if isinstance(Xi, torch.Tensor) else get_len(Xi)
+            self.history.record_batch(prefix + "_batch_size", batch_size)
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+            batch_count += 1
+        self.history.record(prefix + "_batch_count", batch_count)
+
     def train_step_single(self, batch, **fit_params):
-        self._set_training(True)
+        self._ensure_training(True)
         Xi, yi = unpack_data(batch)
         loss, logits = self.compute_loss(Xi, yi, training=True)
-        if not torch.isfinite(loss):
-            self.handle_divergence(loss)
         loss.backward()
+        # Checked after the backward pass and before the optimizer step, so the weights are
+        # still good: on a GPU reading the loss waits for the device, and here that wait no
+        # longer holds back the queueing of the backward kernels. ``math.isfinite`` of the
+        # float costs a microsecond, ``torch.isfinite`` a tensor and a kernel.
+        if not math.isfinite(loss.item()):
+            self.handle_divergence(loss)
         return {"loss": loss.detach(), "y_pred": logits.detach()}
 
     def validation_step(self, batch, **fit_params):
-        self._set_training(False)
+        self._ensure_training(False)
         Xi, yi = unpack_data(batch)
         # The energy terms need input gradients, also when validating.
         with torch.enable_grad():

@@ -84,7 +84,9 @@ class TensorBatchIterator:
         order = torch.randperm(n) if self.shuffle else torch.arange(n)
         if indices is not None:
             order = indices[order]
+        # One copy of the permutation to the device per pass, not one per batch.
+        order = order.to(X.device)
         stop = n - n % self.batch_size if self.drop_last else n
         for start in range(0, stop, self.batch_size):
-            idx = order[start : start + self.batch_size].to(X.device, non_blocking=True)
+            idx = order[start : start + self.batch_size]
             yield X[idx], (y[idx] if y is not None else None)

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from netcal.metrics import ECE
 from sklearn.datasets import load_digits
-from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
 from .energy import OOD_METHODS
+from .metrics import expected_calibration_error, ood_metrics
 from .ngebm import NGEBMClassifier
 
 __all__ = ["run_demo", "format_demo"]
@@ -68,12 +67,13 @@ def run_demo(
             "model": name,
             "seed": seed,
             "accuracy": clf.score(X_test, y_test),
-            "ece": float(ECE(bins=15).measure(clf.predict_proba(X_test), y_test)),
+            "ece": expected_calibration_error(
+                y_test, clf.predict_proba(X_test), classes=clf.classes_
+            ),
         }
-        is_ood = np.r_[np.zeros(len(X_test)), np.ones(len(noise))]
         for method in OOD_METHODS:
-            scores = np.r_[clf.score_ood(X_test, method), clf.score_ood(noise, method)]
-            row[f"auroc_{method}"] = roc_auc_score(is_ood, scores)
+            scores = ood_metrics(clf.score_ood(X_test, method), clf.score_ood(noise, method))
+            row[f"auroc_{method}"] = scores["auroc"]
         rows.append(row)
     return rows
 

@@ -111,6 +111,13 @@ random_state, verbose, **kwargs
         check.real("energy_var_weight", 0.0)
         check.choice("grad_norm", ("exact", "finite_difference"))
         check.real("fd_step", 0.0, low_open=True)
+        if getattr(self, "compile", False) and self.grad_norm == "exact" and self.beta != 0:
+            # torch.compile's backward cannot itself be differentiated.
+            check.add(
+                f"{type(self).__name__}(compile=True) cannot train the gradient-norm term with "
+                "grad_norm='exact': torch.compile does not support double backward. Use "
+                "grad_norm='finite_difference' (first-order only), or compile=False."
+            )
 
     def _data_parallel_problems(self) -> list[str]:
         # Cross-entropy and the gradient norms are means of per-sample terms, which the

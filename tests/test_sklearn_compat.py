@@ -9,12 +9,21 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ebmclassifier import NGEBMClassifier
+from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier.latent.classifier import LatentStructureClassifier
 
 # Small and quick, yet good enough for check_classifiers_train (accuracy > 0.83).
 CHECKED = [
     NGEBMClassifier(max_epochs=10, lr=1e-2, module__hidden_sizes=(32,), random_state=0),
+    # tiny buffer and short chains: the checks fit dozens of times
+    JEMClassifier(
+        max_epochs=10,
+        lr=1e-2,
+        module__hidden_sizes=(32,),
+        sgld_steps=3,
+        buffer_size=64,
+        random_state=0,
+    ),
     LatentStructureClassifier(n_latent=3, max_epochs=4, lr=5e-2, random_state=0),
 ]
 

@@ -17,6 +17,9 @@ from .._validation import ParamChecker
 from ..nn import MLP
 from .categorical import GRADIENTS, categorical_latent
 from .networks import BilinearDecoder, LatentModel
+from .score_function import RunningMeanBaseline
+from .tree_latent import tree_latent
+from .tree_modules import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel, sequence_lengths
 
 __all__ = ["LatentStructureClassifier"]
 
@@ -67,8 +70,12 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
     n_latent : int, default=3
         K, the number of latent values (clusters).
     structure : {"categorical", "dependency_tree"}, default="categorical"
-        The latent's structure. Only ``"categorical"`` (the simplex) is available in this
-        version; ``"dependency_tree"`` raises a ValueError at fit.
+        The latent's structure: one of K values (the simplex), or a dependency tree over the
+        tokens of a sequence (the tree polytope; see :mod:`ebmclassifier.latent.trees`). For
+        ``"dependency_tree"``, X is a 2-D array of integer token ids with 0 as padding at the
+        end of each row; ``gradient`` names map to their tree counterparts (``"softmax"`` ->
+        arc marginals, ``"sparsemax"`` -> SparseMAP, see
+        :func:`~ebmclassifier.latent.tree_latent.tree_latent`), and ``n_latent`` is unused.
     gradient : str, default="spigot_ce"
         ``"ste"``, ``"spigot"``, ``"spigot_ce"``, ``"spigot_eg"``, ``"softmax"``,
         ``"sparsemax"``, ``"gumbel"``, ``"gumbel_st"`` or ``"sfe"``; see
@@ -79,16 +86,24 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         ``k``, the number of inner updates of the surrogates.
     temperature : float, default=1.0
         ``tau`` of ``"gumbel"`` and ``"gumbel_st"``.
+    projective : bool, default=True
+        For ``structure="dependency_tree"``: projective trees (Eisner, inside-outside) or
+        non-projective ones (Chu-Liu-Edmonds, matrix-tree theorem).
     encoder : nn.Module class or instance, or None, default=None
         Maps inputs to K scores. ``None`` is a linear map of the flattened input
         (:class:`~ebmclassifier.nn.MLP` with ``hidden_sizes=()``; pass
         ``encoder__hidden_sizes=(64,)`` for a hidden layer). A class receives ``encoder__*``
         parameters, and ``n_features``, ``n_latent``, ``input_shape`` when it takes them.
+        For trees, ``None`` is :class:`~ebmclassifier.latent.tree_modules.BiLSTMArcScorer`
+        (token ids -> arc scores); a class also receives ``vocab_size``.
     decoder : nn.Module class or instance, or None, default=None
         Called as ``decoder(x, z)`` with ``z`` of shape (n, K) on the simplex; returns logits.
         ``None`` is :class:`~ebmclassifier.latent.networks.BilinearDecoder` (one linear
         classifier per latent value). A class receives ``decoder__*`` parameters, and
         ``n_latent``, ``n_features``, ``n_classes``, ``input_shape`` when it takes them.
+        For trees, ``decoder(x, z)`` takes arcs ``z`` of shape (n, N + 1, N + 1) and ``None``
+        is :class:`~ebmclassifier.latent.tree_modules.TreeGCNDecoder` (a graph convolution
+        over the tree); a class also receives ``vocab_size``.
     ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, train_split, callbacks, device, random_state, \
@@ -132,6 +147,7 @@ verbose, **kwargs
         step_size: float = 1.0,
         inner_steps: int = 1,
         temperature: float = 1.0,
+        projective: bool = True,
         encoder=None,
         decoder=None,
         ood_method: str = "energy",
@@ -145,6 +161,7 @@ verbose, **kwargs
         self.step_size = step_size
         self.inner_steps = inner_steps
         self.temperature = temperature
+        self.projective = projective
         self.encoder = encoder
         self.decoder = decoder
 
@@ -154,10 +171,10 @@ verbose, **kwargs
         super()._validate_own_params(check)
         check.integer("n_latent", 1)
         check.choice("structure", STRUCTURES)
-        if self.structure == "dependency_tree":
+        if not isinstance(self.projective, (bool, np.bool_)):
             check.add(
-                "structure='dependency_tree' of LatentStructureClassifier is not available yet "
-                "in this version; use structure='categorical'."
+                "The 'projective' parameter of LatentStructureClassifier must be a bool. "
+                f"Got {self.projective!r} instead."
             )
         check.choice("gradient", GRADIENTS)
         check.real("step_size", 0.0, low_open=True)
@@ -211,6 +228,8 @@ verbose, **kwargs
                 "LatentStructureClassifier builds its network from the data; call fit(X, y) "
                 "instead of initialize()."
             )
+        if self.structure == "dependency_tree":
+            return self._initialize_tree_module()
         n_features = prod(self.input_shape_)
         available = {
             "n_features": n_features,
@@ -228,6 +247,38 @@ verbose, **kwargs
         self.module_ = LatentModel(encoder, decoder, self.gradient, self.temperature)
         return self
 
+    def _initialize_tree_module(self):
+        vocab_size = int(self.input_max_.max()) + 1
+        available = {
+            "vocab_size": vocab_size,
+            "n_classes": len(self.classes_),
+            "input_shape": self.input_shape_,
+        }
+        encoder = self._component("encoder", BiLSTMArcScorer, available, {})
+        decoder = self._component("decoder", TreeGCNDecoder, available, {})
+        self.module_ = TreeLatentModel(
+            encoder,
+            decoder,
+            self.gradient,
+            bool(self.projective),
+            self.temperature,
+            RunningMeanBaseline(),
+        )
+        return self
+
+    # Token ids are checked where the base validates X, for fitting and for inference.
+    def _validate_X(self, X, *, reset: bool) -> np.ndarray:
+        X = super()._validate_X(X, reset=reset)
+        if self.structure == "dependency_tree":
+            _check_token_ids(X)
+        return X
+
+    def _validate_training_data(self, X, y, *, reset: bool, classes=None):
+        X, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
+        if self.structure == "dependency_tree":
+            _check_token_ids(X)
+        return X, y
+
     # ------------------------------------------------------------------ training
 
     def compute_loss(self, X, y, training):
@@ -243,15 +294,24 @@ verbose, **kwargs
         # The surrogates pull back per-sample gradients gamma_i = dl_i/dz_i (so step_size is
         # per sample); the scaling around them turns the batch mean into that and back.
         scores = _ScaleGrad.apply(model.encoder(X), 1.0 / n)
-        z = categorical_latent(
-            scores,
-            self.gradient,
-            per_sample_loss,
-            step_size=self.step_size,
-            inner_steps=self.inner_steps,
-            temperature=self.temperature,
-            baseline=model.baseline,
-        )
+        options = {
+            "step_size": self.step_size,
+            "inner_steps": self.inner_steps,
+            "temperature": self.temperature,
+            "baseline": model.baseline,
+        }
+        if self.structure == "dependency_tree":
+            lengths = sequence_lengths(X)
+            z = tree_latent(
+                scores,
+                lengths,
+                self.gradient,
+                per_sample_loss,
+                projective=model.projective,
+                **options,
+            )
+        else:
+            z = categorical_latent(scores, self.gradient, per_sample_loss, **options)
         z = _ScaleGrad.apply(z, float(n))
         logits = model.decoder(X, z)
         return nn.functional.cross_entropy(logits, y), logits
@@ -263,7 +323,7 @@ verbose, **kwargs
             return self.module_.encoder(xb)
 
     def predict_latent(self, X) -> np.ndarray:
-        """The MAP latent value ``argmax_k s_k(x)`` of each sample.
+        """The MAP latent of each sample: ``argmax_k s_k(x)``, or the MAP tree's heads.
 
         Parameters
         ----------
@@ -272,7 +332,13 @@ verbose, **kwargs
         Returns
         -------
         ndarray of shape (n_samples,), int64 in ``0..n_latent-1``
+            For ``structure="categorical"``.
+        ndarray of shape (n_samples, n_tokens), int64
+            For ``structure="dependency_tree"``: the head of each token (0 = the root, ``m``
+            = the m-th token, counting from 1), -1 on padding.
         """
+        if self.structure == "dependency_tree":
+            return self._map_batches(X, self.module_.predict_heads)
         return self._map_batches(X, lambda xb: self._scores(xb).argmax(dim=-1))
 
     def transform(self, X) -> np.ndarray:
@@ -285,6 +351,34 @@ verbose, **kwargs
         Returns
         -------
         ndarray of shape (n_samples, n_latent)
-            Rows on the probability simplex.
+            Rows on the probability simplex (``structure="categorical"``).
+        ndarray of shape (n_samples, n_tokens * (n_tokens + 1))
+            For ``structure="dependency_tree"``: the arc marginals, token by token, each
+            token's block of ``n_tokens + 1`` giving the probability of each head (root
+            first); zero on padding.
         """
+        if self.structure == "dependency_tree":
+
+            def head_marginals(xb):
+                return self.module_.marginals(xb)[:, :, 1:].transpose(1, 2).flatten(1)
+
+            return self._map_batches(X, head_marginals)
         return self._map_batches(X, lambda xb: torch.softmax(self._scores(xb), dim=-1))
+
+
+def _check_token_ids(X: np.ndarray) -> None:
+    """Token-id sequences: 2-D, non-negative integers, padding (0) only at the end, none empty."""
+    if X.ndim != 2:
+        raise ValueError(
+            "structure='dependency_tree' needs X of shape (n_samples, n_tokens) of integer "
+            f"token ids; got an array of shape {X.shape!r}."
+        )
+    if np.any(X < 0) or np.any(X != np.round(X)):
+        raise ValueError(
+            "structure='dependency_tree' needs non-negative integer token ids (0 = padding) in "
+            "X; got negative or fractional values."
+        )
+    try:
+        sequence_lengths(torch.as_tensor(X))
+    except ValueError as error:
+        raise ValueError(f"structure='dependency_tree': {error}") from None

@@ -1,0 +1,322 @@
+"""Loaders for data on disk: CIFAR-10/100 and SVHN in their standard formats, and user files.
+
+Nothing is downloaded: point the loader at the folder holding the extracted archive. Images come
+back as float32 arrays of shape (n, 3, 32, 32) with values in [0, 1], labels as int64.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+from sklearn.utils import Bunch
+
+_CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+_CIFAR100_FILES = ["train", "test"]
+_SVHN_FILES = ["train_32x32.mat", "test_32x32.mat"]
+
+
+def _find_folder(data_dir, required: list[str], subfolder: str, name: str, hint: str) -> Path:
+    """``data_dir`` or ``data_dir/subfolder``, whichever holds every required file."""
+    data_dir = Path(os.fspath(data_dir))
+    for folder in (data_dir, data_dir / subfolder):
+        if all((folder / f).is_file() for f in required):
+            return folder
+    raise FileNotFoundError(
+        f"{name} not found: expected the files {', '.join(required)} in {str(data_dir)!r} or "
+        f"in {str(data_dir / subfolder)!r}. {hint}"
+    )
+
+
+def _unpickle(path: Path) -> dict:
+    """A CIFAR batch: a pickled dict (bytes keys when written by Python 2), keys as str.
+
+    Pickle can run code: load only files from a source you trust.
+    """
+    with open(path, "rb") as f:
+        batch = pickle.load(f, encoding="bytes")
+    return {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
+
+
+def _cifar_images(data) -> np.ndarray:
+    """Rows of 3,072 uint8 (1,024 red, then green, then blue, row-major) -> (n, 3, 32, 32)."""
+    data = np.asarray(data, dtype=np.uint8)
+    return (data.reshape(-1, 3, 32, 32) / np.float32(255.0)).astype(np.float32)
+
+
+def _names(meta: dict, key: str):
+    names = meta.get(key)
+    return (
+        None
+        if names is None
+        else np.array([n.decode() if isinstance(n, bytes) else n for n in names])
+    )
+
+
+def load_cifar10(data_dir) -> Bunch:
+    """CIFAR-10 from the "CIFAR-10 python version" files in ``data_dir``.
+
+    Expects ``data_batch_1`` .. ``data_batch_5`` and ``test_batch`` (pickled dicts with
+    ``data``, uint8 of shape (10000, 3072), and ``labels``), either directly in ``data_dir`` or
+    in its ``cifar-10-batches-py`` subfolder (``cifar-10-python.tar.gz`` extracted).
+    ``batches.meta``, if present, gives the class names.
+
+    Parameters
+    ----------
+    data_dir : str or path-like
+        Folder holding the batches (or the folder above ``cifar-10-batches-py``).
+
+    Returns
+    -------
+    data : Bunch
+        ``X_train`` (50000, 3, 32, 32) and ``X_test`` (10000, 3, 32, 32) float32 in [0, 1];
+        ``y_train``, ``y_test`` int64 in 0..9; ``target_names`` (or None); ``input_range``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the expected files and where they were looked for.
+
+    References
+    ----------
+    .. [1] Krizhevsky, "Learning Multiple Layers of Features from Tiny Images", 2009.
+    """
+    folder = _find_folder(
+        data_dir, _CIFAR10_FILES, "cifar-10-batches-py", "CIFAR-10",
+        "Download and extract cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
+    )  # fmt: skip
+    train = [_unpickle(folder / f) for f in _CIFAR10_FILES[:-1]]
+    test = _unpickle(folder / "test_batch")
+    meta = _unpickle(folder / "batches.meta") if (folder / "batches.meta").is_file() else {}
+    return Bunch(
+        X_train=np.concatenate([_cifar_images(b["data"]) for b in train]),
+        y_train=np.concatenate([np.asarray(b["labels"], dtype=np.int64) for b in train]),
+        X_test=_cifar_images(test["data"]),
+        y_test=np.asarray(test["labels"], dtype=np.int64),
+        target_names=_names(meta, "label_names"),
+        input_range=(0.0, 1.0),
+    )
+
+
+def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
+    """CIFAR-100 from the "CIFAR-100 python version" files in ``data_dir``.
+
+    Expects ``train`` and ``test`` (pickled dicts with ``data``, ``fine_labels`` and
+    ``coarse_labels``) directly in ``data_dir`` or in its ``cifar-100-python`` subfolder;
+    ``meta``, if present, gives the class names.
+
+    Parameters
+    ----------
+    data_dir : str or path-like
+        Folder holding the files (or the folder above ``cifar-100-python``).
+    label_mode : {"fine", "coarse"}, default="fine"
+        The 100 fine classes or the 20 superclasses.
+
+    Returns
+    -------
+    data : Bunch
+        ``X_train`` (50000, 3, 32, 32) and ``X_test`` (10000, 3, 32, 32) float32 in [0, 1];
+        ``y_train``, ``y_test`` int64; ``target_names`` (or None); ``input_range``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the expected files and where they were looked for.
+    """
+    if label_mode not in ("fine", "coarse"):
+        raise ValueError(f"label_mode must be 'fine' or 'coarse'. Got {label_mode!r} instead.")
+    folder = _find_folder(
+        data_dir, _CIFAR100_FILES, "cifar-100-python", "CIFAR-100",
+        "Download and extract cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
+    )  # fmt: skip
+    train, test = _unpickle(folder / "train"), _unpickle(folder / "test")
+    meta = _unpickle(folder / "meta") if (folder / "meta").is_file() else {}
+    key = f"{label_mode}_labels"
+    return Bunch(
+        X_train=_cifar_images(train["data"]),
+        y_train=np.asarray(train[key], dtype=np.int64),
+        X_test=_cifar_images(test["data"]),
+        y_test=np.asarray(test[key], dtype=np.int64),
+        target_names=_names(meta, f"{label_mode}_label_names"),
+        input_range=(0.0, 1.0),
+    )
+
+
+def _svhn_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.io import loadmat
+
+    mat = loadmat(path)
+    # X is (32, 32, 3, n) uint8; the digit 0 is stored as label 10
+    X = (np.transpose(mat["X"], (3, 2, 0, 1)) / np.float32(255.0)).astype(np.float32)
+    y = mat["y"].astype(np.int64).ravel()
+    y[y == 10] = 0
+    return X, y
+
+
+def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
+    """SVHN (cropped digits, "format 2") from ``train_32x32.mat`` and ``test_32x32.mat``.
+
+    The MATLAB files hold ``X`` of shape (32, 32, 3, n) and ``y`` of shape (n, 1) with labels
+    1..10, where 10 is the digit 0; it is mapped to 0.
+
+    Parameters
+    ----------
+    data_dir : str or path-like
+        Folder holding the .mat files (or the folder above an ``svhn`` subfolder).
+    include_extra : bool, default=False
+        Append ``extra_32x32.mat`` (531,131 easier samples) to the training set.
+
+    Returns
+    -------
+    data : Bunch
+        ``X_train``, ``X_test`` float32 (n, 3, 32, 32) in [0, 1]; ``y_train``, ``y_test``
+        int64 in 0..9; ``input_range``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the expected files and where they were looked for.
+
+    References
+    ----------
+    .. [1] Netzer et al., "Reading Digits in Natural Images with Unsupervised Feature
+       Learning", NIPS Workshop 2011.
+    """
+    required = _SVHN_FILES + (["extra_32x32.mat"] if include_extra else [])
+    folder = _find_folder(
+        data_dir, required, "svhn", "SVHN",
+        "Download the cropped-digit .mat files from http://ufldl.stanford.edu/housenumbers/.",
+    )  # fmt: skip
+    X_train, y_train = _svhn_split(folder / "train_32x32.mat")
+    if include_extra:
+        X_extra, y_extra = _svhn_split(folder / "extra_32x32.mat")
+        X_train, y_train = np.concatenate([X_train, X_extra]), np.concatenate([y_train, y_extra])
+    X_test, y_test = _svhn_split(folder / "test_32x32.mat")
+    return Bunch(
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
+        y_test=y_test,
+        target_names=np.arange(10),
+        input_range=(0.0, 1.0),
+    )
+
+
+def _parse_labels(values: list[str]) -> np.ndarray:
+    """CSV label strings as int64 when all are integers, float when numeric, else str."""
+    try:
+        numbers = np.array([float(v) for v in values])
+    except ValueError:
+        return np.array(values)
+    if np.all(np.mod(numbers, 1) == 0):
+        return numbers.astype(np.int64)
+    return numbers
+
+
+def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
+    with open(path, newline="") as f:
+        rows = [row for row in csv.reader(f) if row]
+    if not rows:
+        raise ValueError(f"{str(path)!r} is empty.")
+
+    def numeric(cell):
+        try:
+            float(cell)
+            return True
+        except ValueError:
+            return False
+
+    # a first row with any non-numeric cell other than its label is a header
+    header = None
+    if not all(numeric(c) for c in rows[0][:-1]) or target is not None or rows[0][-1] == "target":
+        header, rows = [c.strip() for c in rows[0]], rows[1:]
+    if target is None:
+        column = header.index("target") if header and "target" in header else -1
+    elif header is None or target not in header:
+        raise ValueError(f"Column {target!r} not found in the header of {str(path)!r}: {header!r}.")
+    else:
+        column = header.index(target)
+    if not rows:
+        raise ValueError(f"{str(path)!r} has a header but no data rows.")
+    n_cols = len(rows[0])
+    bad = [i for i, row in enumerate(rows) if len(row) != n_cols]
+    if bad:
+        raise ValueError(
+            f"{str(path)!r}: every row must have {n_cols} cells; data row {bad[0]} has "
+            f"{len(rows[bad[0]])}."
+        )
+    column = column % n_cols
+    y = _parse_labels([row[column].strip() for row in rows])
+    features = [[c for j, c in enumerate(row) if j != column] for row in rows]
+    try:
+        X = np.array(features, dtype=np.float32)
+    except ValueError:
+        label = repr(header[column]) if header else f"{column} (the last)"
+        raise ValueError(
+            f"{str(path)!r}: every column but the label column {label} must be numeric. "
+            "Encode categorical features as numbers first, or name the label with target=."
+        ) from None
+    return X, y
+
+
+def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The user's own data from a ``.npz`` or ``.csv`` file.
+
+    - ``.npz``: arrays ``X`` (any shape (n, ...)) and ``y`` (n,), e.g. written by
+      ``np.savez(path, X=X, y=y)``.
+    - ``.csv``: one sample per row, comma-separated. The label is the column named ``target``
+      (or ``target=``'s name) when the first row is a header, else the last column. A first
+      row whose feature cells are not all numbers is read as a header. Labels that are all
+      integers become int64; other labels stay numbers or strings.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; its suffix chooses the format.
+    target : str or None, default=None
+        CSV only: the name of the label column in the header.
+
+    Returns
+    -------
+    X : ndarray of shape (n, ...), float32
+    y : ndarray of shape (n,)
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        For another suffix, missing keys or columns, or non-numeric features.
+    """
+    path = Path(os.fspath(path))
+    if not path.is_file():
+        raise FileNotFoundError(f"No such data file: {str(path)!r}.")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        if target is not None:
+            raise ValueError("target= applies to .csv files; a .npz file holds arrays X and y.")
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in ("X", "y") if k not in data.files]
+            if missing:
+                raise ValueError(
+                    f"{str(path)!r} must hold arrays named 'X' and 'y' (np.savez(path, X=X, "
+                    f"y=y)); it holds {data.files!r}."
+                )
+            X, y = data["X"], data["y"]
+        try:
+            X = X.astype(np.float32)
+        except (TypeError, ValueError):
+            raise ValueError(f"{str(path)!r}: X must be numeric. Got dtype {X.dtype!r}.") from None
+    elif suffix == ".csv":
+        X, y = _read_csv(path, target)
+    else:
+        raise ValueError(f"Unsupported data file {str(path)!r}: use a .npz (X, y) or a .csv file.")
+    if X.shape[0] != y.shape[0] or y.ndim != 1:
+        raise ValueError(
+            f"{str(path)!r}: X has {X.shape[0]} samples but y has shape {y.shape!r}; "
+            "y must be 1-D with one label per sample."
+        )
+    return X, y

@@ -1,0 +1,105 @@
+"""Data sets by name, as ``python -m ebmclassifier compare --data NAME`` takes them.
+
+Every name gives the same kind of result: train and test splits and an OOD suite, so the
+comparison treats the embedded, the generated and the on-disk data alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+from sklearn.utils import Bunch
+
+from .benchmarks import load_digits_ood, load_mnist1d
+from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
+from .ood import make_ood_suite
+
+_FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
+# the classic cross-data-set OOD pairs, used when the other set sits in the same folder
+_CROSS_OOD = {"cifar10": "svhn", "cifar100": "svhn", "svhn": "cifar10"}
+
+
+def _subsample(X, y, n, rng):
+    if n is None or n >= len(y):
+        return X, y
+    idx = np.sort(rng.choice(len(y), size=n, replace=False))
+    return X[idx], y[idx]
+
+
+def load_named_dataset(
+    data: str,
+    *,
+    data_dir=None,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    random_state: int = 0,
+) -> Bunch:
+    """A data set by name, with train/test splits and an OOD suite, as ``compare`` uses it.
+
+    Parameters
+    ----------
+    data : str
+        ``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``, ``"svhn"`` (these three read
+        from ``data_dir``), or the path of a ``.npz`` / ``.csv`` file (split 70/30, stratified).
+    data_dir : str, path-like or None
+        Folder of the CIFAR / SVHN files.
+    max_train, max_test : int or None
+        Subsample the splits (for a quick run on a large data set).
+    random_state : int, default=0
+        Seeds the subsampling, the file split and the OOD sets.
+
+    Returns
+    -------
+    data : Bunch
+        ``name``, ``kind`` (``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``,
+        ``"svhn"`` or ``"file"``), ``X_train``, ``y_train``, ``X_test``,
+        ``y_test``, ``ood`` (dict of name to array) and ``input_range`` (low, high).
+    """
+    rng = np.random.default_rng(random_state)
+    if data == "digits":
+        bunch, kind = load_digits_ood(random_state=random_state), "digits"
+    elif data == "mnist1d":
+        bunch, kind = load_mnist1d(random_state=random_state), "mnist1d"
+    elif data in _FOLDER_DATA:
+        if data_dir is None:
+            raise ValueError(f"--data {data} reads the files from a folder: pass --data-dir.")
+        bunch, kind = _FOLDER_DATA[data](data_dir), data
+    elif str(data).lower().endswith((".npz", ".csv")):
+        X, y = load_array_file(data)
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, y, test_size=0.3, stratify=y, random_state=random_state
+        )
+        bunch = Bunch(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
+        bunch.input_range = (float(X_train.min()), float(X_train.max()))
+        kind = "file"
+    else:
+        raise ValueError(
+            f"Unknown data {data!r}: use digits, mnist1d, cifar10, cifar100, svhn "
+            "(with --data-dir) or the path of a .npz or .csv file."
+        )
+    X_train, y_train = _subsample(bunch.X_train, bunch.y_train, max_train, rng)
+    X_test, y_test = _subsample(bunch.X_test, bunch.y_test, max_test, rng)
+    low, high = bunch.input_range
+    if "ood" in bunch and max_test is None:
+        ood = dict(bunch.ood)
+    else:
+        ood = make_ood_suite(X_test, low, high, random_state=random_state)
+    cross = _CROSS_OOD.get(kind)
+    if cross is not None:
+        try:
+            other = _FOLDER_DATA[cross](data_dir)
+            ood[cross] = _subsample(other.X_test, other.y_test, len(y_test), rng)[0]
+        except FileNotFoundError:
+            pass  # optional: only when the other set was extracted into the same folder
+    return Bunch(
+        name=Path(str(data)).name,
+        kind=kind,
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
+        y_test=y_test,
+        ood=ood,
+        input_range=(low, high),
+    )

@@ -1,0 +1,443 @@
+"""JEMClassifier: the Joint Energy Model, with the JEM++ options and a divergence policy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+from ._base import EBMClassifierBase
+from ._divergence import Divergence, Snapshot, diagnose_step, parameters_finite
+from ._validation import ParamChecker
+from .energy import energy
+from .exceptions import DivergenceError
+from .sampling import (
+    GaussianStart,
+    ReplayBuffer,
+    informative_start,
+    proximal_sgld,
+    sgld,
+    uniform_start,
+)
+
+__all__ = ["JEMClassifier"]
+
+# Roll-backs in a row on one batch before "recover" gives up: each halves the SGLD step, so 30
+# cover a step 1e9 times too large.
+_MAX_RETRIES = 30
+# Snapshots kept, and failures in a row after which the newest is dropped for an older one.
+_KEPT_SNAPSHOTS = 3
+_FAILURES_BEFORE_OLDER = 3
+
+
+class _Diverged(Exception):
+    """Internal signal from ``compute_loss`` to ``train_step``: this step diverged."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.reason)
+        self.divergence = divergence
+
+
+class JEMClassifier(EBMClassifierBase):
+    """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
+
+    The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the
+    inputs, ``p(x) ∝ exp(-E(x))`` with ``E(x) = -logsumexp_y f(x)[y]`` ([1]_, eq. 5). One batch
+    costs ([1]_, eq. 2 and 4)
+
+        L = CE(f(x), y) + px_weight * (mean_i E(x_i) - mean_j E(x~_j)),
+
+    where the ``x~_j`` are drawn from the model by Langevin dynamics started from a persistent
+    replay buffer: ``x <- x - sgld_step_size * dE/dx + sgld_noise * N(0, I)``, ``sgld_steps``
+    times. The second term pushes the energy of the data down and that of the model's own
+    samples up (the gradient of the maximum-likelihood term ``-log p(x)``).
+
+    JEM training is known to diverge: the contrastive term is unbounded below, and when the
+    sampler falls behind, the energies of the samples run away. Every step is checked (a
+    non-finite loss, ``|E| > max_energy``, or samples far outside the input range). With
+    ``on_divergence="recover"`` the network, the optimizer and the buffer are rolled back to the
+    last good snapshot (taken at the start and after each epoch whose end state passes a health
+    probe; the last three are kept, and an older one is used when the newest fails three times
+    in a row), the buffer is re-initialised, the SGLD step is halved (and the learning rate
+    too when the weights, not the chains, ran away after training had moved on from the
+    snapshot), the event is recorded in ``history`` under ``"divergences"``, and the step is
+    retried. ``"raise"`` stops with a :class:`~ebmclassifier.DivergenceError`.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance, or None, default=None
+        The network, mapping inputs to logits; ``None`` picks one from the data's shape
+        (see :class:`~ebmclassifier._base.EBMClassifierBase`). No batch-norm.
+    sgld_steps : int, default=20
+        Langevin steps per training step.
+    sgld_step_size : float, default=1.0
+        Step on the energy gradient.
+    sgld_noise : float, default=0.01
+        Standard deviation of the noise of each Langevin step.
+    buffer_size : int, default=10000
+        Number of persistent chains in the replay buffer.
+    reinit_freq : float, default=0.05
+        Fraction of each draw from the buffer restarted from the buffer's start distribution.
+    px_weight : float, default=1.0
+        Weight of the generative term. ``0`` is plain cross-entropy training (no sampling).
+    sampler : {"sgld", "proximal"}, default="sgld"
+        ``"proximal"`` is JEM++'s proximal SGLD ([2]_): each gradient coordinate is clipped to
+        ``[-sgld_clip, sgld_clip]`` and the samples are clamped to the input range learned in
+        ``fit``. Its noise is ``sgld_noise`` too; set it to 0 for JEM++'s noiseless variant.
+    sgld_clip : float, default=0.01
+        Gradient clip of the proximal sampler, as a fraction of each feature's input range
+        (so one step moves a coordinate by at most ``sgld_step_size * sgld_clip * range``).
+    buffer_init : {"informative", "uniform"}, default="informative"
+        Start of the chains: JEM++'s class-conditional Gaussians fitted to the training data
+        ([2]_), or uniform noise over the per-feature input range as in JEM ([1]_). The uniform
+        start trains poorly on standardized data, where rare features span tens of units:
+        the chains start far from the data, 20 steps of SGLD do not bring them near it, and
+        the network spends its updates raising the energy of those easy, far-away points
+        instead of classifying (8x8 digits, default ConvNet, 10 epochs: 58-72% test accuracy
+        against 97% with the informative start; see benchmarks/jem_stability.py).
+    informative_covariance : {"diag", "lowrank"}, default="diag"
+        Covariance of the informative start; ``"lowrank"`` adds the top
+        ``informative_rank`` principal directions of each class (affordable for images).
+    informative_rank : int, default=10
+    on_divergence : {"recover", "raise"}, default="recover"
+        What to do when a training step diverges (see above).
+    max_energy : float, default=1e4
+        A step whose data or sample energies exceed this in absolute value counts as diverged.
+    ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
+        The default method of :meth:`score_ood` and :meth:`score_samples`.
+    lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
+random_state, verbose, **kwargs
+        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
+        The validation loss (with a ``train_split``) is the cross-entropy alone: the value of
+        the contrastive term estimates nothing (the log partition function is unknown).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    module_ : torch.nn.Module
+    replay_buffer_ : ReplayBuffer
+        The persistent chains (an ``nn.Module``: it moves, pickles and resets with the net;
+        ``partial_fit`` keeps it).
+    sgld_step_size_ : float
+        The SGLD step in use; lower than ``sgld_step_size`` after recoveries.
+    n_divergences_ : int
+        How many divergences were recovered from, over all fits of this estimator's weights.
+    history_ : skorch.History
+        Per-epoch losses; an epoch with recoveries lists them under ``"divergences"``.
+
+    References
+    ----------
+    .. [1] Grathwohl, W., Wang, K.-C., Jacobsen, J.-H., Duvenaud, D., Norouzi, M. and
+       Swersky, K. "Your Classifier is Secretly an Energy Based Model and You Should Treat it
+       Like One". ICLR 2020.
+    .. [2] Yang, X. and Ji, S. "JEM++: Improved Techniques for Training JEM". ICCV 2021.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from ebmclassifier import JEMClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> clf = JEMClassifier(max_epochs=2, sgld_steps=5, buffer_size=200, random_state=0)
+    >>> clf = clf.fit(X[:300] / 16, y[:300])
+    >>> clf.sample(4, y=[0, 1, 2, 3]).shape  # JEM is generative: draw x ~ p(x|y)
+    (4, 64)
+    """
+
+    def __init__(
+        self,
+        module=None,
+        *,
+        sgld_steps: int = 20,
+        sgld_step_size: float = 1.0,
+        sgld_noise: float = 0.01,
+        buffer_size: int = 10000,
+        reinit_freq: float = 0.05,
+        px_weight: float = 1.0,
+        sampler: str = "sgld",
+        sgld_clip: float = 0.01,
+        buffer_init: str = "informative",
+        informative_covariance: str = "diag",
+        informative_rank: int = 10,
+        on_divergence: str = "recover",
+        max_energy: float = 1e4,
+        ood_method: str = "energy",
+        **kwargs,
+    ) -> None:
+        super().__init__(module, ood_method=ood_method, **kwargs)
+        self.sgld_steps = sgld_steps
+        self.sgld_step_size = sgld_step_size
+        self.sgld_noise = sgld_noise
+        self.buffer_size = buffer_size
+        self.reinit_freq = reinit_freq
+        self.px_weight = px_weight
+        self.sampler = sampler
+        self.sgld_clip = sgld_clip
+        self.buffer_init = buffer_init
+        self.informative_covariance = informative_covariance
+        self.informative_rank = informative_rank
+        self.on_divergence = on_divergence
+        self.max_energy = max_energy
+
+    # ------------------------------------------------------------------ parameters
+
+    def _validate_own_params(self, check: ParamChecker) -> None:
+        super()._validate_own_params(check)
+        check.integer("sgld_steps", 0)
+        check.real("sgld_step_size", 0.0)
+        check.real("sgld_noise", 0.0)
+        check.integer("buffer_size", 1)
+        check.real("reinit_freq", 0.0, 1.0)
+        check.real("px_weight", 0.0)
+        check.choice("sampler", ("sgld", "proximal"))
+        check.real("sgld_clip", 0.0, low_open=True)
+        check.choice("buffer_init", ("uniform", "informative"))
+        check.choice("informative_covariance", ("diag", "lowrank"))
+        check.integer("informative_rank", 1)
+        check.choice("on_divergence", ("recover", "raise"))
+        check.real("max_energy", 0.0, low_open=True)
+
+    # ------------------------------------------------------------------ modules
+
+    def initialize_module(self):
+        super().initialize_module()
+        # An informative start needs y: on_train_begin fits it and replaces this one-chain
+        # placeholder, which saves building a uniform buffer only to throw it away.
+        size = 1 if self.buffer_init == "informative" else self.buffer_size
+        start = uniform_start(self.input_min_, self.input_max_)
+        self.replay_buffer_ = ReplayBuffer(start, size).to(self.device_)
+        self.sgld_step_size_ = float(self.sgld_step_size)
+        self.n_divergences_ = 0
+        return self
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        if self.buffer_init == "informative" and not isinstance(
+            self.replay_buffer_.start, GaussianStart
+        ):
+            start = informative_start(
+                X,
+                y,
+                len(self.classes_),
+                covariance=self.informative_covariance,
+                rank=self.informative_rank,
+            )
+            self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
+        self._snapshots = []  # never roll back into a previous fit
+        self._take_snapshot()
+        self._recoveries_this_fit = 0
+
+    # ------------------------------------------------------------------ the loss
+
+    def _sample(self, x0: torch.Tensor, energy_fn, n_steps: int) -> torch.Tensor:
+        """Run the chosen sampler from ``x0`` for ``n_steps`` steps, module in eval mode."""
+        training = self.module_.training
+        self.module_.eval()
+        try:
+            if self.sampler == "proximal":
+                return proximal_sgld(
+                    energy_fn,
+                    x0,
+                    self.input_min_,
+                    self.input_max_,
+                    n_steps=n_steps,
+                    step_size=self.sgld_step_size_,
+                    grad_clip=self.sgld_clip * (self.input_max_ - self.input_min_),
+                    noise=self.sgld_noise,
+                )
+            return sgld(energy_fn, x0, n_steps, self.sgld_step_size_, self.sgld_noise)
+        finally:
+            self.module_.train(training)
+
+    def _energy_fn(self, y: torch.Tensor | None = None):
+        if y is None:
+            return lambda x: energy(self.module_(x))
+        # E(x, y) = -f(x)[y], the energy of the joint (eq. 3 of Grathwohl et al.)
+        return lambda x: -self.module_(x).gather(1, y[:, None]).squeeze(1)
+
+    def compute_loss(self, X, y, training):
+        if not training or self.px_weight == 0:
+            logits = self.module_(X)
+            loss = self.cross_entropy(logits, y)
+            if training and not torch.isfinite(loss):
+                raise _Diverged(Divergence("non-finite loss", "model"))
+            return loss, logits
+        x0, indices = self.replay_buffer_.draw(len(X), self.reinit_freq)
+        samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
+        # data and samples in one forward pass: one large batch is cheaper than two
+        logits_all = self.module_(torch.cat([X, samples]))
+        logits = logits_all[: len(X)]
+        energies = energy(logits_all)
+        e_data, e_samples = energies[: len(X)], energies[len(X) :]
+        loss = self.cross_entropy(logits, y) + self.px_weight * (e_data.mean() - e_samples.mean())
+        divergence = diagnose_step(
+            loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
+        )
+        if divergence is not None:
+            raise _Diverged(divergence)
+        self.replay_buffer_.update(indices, samples)
+        self._probe = X.detach()  # for the health check before the next snapshot
+        return loss, logits
+
+    # ------------------------------------------------------------------ divergence policy
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        # compute_loss checks first; this only catches a non-finite loss that slipped past it
+        raise _Diverged(Divergence("non-finite loss", "model"))
+
+    def _take_snapshot(self) -> None:
+        snapshot = Snapshot(
+            module=self.module_, optimizer=self.optimizer_, buffer=self.replay_buffer_
+        )
+        snapshot.lr_halvings = 0  # applied after each restore of this snapshot
+        snapshot.restores = 0
+        # the last few: when the newest keeps failing, an older one is tried
+        self._snapshots = (getattr(self, "_snapshots", None) or [])[-(_KEPT_SNAPSHOTS - 1) :]
+        self._snapshots.append(snapshot)
+        self._steps_since_restore = 0
+        self._failures_in_a_row = 0
+
+    def train_step(self, batch, **fit_params):
+        for _ in range(_MAX_RETRIES):
+            try:
+                step = super().train_step(batch, **fit_params)
+                self._steps_since_restore += 1
+                self._failures_in_a_row = 0
+                return step
+            except _Diverged as event:
+                self._handle_divergence(event.divergence)
+        raise DivergenceError(
+            f"{type(self).__name__} kept diverging after {_MAX_RETRIES} roll-backs in a row in "
+            f"epoch {len(self.history)}, each with a halved SGLD step (now "
+            f"{self.sgld_step_size_:g}). Check the input for extreme values, lower lr, or use "
+            "sampler='proximal' and buffer_init='informative'."
+        )
+
+    def _handle_divergence(self, divergence: Divergence) -> None:
+        epoch, batch = len(self.history), len(self.history[-1]["batches"])
+        if self.on_divergence == "raise":
+            raise DivergenceError(
+                f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: "
+                f"{divergence.reason}. Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr "
+                f"(now {self.lr!r}), try sampler='proximal' or buffer_init='informative', or pass "
+                "on_divergence='recover' to roll back and continue automatically."
+            )
+        optimizer = self.optimizer_
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row % _FAILURES_BEFORE_OLDER == 0 and len(self._snapshots) > 1:
+            # The newest snapshot fails at once, again and again: it is itself bad.
+            self._snapshots.pop()
+        snapshot = self._snapshots[-1]
+        snapshot.restore(module=self.module_, optimizer=optimizer, buffer=self.replay_buffer_)
+        self.replay_buffer_.reinitialize()
+        self.sgld_step_size_ *= 0.5
+        # With no optimizer step since the last roll-back the weights were good: the sampler
+        # alone ran away. Otherwise, when the model's energies broke or training ran away
+        # from this snapshot before, the learning rate must come down too. Restoring the
+        # optimizer reset its lr to the snapshot's, so every halving since is applied.
+        snapshot.restores += 1
+        if self._steps_since_restore and (divergence.culprit == "model" or snapshot.restores > 1):
+            snapshot.lr_halvings += 1
+        self._steps_since_restore = 0
+        for group in optimizer.param_groups:
+            group["lr"] *= 0.5**snapshot.lr_halvings
+        self.n_divergences_ += 1
+        self._recoveries_this_fit += 1
+        event = {
+            "epoch": epoch,
+            "batch": batch,
+            "reason": divergence.reason,
+            "sgld_step_size": self.sgld_step_size_,
+            "lr": optimizer.param_groups[0]["lr"],
+        }
+        self.history.record("divergences", self.history[-1].get("divergences", []) + [event])
+        if self.verbose:
+            print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
+        if self._healthy():
+            self._take_snapshot()
+
+    def _healthy(self) -> bool:
+        """Whether the current state is worth a snapshot.
+
+        Each step was checked before its optimizer update, so the update of the last step was
+        not: probe the weights on the last training batch, on buffer chains and on fresh
+        starts (a roll-back restarts every chain) before trusting them.
+        """
+        if not parameters_finite(self.module_):
+            return False
+        buffer = self.replay_buffer_
+        if not bool(torch.isfinite(buffer.samples).all()):
+            return False
+        n = min(64, buffer.buffer_size)
+        probes = [buffer.draw(n, 0.0)[0], buffer.start.sample(n)]
+        if getattr(self, "_probe", None) is not None:
+            probes.append(self._probe)
+        with torch.no_grad():
+            e = energy(self.module_(torch.cat(probes)))
+        return bool(torch.isfinite(e).all()) and float(e.abs().max()) <= self.max_energy
+
+    def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
+        super().on_train_end(net, X=X, y=y, **kwargs)
+        if not parameters_finite(self.module_):
+            # the very last step blew the weights up: fall back to the last good state
+            self._handle_divergence(Divergence("non-finite weights after the last step", "model"))
+        # a copy of the weights and a batch of data: not worth pickling
+        self._snapshots, self._probe = [], None
+        if self._recoveries_this_fit:
+            warnings.warn(
+                f"{type(self).__name__} recovered from {self._recoveries_this_fit} divergence(s) "
+                "during fit (see history[:, 'divergences']); the SGLD step is now "
+                f"{self.sgld_step_size_:g}.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    # ------------------------------------------------------------------ sampling for users
+
+    def sample(self, n: int, y=None, n_steps: int | None = None) -> np.ndarray:
+        """Draw inputs from the model by Langevin dynamics.
+
+        Chains start from the replay buffer (the model's own persistent samples) and run
+        ``n_steps`` more steps of the training sampler on ``E(x)``, or, when ``y`` is given, on
+        ``E(x, y) = -f(x)[y]``, which samples ``p(x|y)``.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        y : array-like of shape (n,), optional
+            Class labels (as in ``classes_``) to sample for.
+        n_steps : int, optional
+            Langevin steps; defaults to ``5 * sgld_steps`` (at least 20).
+
+        Returns
+        -------
+        ndarray of shape (n, *input_shape)
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be an int >= 1. Got {n!r} instead.")
+        if n_steps is None:
+            n_steps = max(20, 5 * self.sgld_steps)
+        labels = None
+        if y is not None:
+            y = np.asarray(y)
+            if y.shape != (n,):
+                raise ValueError(f"y must have shape ({n},). Got shape {y.shape!r}.")
+            unknown = np.setdiff1d(y, self.classes_)
+            if len(unknown):
+                raise ValueError(
+                    f"y contains labels {unknown.tolist()!r} that are not in classes_ "
+                    f"{self.classes_.tolist()!r}."
+                )
+            labels = torch.as_tensor(self.label_encoder_.transform(y), device=self.device_)
+        x0, _ = self.replay_buffer_.draw(int(n), 0.0)
+        if labels is not None and isinstance(self.replay_buffer_.start, GaussianStart):
+            x0 = self.replay_buffer_.start.sample(int(n), y=labels)
+        samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
+        return samples.cpu().numpy()

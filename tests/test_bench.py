@@ -1,0 +1,148 @@
+"""The benchmark command: it runs, and its JSON has the promised shape (no timing thresholds)."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from ebmclassifier import bench
+from ebmclassifier.cli import main
+
+METHODS = {"ce", "ngebm_exact", "ngebm_fd", "jem"}
+
+
+@pytest.fixture
+def one_thread():
+    # The bench measures; two threads on a loaded 2-core machine only measure the contention.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _positive_finite(value) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+def _check_compared(entry: dict, with_ratio: bool) -> None:
+    for clock in ("wall", "cpu"):
+        summary = entry[clock]
+        assert summary["p10_ms"] <= summary["median_ms"] <= summary["p90_ms"]
+        if with_ratio:
+            assert _positive_finite(summary["ratio"])
+            assert summary["ratio_p10"] <= summary["ratio"] <= summary["ratio_p90"]
+    assert entry["clock"] in ("wall", "cpu")
+    assert _positive_finite(entry["median_ms"]) or entry["median_ms"] == 0.0
+    if with_ratio:
+        assert _positive_finite(entry["ratio"])
+
+
+@pytest.fixture(scope="module")
+def quick_result(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "out.json"
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert main(["bench", "--quick", "--json", str(path), "--device", "cpu"]) == 0
+    finally:
+        torch.set_num_threads(before)
+    return json.loads(path.read_text())
+
+
+def test_quick_bench_json_structure(quick_result):
+    assert set(quick_result) == {"meta", "steps", "fit", "inference", "gpu"}
+    assert quick_result["meta"]["quick"] is True
+    assert quick_result["gpu"] is None  # --device cpu
+    assert set(quick_result["steps"]) == {"mlp_64", "conv_1x8x8"}
+    for row in quick_result["steps"].values():
+        assert set(row) == METHODS | {
+            "jem_vs_ngebm_fd",
+            "fd_floor",
+            "phases",
+            "errors",
+            "fd_cosine_to_exact",
+        }
+        for method in METHODS:
+            _check_compared(row[method], with_ratio=True)
+        # Each round's ratio of CE to itself is exactly 1.
+        assert row["ce"]["ratio"] == 1.0
+        assert _positive_finite(row["jem_vs_ngebm_fd"]["ratio"])
+        assert _positive_finite(row["fd_floor"])
+        assert set(row["phases"]) == {
+            "phase_forward",
+            "phase_forward_input_backward",
+            "phase_forward_param_backward",
+        }
+        assert row["errors"] == {}
+
+
+def test_quick_bench_fit_matches_hand_loop(quick_result):
+    assert set(quick_result["fit"]) == {"exact", "finite_difference"}
+    for row in quick_result["fit"].values():
+        _check_compared(row["fit"], with_ratio=True)
+        _check_compared(row["hand_loop"], with_ratio=True)
+        # The hand-written loop does the same work: it ends on the same weights.
+        assert row["max_abs_weight_difference"] < 1e-5
+
+
+def test_quick_bench_inference(quick_result):
+    for row in quick_result["inference"].values():
+        _check_compared(row["estimator"], with_ratio=True)
+        assert _positive_finite(row["estimator_samples_per_s"])
+        assert _positive_finite(row["plain_samples_per_s"])
+
+
+def test_format_bench_mentions_every_setting(quick_result):
+    text = bench.format_bench(quick_result)
+    for setting in quick_result["steps"]:
+        assert setting in text
+    assert "GPU: no CUDA device" in text
+
+
+def test_variants_of_the_gpu_section_run_on_cpu(one_thread):
+    # bf16 autocast also exists on the CPU, so the GPU section's step code is exercised here.
+    out = bench.bench_steps(
+        torch.device("cpu"), rounds=1, warmup=0, settings={"mlp_64": (64,)}, variants=True
+    )
+    row = out["mlp_64"]
+    assert row["errors"] == {}
+    assert {"ce_bf16", "ngebm_fd_bf16"} <= set(row)
+    assert _positive_finite(row["ngebm_fd_bf16"]["ratio"])
+    # float32 finite differences agree with the exact gradient (as in test_energy.py).
+    assert row["fd_cosine_to_exact"]["float32"]["0.01"] > 0.99
+    assert set(row["fd_cosine_to_exact"]["bf16"]) == {"0.01", "0.1"}
+
+
+def test_a_failing_variant_is_reported_not_fatal():
+    def broken():
+        raise RuntimeError("no compiler")
+
+    working, errors = bench._guarded({"ok": lambda: None, "compile": broken})
+    assert set(working) == {"ok"}
+    assert errors == {"compile": "RuntimeError: no compiler"}
+
+
+def test_variants_refuse_double_backward():
+    model = torch.nn.Linear(3, 2)
+    x, y = torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="double backward"):
+        bench.make_step_tasks(model, x, y, autocast_dtype=torch.bfloat16)
+
+
+def test_every_step_task_trains_its_own_copy(one_thread):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.SiLU(), torch.nn.Linear(8, 2))
+    before = [p.detach().clone() for p in model.parameters()]
+    x, y = torch.randn(16, 3), torch.randint(2, (16,))
+    for step in bench.make_step_tasks(model, x, y).values():
+        step()
+    # The caller's model is never trained: each method gets a copy with the same start.
+    for p, q in zip(model.parameters(), before, strict=True):
+        torch.testing.assert_close(p, q)
+
+
+def test_summarize_ratio_is_the_median_of_per_round_ratios():
+    out = bench.summarize([3.0, 1.0, 10.0], reference=[1.0, 1.0, 1.0])
+    assert out["ratio"] == 3.0
+    assert out["median_ms"] == 3000.0

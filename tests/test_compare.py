@@ -1,0 +1,218 @@
+"""The compare pipeline on a small stand-in estimator: runs, skips, summaries, report files."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ebmclassifier import cli
+from ebmclassifier._report import summarise, write_report
+from ebmclassifier.compare import (
+    CompareConfig,
+    ModelSpec,
+    run_comparison,
+)
+
+
+class SoftmaxRegression(ClassifierMixin, BaseEstimator):
+    """A linear softmax classifier with the parts of the estimator contract compare uses."""
+
+    def __init__(self, max_epochs=5, lr=0.5, random_state=None, device="cpu", verbose=0,
+                 callbacks=None):  # fmt: skip
+        self.max_epochs = max_epochs
+        self.lr = lr
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+        self.callbacks = callbacks
+
+    def fit(self, X, y):
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        X = torch.as_tensor(np.asarray(X, dtype=np.float32))
+        torch.manual_seed(self.random_state or 0)
+        self.module_ = torch.nn.Sequential(
+            torch.nn.Flatten(), torch.nn.Linear(X[0].numel(), len(self.classes_))
+        )
+        self.device_ = "cpu"
+        self.history = []
+        callbacks = [cb for _, cb in (self.callbacks or [])]
+        for cb in callbacks:
+            cb.on_train_begin(self)
+        optimizer = torch.optim.SGD(self.module_.parameters(), lr=self.lr)
+        target = torch.as_tensor(y_enc)
+        for _ in range(self.max_epochs):
+            start = time.perf_counter()
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(self.module_(X), target)
+            loss.backward()
+            optimizer.step()
+            self.history.append({"train_loss": loss.item(), "dur": time.perf_counter() - start})
+            for cb in callbacks:
+                cb.on_epoch_end(self)
+        for cb in callbacks:
+            cb.on_train_end(self)
+        return self
+
+    def _logits(self, X):
+        return self.module_(torch.as_tensor(np.asarray(X, dtype=np.float32)))
+
+    def predict_proba(self, X):
+        with torch.no_grad():
+            return torch.softmax(self._logits(X), dim=1).numpy().astype(np.float64)
+
+    def predict(self, X):
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+    def score_ood(self, X, method="energy"):
+        x = torch.as_tensor(np.asarray(X, dtype=np.float32)).requires_grad_(True)
+        energy = -torch.logsumexp(self.module_(x), dim=1)
+        if method == "energy":
+            return energy.detach().numpy()
+        if method == "max_softmax":
+            return -self.predict_proba(X).max(axis=1)
+        (grad,) = torch.autograd.grad(energy.sum(), x)
+        return grad.flatten(1).norm(dim=1).numpy()
+
+
+def _registry():
+    return {
+        "ce": ModelSpec("ce", "stand-in CE", build=lambda p: SoftmaxRegression(**p)),
+        "ce_ts": ModelSpec("ce_ts", "temperature-scaled ce", scores=("max_softmax",),
+                           calibrates="ce"),
+        "ngebm": ModelSpec("ngebm", "stand-in, other lr",
+                           build=lambda p: SoftmaxRegression(**{**p, "lr": 0.1})),
+        "jem": ModelSpec("jem", "JEM", unavailable="ebmclassifier.jem.JEMClassifier is missing"),
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def results():
+    config = CompareConfig(
+        data="digits", seeds=2, max_epochs=20, n_attack=60, progress=False,
+        models=("ce", "ce_ts", "ngebm", "jem"),
+    )  # fmt: skip
+    messages = []
+    return run_comparison(config, registry=_registry(), log=messages.append), messages
+
+
+def test_runs_and_skips(results):
+    results, messages = results
+    assert [(r["model"], r["seed"]) for r in results["runs"]] == [
+        (m, s) for s in range(2) for m in ("ce", "ce_ts", "ngebm")
+    ]
+    assert results["skipped"] == {"jem": "ebmclassifier.jem.JEMClassifier is missing"}
+    assert messages == ["skipping 'jem': ebmclassifier.jem.JEMClassifier is missing"]
+    assert results["data"]["n_test"] == 540 and results["data"]["n_attacked"] == 60
+    assert results["epsilons"] == [0.0, 0.02, 0.05, 0.1]
+
+
+def test_measurements(results):
+    results, _ = results
+    by = {(r["model"], r["seed"]): r for r in results["runs"]}
+    for seed in range(2):
+        ce, ts = by[("ce", seed)], by[("ce_ts", seed)]
+        assert ce["accuracy"] > 0.85
+        # temperature scaling keeps the argmax, so the accuracy, and changes the confidence
+        assert ts["accuracy"] == ce["accuracy"] and ts["temperature"] > 0
+        assert ts["nll"] <= ce["nll"] + 1e-3  # fitted to minimise the NLL on held-out data
+        assert ce["cost_vs_ce"] == 1.0 and ts["robust_accuracy"] is None
+        assert set(ce["ood"]) == {"energy", "max_softmax", "approx_mass"}
+        assert set(ts["ood"]) == {"max_softmax"}
+        assert set(ce["ood"]["energy"]) == {"uniform", "inverted", "permuted"}
+        robust = ce["robust_accuracy"]
+        assert len(robust) == 4 and robust[-1] < robust[0]
+    # robustness at eps=0 is the clean accuracy on the attacked samples
+    assert 0.8 < by[("ce", 0)]["robust_accuracy"][0] <= 1.0
+
+
+def test_summary_is_median_over_seeds(results):
+    results, _ = results
+    summary = summarise(results)
+    values = [r["ece"] for r in results["runs"] if r["model"] == "ngebm"]
+    stat = summary["ngebm"]["scalars"]["ece"]
+    assert stat["median"] == pytest.approx(np.median(values))
+    assert (stat["min"], stat["max"]) == (min(values), max(values))
+
+
+def test_report_files(results, tmp_path):
+    results, _ = results
+    tabs = write_report(results, tmp_path, command="python -m ebmclassifier compare")
+    report = (tmp_path / "report.md").read_text()
+    assert "| ce_ts |" in report and "ce / energy" in report and "jem`: skipped" in report
+    for name in tabs["figures"]:
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+    assert set(tabs["figures"]) >= {"reliability_ce.png", "ood_ngebm.png", "robustness.png"}
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert len(saved["runs"]) == 6 and "_figure_data" not in saved["runs"][0]
+    assert saved["summary"]["ce"]["scalars"]["accuracy"]["n"] == 2
+    assert any(line.startswith("OOD AUROC on uniform") for line in tabs["verdicts"])
+
+
+def test_cli_compare(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr("ebmclassifier.compare.default_models", _registry)
+    out = tmp_path / "report"
+    code = cli.main(
+        ["compare", "--data", "digits", "--models", "ce,ce_ts", "--seeds", "1",
+         "--epochs", "3", "--n-attack", "20", "--out", str(out), "--no-progress"]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "| ce_ts |" in printed and "report.md" in printed
+    assert "--models ce,ce_ts" in (out / "report.md").read_text()
+
+
+def test_real_estimators_end_to_end(tmp_path):
+    # the default registry: NGEBMClassifier as ce and ngebm, ce_ts over the frozen ce
+    config = CompareConfig(
+        data="digits", models=("ce", "ce_ts", "ngebm"), seeds=1, max_epochs=2, n_attack=30,
+        max_train=300, max_test=100, progress=False,
+    )  # fmt: skip
+    results = run_comparison(config, log=lambda m: None)
+    by = {r["model"]: r for r in results["runs"]}
+    assert set(by) == {"ce", "ce_ts", "ngebm"}
+    assert by["ce_ts"]["accuracy"] == by["ce"]["accuracy"] > 0.5
+    # A ratio of wall times: measured, not asserted (timings on shared machines are noise).
+    assert np.isfinite(by["ngebm"]["cost_vs_ce"]) and by["ngebm"]["cost_vs_ce"] > 0
+    assert set(by["ngebm"]["ood"]) == {"energy", "max_softmax", "approx_mass"}
+    tabs = write_report(results, tmp_path)
+    assert "ngebm / approx_mass" in tabs["ood_auroc"]
+
+
+class FailsAtSeedOne(SoftmaxRegression):
+    def fit(self, X, y):
+        if self.random_state == 1:
+            raise FloatingPointError("diverged")
+        return super().fit(X, y)
+
+
+def test_a_failed_fit_is_recorded_and_the_run_goes_on(tmp_path):
+    registry = {
+        **_registry(),
+        "ngebm": ModelSpec("ngebm", "fails", build=lambda p: FailsAtSeedOne(**p)),
+    }
+    config = CompareConfig(
+        models=("ce", "ngebm"), seeds=2, max_epochs=2, n_attack=10, max_test=50, progress=False
+    )
+    messages = []
+    results = run_comparison(config, registry=registry, log=messages.append)
+    assert [(r["model"], r["seed"]) for r in results["runs"]] == [
+        ("ce", 0),
+        ("ngebm", 0),
+        ("ce", 1),
+    ]
+    assert results["failures"] == [
+        {"model": "ngebm", "seed": 1, "error": "FloatingPointError('diverged')"}
+    ]
+    assert messages == ["'ngebm' failed at seed 1: FloatingPointError('diverged')"]
+    write_report(results, tmp_path)
+    assert "`ngebm` failed at seed 1" in (tmp_path / "report.md").read_text()
+
+
+def test_unknown_and_unavailable_models():
+    with pytest.raises(ValueError, match="Unknown models"):
+        run_comparison(CompareConfig(models=("svm",)), registry=_registry())
+    with pytest.raises(RuntimeError, match="None of the requested models"):
+        run_comparison(CompareConfig(models=("jem",)), registry=_registry(), log=lambda m: None)

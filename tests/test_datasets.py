@@ -1,0 +1,291 @@
+"""Loaders on files the tests write in the standard formats; the offline benchmarks."""
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy.io import savemat
+
+from ebmclassifier.datasets import (
+    load_array_file,
+    load_cifar10,
+    load_cifar100,
+    load_digits_ood,
+    load_mnist1d,
+    load_named_dataset,
+    load_svhn,
+    make_ood_suite,
+)
+
+# ----------------------------------------------------------------------------- digits
+
+
+@pytest.mark.parametrize("shape, sample_shape", [("flat", (64,)), ("image", (1, 8, 8))])
+def test_load_digits_ood(shape, sample_shape):
+    data = load_digits_ood(shape=shape, random_state=3)
+    assert data.X_train.shape == (1257,) + sample_shape
+    assert data.X_test.shape == (540,) + sample_shape
+    assert data.X_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    assert data.X_train.min() == 0.0 and data.X_train.max() == 1.0
+    # stratified: every class in both splits in about the same proportion
+    assert np.all(np.abs(np.bincount(data.y_test) / 540 - np.bincount(data.y_train) / 1257) < 0.01)
+    assert set(data.ood) == {"uniform", "inverted", "permuted"}
+    for X_ood in data.ood.values():
+        assert X_ood.shape == data.X_test.shape and X_ood.dtype == np.float32
+    np.testing.assert_array_equal(data.ood["inverted"], 1.0 - data.X_test)
+    flat_test = data.X_test.reshape(540, -1)
+    flat_perm = data.ood["permuted"].reshape(540, -1)
+    np.testing.assert_array_equal(np.sort(flat_perm, axis=1), np.sort(flat_test, axis=1))
+    assert not np.array_equal(flat_perm, flat_test)
+    assert 0.0 <= data.ood["uniform"].min() and data.ood["uniform"].max() <= 1.0
+    assert abs(data.ood["uniform"].mean() - 0.5) < 0.01
+
+
+def test_load_digits_ood_is_reproducible_and_seeded():
+    a, b, c = load_digits_ood(random_state=1), load_digits_ood(random_state=1), load_digits_ood()
+    np.testing.assert_array_equal(a.X_train, b.X_train)
+    np.testing.assert_array_equal(a.ood["uniform"], b.ood["uniform"])
+    assert not np.array_equal(a.X_train, c.X_train)
+
+
+def test_load_digits_ood_bad_shape():
+    with pytest.raises(ValueError, match="shape must be one of"):
+        load_digits_ood(shape="square")
+
+
+def test_make_ood_suite_keeps_channels_together():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(4, 3, 5, 5)).astype(np.float32)
+    X[:, 1] = X[:, 0] + 10  # channel 1 tied to channel 0 at each position
+    permuted = make_ood_suite(X, 0.0, 11.0, kinds=["permuted"], random_state=0)["permuted"]
+    np.testing.assert_allclose(permuted[:, 1], permuted[:, 0] + 10)
+    with pytest.raises(ValueError, match="Unknown OOD kinds"):
+        make_ood_suite(X, 0.0, 1.0, kinds=["rotated"])
+    with pytest.raises(ValueError, match="low < high"):
+        make_ood_suite(X, 1.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- MNIST-1D
+
+
+@pytest.fixture(scope="module")
+def mnist1d_data():
+    state = np.random.get_state()  # noqa: NPY002 (mnist1d uses the global generator)
+    data = load_mnist1d()
+    after = np.random.get_state()  # noqa: NPY002 (mnist1d uses the global generator)
+    return data, state, after
+
+
+def test_load_mnist1d_default_is_the_benchmark_and_leaves_global_rng(mnist1d_data):
+    data, before, after = mnist1d_data
+    assert data.X_train.shape == (4000, 1, 40) and data.X_test.shape == (1000, 1, 40)
+    assert data.X_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    assert set(np.unique(data.y_test)) == set(range(10))
+    assert before[0] == after[0] and np.array_equal(before[1], after[1])
+    assert data.input_range == (data.X_train.min(), data.X_train.max())
+    assert data.ood["uniform"].shape == (1000, 1, 40)
+
+
+def test_load_mnist1d_matches_the_package():
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    data = load_mnist1d(num_samples=600, seed=7, ood_kinds=())
+    # the reference: the package's own generator (no download), same arguments
+    args = get_dataset_args()
+    args.num_samples, args.seed = 600, 7
+    state = np.random.get_state()  # noqa: NPY002 (mnist1d uses the global generator)
+    raw = make_dataset(args)
+    np.random.set_state(state)  # noqa: NPY002
+    np.testing.assert_allclose(data.X_test[:, 0, :], raw["x_test"], rtol=1e-6)
+    np.testing.assert_array_equal(data.y_train, raw["y"])
+
+
+def test_load_mnist1d_flat():
+    data = load_mnist1d(shape="flat", num_samples=200, seed=0, ood_kinds=())
+    assert data.X_train.shape == (160, 40) and data.X_test.shape == (40, 40)
+    assert data.ood == {}
+
+
+# ----------------------------------------------------------------------------- CIFAR / SVHN
+
+
+def _cifar_rows(rng, n):
+    return rng.integers(0, 256, size=(n, 3072), dtype=np.uint8)
+
+
+def _write_pickle(path, obj):
+    # protocol 2 and bytes keys, as the Python-2 pickles of the official archives
+    with open(path, "wb") as f:
+        pickle.dump(obj, f, protocol=2)
+
+
+@pytest.fixture
+def cifar10_dir(tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    batches = {}
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {b"data": _cifar_rows(rng, 3), b"labels": list(rng.integers(0, 10, size=3))}
+        _write_pickle(folder / name, batch)
+        batches[name] = batch
+    names = [f"class{k}".encode() for k in range(10)]
+    _write_pickle(folder / "batches.meta", {b"label_names": names})
+    return tmp_path, batches
+
+
+def test_load_cifar10(cifar10_dir):
+    root, batches = cifar10_dir
+    for where in (root, root / "cifar-10-batches-py"):
+        data = load_cifar10(where)
+        assert data.X_train.shape == (15, 3, 32, 32) and data.X_test.shape == (3, 3, 32, 32)
+        assert data.X_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    rows = batches["data_batch_2"][b"data"]
+    # row layout: 1,024 red values (row-major 32x32), then green, then blue
+    image = data.X_train[3]
+    assert image[0, 0, 1] == pytest.approx(rows[0, 1] / 255)
+    assert image[1, 2, 0] == pytest.approx(rows[0, 1024 + 64] / 255)
+    assert image[2, 31, 31] == pytest.approx(rows[0, 3071] / 255)
+    np.testing.assert_array_equal(data.y_test, batches["test_batch"][b"labels"])
+    assert data.target_names[3] == "class3"
+    assert 0.0 <= data.X_train.min() and data.X_train.max() <= 1.0
+
+
+def test_load_cifar10_missing_files(cifar10_dir):
+    root, _ = cifar10_dir
+    (root / "cifar-10-batches-py" / "data_batch_3").unlink()
+    with pytest.raises(FileNotFoundError, match="data_batch_3.*cifar-10-batches-py"):
+        load_cifar10(root)
+
+
+@pytest.mark.parametrize(
+    "label_mode, key", [("fine", b"fine_labels"), ("coarse", b"coarse_labels")]
+)
+def test_load_cifar100(tmp_path, label_mode, key):
+    rng = np.random.default_rng(1)
+    written = {}
+    for name, n in [("train", 5), ("test", 2)]:
+        written[name] = {
+            b"data": _cifar_rows(rng, n),
+            b"fine_labels": list(rng.integers(0, 100, size=n)),
+            b"coarse_labels": list(rng.integers(0, 20, size=n)),
+        }
+        _write_pickle(tmp_path / name, written[name])
+    data = load_cifar100(tmp_path, label_mode=label_mode)
+    assert data.X_train.shape == (5, 3, 32, 32) and data.X_test.shape == (2, 3, 32, 32)
+    np.testing.assert_array_equal(data.y_train, written["train"][key])
+    np.testing.assert_allclose(data.X_test.reshape(2, -1), written["test"][b"data"] / 255)
+    assert data.target_names is None
+    with pytest.raises(ValueError, match="label_mode"):
+        load_cifar100(tmp_path, label_mode="medium")
+    with pytest.raises(FileNotFoundError, match="train, test"):
+        load_cifar100(tmp_path / "elsewhere")
+
+
+def test_load_svhn(tmp_path):
+    rng = np.random.default_rng(2)
+    written = {}
+    for name, n in [("train_32x32.mat", 4), ("test_32x32.mat", 3), ("extra_32x32.mat", 2)]:
+        X = rng.integers(0, 256, size=(32, 32, 3, n), dtype=np.uint8)
+        y = rng.integers(1, 11, size=(n, 1)).astype(np.uint8)
+        y[0, 0] = 10  # the digit 0
+        savemat(tmp_path / name, {"X": X, "y": y})
+        written[name] = (X, y)
+    data = load_svhn(tmp_path)
+    X, y = written["train_32x32.mat"]
+    assert data.X_train.shape == (4, 3, 32, 32) and data.X_test.shape == (3, 3, 32, 32)
+    # X[h, w, c, i] in the file is sample i, channel c, row h, column w
+    assert data.X_train[2, 1, 5, 7] == pytest.approx(X[5, 7, 1, 2] / 255)
+    expected = y.ravel().astype(np.int64)
+    expected[expected == 10] = 0
+    np.testing.assert_array_equal(data.y_train, expected)
+    assert data.y_train[0] == 0 and data.y_train.max() <= 9
+    assert load_svhn(tmp_path, include_extra=True).X_train.shape == (6, 3, 32, 32)
+    (tmp_path / "test_32x32.mat").unlink()
+    with pytest.raises(FileNotFoundError, match="test_32x32.mat"):
+        load_svhn(tmp_path)
+
+
+# ----------------------------------------------------------------------------- user files
+
+
+def test_load_array_file_npz(tmp_path):
+    X = np.arange(24, dtype=np.float64).reshape(4, 1, 2, 3)
+    y = np.array(["a", "b", "a", "c"])
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    X_read, y_read = load_array_file(tmp_path / "data.npz")
+    assert X_read.dtype == np.float32 and X_read.shape == (4, 1, 2, 3)
+    np.testing.assert_array_equal(X_read, X)
+    np.testing.assert_array_equal(y_read, y)
+    np.savez(tmp_path / "bad.npz", features=X, y=y)
+    with pytest.raises(ValueError, match="'X' and 'y'"):
+        load_array_file(tmp_path / "bad.npz")
+
+
+def test_load_array_file_csv_last_column(tmp_path):
+    (tmp_path / "plain.csv").write_text("0.5,1,3\n1.5,2,1\n2.5,3,3\n")
+    X, y = load_array_file(str(tmp_path / "plain.csv"))
+    np.testing.assert_array_equal(X, [[0.5, 1], [1.5, 2], [2.5, 3]])
+    assert y.dtype == np.int64 and y.tolist() == [3, 1, 3]
+
+
+def test_load_array_file_csv_target_column(tmp_path):
+    (tmp_path / "named.csv").write_text("height,target,width\n1.0,cat,2.0\n3.0,dog,4.0\n")
+    X, y = load_array_file(tmp_path / "named.csv")
+    np.testing.assert_array_equal(X, [[1.0, 2.0], [3.0, 4.0]])
+    assert y.tolist() == ["cat", "dog"]
+    with pytest.raises(ValueError, match="label column 'height'.*must be numeric"):
+        load_array_file(tmp_path / "named.csv", target="height")
+    (tmp_path / "numeric.csv").write_text("a,b,c\n1,2.5,3\n4,5.5,6\n")
+    X, y = load_array_file(tmp_path / "numeric.csv", target="a")
+    np.testing.assert_array_equal(X, [[2.5, 3], [5.5, 6]])
+    assert y.tolist() == [1, 4]
+    with pytest.raises(ValueError, match="'colour' not found"):
+        load_array_file(tmp_path / "named.csv", target="colour")
+
+
+def test_load_array_file_csv_header_with_last_label(tmp_path):
+    (tmp_path / "h.csv").write_text("a,b,label\n1,2,x\n3,4,y\n")
+    X, y = load_array_file(tmp_path / "h.csv")
+    assert X.shape == (2, 2) and y.tolist() == ["x", "y"]
+
+
+def test_load_array_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.csv"):
+        load_array_file(tmp_path / "missing.csv")
+    (tmp_path / "data.txt").write_text("1,2\n")
+    with pytest.raises(ValueError, match=r"\.npz"):
+        load_array_file(tmp_path / "data.txt")
+    (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
+    with pytest.raises(ValueError, match="3 cells"):
+        load_array_file(tmp_path / "ragged.csv")
+
+
+# ----------------------------------------------------------------------------- by name
+
+
+def test_load_named_dataset_from_file(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 5)).astype(np.float32)
+    y = np.repeat(["a", "b"], 50)
+    np.savez(tmp_path / "mine.npz", X=X, y=y)
+    data = load_named_dataset(str(tmp_path / "mine.npz"))
+    assert data.kind == "file" and len(data.y_train) == 70 and len(data.y_test) == 30
+    assert set(data.ood) == {"uniform", "inverted", "permuted"}
+    assert data.ood["uniform"].shape == (30, 5)
+    with pytest.raises(ValueError, match="--data-dir"):
+        load_named_dataset("cifar10")
+    with pytest.raises(ValueError, match="Unknown data"):
+        load_named_dataset("imagenet")
+
+
+def test_load_named_dataset_adds_the_other_data_set_as_ood(cifar10_dir):
+    root, _ = cifar10_dir
+    rng = np.random.default_rng(3)
+    for name in ("train_32x32.mat", "test_32x32.mat"):
+        X = rng.integers(0, 256, size=(32, 32, 3, 5), dtype=np.uint8)
+        savemat(root / name, {"X": X, "y": rng.integers(1, 11, size=(5, 1))})
+    data = load_named_dataset("cifar10", data_dir=root)
+    assert set(data.ood) == {"uniform", "inverted", "permuted", "svhn"}
+    assert data.ood["svhn"].shape == (3, 3, 32, 32)  # as many as the test split
+    assert data.kind == "cifar10" and data.input_range == (0.0, 1.0)

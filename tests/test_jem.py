@@ -1,0 +1,279 @@
+"""JEMClassifier: its loss, its divergence policy, sampling, and the estimator contract.
+
+The scikit-learn common checks run for every estimator in test_sklearn_compat.py.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+import ebmclassifier.jem as jem_module
+from ebmclassifier import DivergenceError, JEMClassifier
+from ebmclassifier._divergence import Divergence, diagnose_step
+from ebmclassifier.sampling import GaussianStart, sgld
+
+# Small and quick: tiny buffer, few SGLD steps, few epochs.
+FAST = dict(
+    max_epochs=4,
+    lr=1e-2,
+    batch_size=32,
+    module__hidden_sizes=(32,),
+    sgld_steps=5,
+    buffer_size=100,
+    random_state=0,
+)
+
+
+@pytest.fixture(scope="module")
+def fitted(small_blobs):
+    X, y = small_blobs
+    return JEMClassifier(**{**FAST, "max_epochs": 8}).fit(X, y)
+
+
+def _divergences(clf):
+    return [event for row in clf.history for event in row.get("divergences", [])]
+
+
+# ---------------------------------------------------------------- the loss
+
+
+def test_loss_is_cross_entropy_plus_the_contrastive_term(fitted, small_blobs, monkeypatch):
+    X, y = small_blobs
+    X, y = torch.as_tensor(X[:16]), torch.as_tensor(y[:16])
+    clf = clone(fitted).set_params(sgld_noise=0.0, px_weight=0.7, sgld_steps=3)
+    clf.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    x0 = torch.rand(16, 4, generator=torch.Generator().manual_seed(0)) * 4 - 2
+    indices = torch.arange(16)
+    monkeypatch.setattr(clf.replay_buffer_, "draw", lambda n, freq: (x0.clone(), indices))
+    loss, logits = clf.compute_loss(X, y, training=True)
+    # by hand: noiseless SGLD from x0, then CE + px_weight * (mean E(data) - mean E(samples))
+    module = clf.module_
+
+    def e(x):
+        return -torch.logsumexp(module(x), dim=1)
+
+    samples = sgld(e, x0, n_steps=3, step_size=clf.sgld_step_size_, noise=0.0)
+    expected = torch.nn.functional.cross_entropy(module(X), y) + 0.7 * (
+        e(X).mean() - e(samples).mean()
+    )
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(logits, module(X))
+    # the evolved chains went back into the buffer
+    torch.testing.assert_close(clf.replay_buffer_.samples[indices], samples)
+
+
+def test_px_weight_zero_is_plain_cross_entropy_without_sampling(small_blobs, monkeypatch):
+    X, y = small_blobs
+
+    def fail(*args, **kwargs):
+        raise AssertionError("no sampling when px_weight=0")
+
+    monkeypatch.setattr(jem_module, "sgld", fail)
+    clf = JEMClassifier(**{**FAST, "px_weight": 0.0}).fit(X, y)
+    assert clf.score(X, y) > 0.9
+
+
+def test_validation_loss_is_the_cross_entropy(fitted, small_blobs):
+    X, y = small_blobs
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    loss, logits = fitted.compute_loss(X, y, training=False)
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(logits, y))
+
+
+# ---------------------------------------------------------------- sampling
+
+
+def test_fitted_model_predicts_and_its_samples_have_low_energy(fitted, small_blobs):
+    X, y = small_blobs
+    assert fitted.score(X, y) > 0.9
+    rng = np.random.default_rng(0)
+    noise = rng.uniform(X.min(0), X.max(0), size=(200, X.shape[1])).astype(np.float32)
+    samples = fitted.sample(200)
+    assert samples.shape == (200, 4) and np.isfinite(samples).all()
+    assert fitted.energy(samples).mean() < fitted.energy(noise).mean()
+
+
+def test_sampler_lowers_the_energy_of_its_samples_on_the_trained_model(fitted, small_blobs):
+    X, _ = small_blobs
+    g = torch.Generator().manual_seed(1)
+    x0 = torch.rand(256, 4, generator=g) * 8 - 4
+
+    def e(x):
+        return -torch.logsumexp(fitted.module_(x), dim=1)
+
+    x = sgld(e, x0, n_steps=20, step_size=fitted.sgld_step_size_, noise=0.01, generator=g)
+    with torch.no_grad():
+        assert e(x).mean() < e(x0).mean()
+        assert (e(x) < e(x0)).float().mean() > 0.9
+
+
+def test_class_conditional_samples_are_classified_as_asked(fitted):
+    wanted = np.repeat(fitted.classes_, 30)
+    samples = fitted.sample(len(wanted), y=wanted)
+    assert (fitted.predict(samples) == wanted).mean() > 0.8
+    with pytest.raises(ValueError, match=r"labels \[7\] that are not in classes_"):
+        fitted.sample(2, y=[0, 7])
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        fitted.sample(0)
+
+
+@pytest.mark.parametrize("covariance", ["diag", "lowrank"])
+def test_informative_start_and_proximal_sampler_stay_in_range(small_blobs, covariance):
+    X, y = small_blobs
+    clf = JEMClassifier(
+        sampler="proximal",
+        buffer_init="informative",
+        informative_covariance=covariance,
+        informative_rank=2,
+        sgld_noise=0.0,
+        **FAST,
+    ).fit(X, y)
+    assert isinstance(clf.replay_buffer_.start, GaussianStart)
+    buffer = clf.replay_buffer_.samples
+    assert (buffer >= clf.input_min_).all() and (buffer <= clf.input_max_).all()
+    assert clf.score(X, y) > 0.9
+
+
+# ---------------------------------------------------------------- divergence policy
+
+
+@pytest.mark.parametrize(
+    "provocation",
+    [
+        {"sgld_step_size": 1e4},  # runaway chains
+        {"optimizer": torch.optim.SGD, "lr": 100.0},  # runaway weights
+    ],
+    ids=["huge_sgld_step", "huge_lr"],
+)
+def test_recover_ends_finite_with_usable_predictions(small_blobs, provocation):
+    X, y = small_blobs
+    clf = JEMClassifier(**{**FAST, "max_epochs": 6, **provocation})
+    with pytest.warns(RuntimeWarning, match="recovered from"):
+        clf.fit(X, y)
+    assert clf.n_divergences_ > 0
+    events = _divergences(clf)
+    assert len(events) == clf.n_divergences_
+    assert {"epoch", "batch", "reason", "sgld_step_size", "lr"} <= set(events[0])
+    assert clf.sgld_step_size_ < clf.sgld_step_size
+    assert all(torch.isfinite(p).all() for p in clf.module_.parameters())
+    assert torch.isfinite(clf.replay_buffer_.samples).all()
+    proba = clf.predict_proba(X)
+    assert np.isfinite(proba).all()
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    assert clf.score(X, y) > 0.5  # three classes: chance is a third
+
+
+@pytest.mark.parametrize(
+    "provocation",
+    [{"sgld_step_size": 1e4}, {"optimizer": torch.optim.SGD, "lr": 100.0}],
+    ids=["huge_sgld_step", "huge_lr"],
+)
+def test_raise_policy_raises_a_clear_error(small_blobs, provocation):
+    X, y = small_blobs
+    clf = JEMClassifier(**{**FAST, **provocation, "on_divergence": "raise"})
+    with pytest.raises(DivergenceError, match=r"diverged in epoch 1, batch \d+: .* on_divergence="):
+        clf.fit(X, y)
+
+
+def test_healthy_fit_records_no_divergence(fitted):
+    assert fitted.n_divergences_ == 0 and _divergences(fitted) == []
+    assert fitted.sgld_step_size_ == fitted.sgld_step_size
+
+
+def test_roll_back_restores_the_last_snapshot(small_blobs):
+    X, y = small_blobs
+    clf = JEMClassifier(**{**FAST, "max_epochs": 1}).fit(X, y)
+    clf._take_snapshot()
+    weights = [p.detach().clone() for p in clf.module_.parameters()]
+    with torch.no_grad():
+        for p in clf.module_.parameters():
+            p.fill_(float("nan"))
+    clf.history.new_epoch()
+    clf.history.new_batch()
+    clf._recoveries_this_fit = 0
+    clf._handle_divergence(Divergence("provoked", "model"))
+    for p, w in zip(clf.module_.parameters(), weights, strict=True):
+        assert torch.equal(p, w)
+    assert clf.history[-1, "divergences"][0]["reason"] == "provoked"
+    assert clf.sgld_step_size_ == clf.sgld_step_size / 2
+
+
+# ---------------------------------------------------------------- estimator contract
+
+
+def test_random_state_makes_fits_identical(small_blobs):
+    X, y = small_blobs
+    fast = {**FAST, "max_epochs": 2}
+    a = JEMClassifier(**fast).fit(X, y)
+    b = JEMClassifier(**fast).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert torch.equal(a.replay_buffer_.samples, b.replay_buffer_.samples)
+    c = JEMClassifier(**{**fast, "random_state": 1}).fit(X, y)
+    assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
+
+
+def test_pickle_round_trip_keeps_the_buffer(fitted, small_blobs):
+    X, _ = small_blobs
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+    assert torch.equal(restored.replay_buffer_.samples, fitted.replay_buffer_.samples)
+    assert restored.sample(3).shape == (3, 4)
+
+
+def test_partial_fit_keeps_the_buffer_and_fit_resets_it(small_blobs):
+    X, y = small_blobs
+    clf = JEMClassifier(**{**FAST, "max_epochs": 1}).fit(X, y)
+    buffer = clf.replay_buffer_
+    clf.partial_fit(X, y)
+    assert clf.replay_buffer_ is buffer and len(clf.history) == 2
+    clf.fit(X, y)
+    assert clf.replay_buffer_ is not buffer and len(clf.history) == 1
+
+
+def test_bad_parameters_are_reported_together(small_blobs):
+    X, y = small_blobs
+    clf = JEMClassifier(sgld_steps=-1, reinit_freq=1.5, sampler="hmc", on_divergence="ignore")
+    with pytest.raises(ValueError) as info:
+        clf.fit(X, y)
+    message = str(info.value)
+    for name in ("'sgld_steps'", "'reinit_freq'", "'sampler'", "'on_divergence'"):
+        assert name in message
+    assert "Got 1.5 instead." in message
+
+
+def test_grid_search(small_blobs):
+    X, y = small_blobs
+    grid = {"sampler": ["sgld", "proximal"]}
+    search = GridSearchCV(JEMClassifier(**{**FAST, "max_epochs": 3}), grid, cv=2).fit(X, y)
+    assert search.best_params_["sampler"] in ("sgld", "proximal")
+    assert search.best_estimator_.sampler == search.best_params_["sampler"]
+    assert search.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize(
+    "case, culprit",
+    [
+        ({}, None),
+        ({"e_data": torch.tensor([0.0, float("nan")])}, "model"),
+        ({"e_data": torch.tensor([0.0, -2e4])}, "model"),
+        ({"samples": torch.full((2, 2), 50.0)}, "sampler"),
+        ({"samples": torch.tensor([[0.5, float("inf")], [0.5, 0.5]])}, "sampler"),
+        ({"e_samples": torch.tensor([3e4, 0.0])}, "sampler"),
+        ({"loss": torch.tensor(float("nan"))}, "model"),
+    ],
+    ids=["healthy", "nan_data", "big_data", "far_sample", "inf_sample", "big_sample", "nan_loss"],
+)
+def test_diagnose_step_blames_model_or_sampler(case, culprit):
+    args = {
+        "loss": torch.tensor(1.0),
+        "e_data": torch.zeros(2),
+        "e_samples": torch.zeros(2),
+        "samples": torch.full((2, 2), 0.5),
+        **case,
+    }
+    found = diagnose_step(low=torch.zeros(2), high=torch.ones(2), max_energy=1e4, **args)
+    assert (found is None) if culprit is None else (found.culprit == culprit)

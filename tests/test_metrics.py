@@ -1,0 +1,245 @@
+"""Metrics against hand computations and independent references (netcal, sklearn, numpy)."""
+
+import numpy as np
+import pytest
+import torch
+from netcal.metrics import ECE, MCE
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV
+
+from ebmclassifier.metrics import (
+    classwise_calibration_error,
+    ece_scorer,
+    expected_calibration_error,
+    maximum_calibration_error,
+    mce_scorer,
+    ood_metrics,
+)
+
+
+def _reference_bins(confidence, n_bins):
+    """Equal-width bin index of each confidence, written out independently of netcal."""
+    return np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+
+
+def _reference_ece_mce(confidence, hit, n_bins):
+    bins = _reference_bins(confidence, n_bins)
+    ece, mce = 0.0, 0.0
+    for b in range(n_bins):
+        in_bin = bins == b
+        if in_bin.any():
+            gap = abs(hit[in_bin].mean() - confidence[in_bin].mean())
+            ece += in_bin.mean() * gap
+            mce = max(mce, gap)
+    return ece, mce
+
+
+def _random_proba(rng, n, k, sharpness=3.0):
+    logits = sharpness * rng.normal(size=(n, k))
+    proba = np.exp(logits)
+    return proba / proba.sum(axis=1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+def test_ece_mce_hand_computed():
+    # 5 bins of width 0.2. Top-label confidences 0.9, 0.9 (one right, one wrong) land in
+    # [0.8, 1]: gap |0.5 - 0.9| = 0.4, weight 2/4; 0.7 (right) in [0.6, 0.8): gap 0.3,
+    # weight 1/4; 0.5 (wrong) in [0.4, 0.6): gap 0.5, weight 1/4.
+    proba = np.array([[0.9, 0.05, 0.05], [0.9, 0.05, 0.05], [0.3, 0.7, 0.0], [0.5, 0.3, 0.2]])
+    y = np.array([0, 1, 1, 2])
+    assert expected_calibration_error(y, proba, n_bins=5) == pytest.approx(
+        0.4 * 2 / 4 + 0.3 / 4 + 0.5 / 4
+    )
+    assert maximum_calibration_error(y, proba, n_bins=5) == pytest.approx(0.5)
+
+
+def test_perfect_and_worst_calibration():
+    # always right at confidence 1: ECE 0; always wrong at confidence 1: ECE 1
+    proba = np.eye(3)[[0, 1, 2, 0]]
+    assert expected_calibration_error([0, 1, 2, 0], proba) == pytest.approx(0.0, abs=1e-12)
+    assert expected_calibration_error([1, 2, 0, 1], proba) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("n_bins", [1, 10, 15])
+def test_ece_mce_match_netcal_multiclass_and_numpy_reference(n_bins):
+    rng = np.random.default_rng(0)
+    proba = _random_proba(rng, 500, 4)
+    # labels drawn from the probabilities, so the model is roughly calibrated but not exactly
+    y = np.array([rng.choice(4, p=p) for p in proba])
+    ece = expected_calibration_error(y, proba, n_bins=n_bins)
+    mce = maximum_calibration_error(y, proba, n_bins=n_bins)
+    # netcal's own multi-class path (argmax and max taken by netcal)
+    assert ece == pytest.approx(ECE(bins=n_bins).measure(proba, y), rel=1e-10)
+    assert mce == pytest.approx(MCE(bins=n_bins).measure(proba, y), rel=1e-10)
+    ref_ece, ref_mce = _reference_ece_mce(proba.max(1), proba.argmax(1) == y, n_bins)
+    assert ece == pytest.approx(ref_ece, rel=1e-10)
+    assert mce == pytest.approx(ref_mce, rel=1e-10)
+
+
+def test_ece_is_top_label_when_few_labels_present():
+    # netcal alone reads "<= 2 distinct labels" as a binary problem; top-label ECE must not
+    rng = np.random.default_rng(1)
+    proba = _random_proba(rng, 200, 5)
+    y = rng.integers(0, 2, size=200)
+    ref_ece, _ = _reference_ece_mce(proba.max(1), proba.argmax(1) == y, 15)
+    assert expected_calibration_error(y, proba) == pytest.approx(ref_ece, rel=1e-10)
+
+
+def test_binary_ece_is_top_label():
+    rng = np.random.default_rng(2)
+    p1 = rng.uniform(size=300)
+    proba = np.column_stack([1 - p1, p1])
+    y = (rng.uniform(size=300) < p1**2).astype(int)
+    ref_ece, _ = _reference_ece_mce(proba.max(1), proba.argmax(1) == y, 10)
+    assert expected_calibration_error(y, proba, n_bins=10) == pytest.approx(ref_ece, rel=1e-10)
+
+
+def test_classwise_ece_matches_reference():
+    rng = np.random.default_rng(3)
+    proba = _random_proba(rng, 400, 3, sharpness=1.5)
+    y = rng.integers(0, 3, size=400)
+    expected = np.mean(
+        [_reference_ece_mce(proba[:, k], (y == k).astype(float), 15)[0] for k in range(3)]
+    )
+    assert classwise_calibration_error(y, proba) == pytest.approx(expected, rel=1e-10)
+
+
+def test_classes_map_labels_to_columns():
+    rng = np.random.default_rng(4)
+    proba = _random_proba(rng, 100, 3)
+    y = rng.integers(0, 3, size=100)
+    classes = np.array(["cat", "dog", "emu"])
+    for metric in (
+        expected_calibration_error,
+        maximum_calibration_error,
+        classwise_calibration_error,
+    ):
+        assert metric(classes[y], proba, classes=classes) == pytest.approx(metric(y, proba))
+    # classes order matters: column k is classes[k]
+    shuffled = np.array(["dog", "cat", "emu"])
+    remapped = np.array([1, 0, 2])[y]
+    assert expected_calibration_error(classes[y], proba, classes=shuffled) == pytest.approx(
+        expected_calibration_error(remapped, proba)
+    )
+
+
+@pytest.mark.parametrize(
+    "y, proba, kwargs, match",
+    [
+        (["a", "b"], [[0.5, 0.5], [0.2, 0.8]], {}, "column indices"),
+        ([0, 3], [[0.5, 0.5], [0.2, 0.8]], {}, "column indices"),
+        ([0.5, 1], [[0.5, 0.5], [0.2, 0.8]], {}, "column indices"),
+        (["a", "z"], [[0.5, 0.5], [0.2, 0.8]], {"classes": ["a", "b"]}, "'z'"),
+        ([0, 1], [[0.5, 0.5], [0.2, 0.8]], {"classes": ["a", "b", "c"]}, "3 entries"),
+        ([0, 1], [0.5, 0.8], {}, "2-D"),
+        ([0], [[0.5, 0.5], [0.2, 0.8]], {}, "one label per row"),
+        ([0, 1], [[1.5, -0.5], [0.2, 0.8]], {}, r"\[0, 1\]"),
+        ([0, 1], [[np.nan, 0.5], [0.2, 0.8]], {}, "finite"),
+        ([0, 1], [[0.5, 0.5], [0.2, 0.8]], {"n_bins": 0}, "n_bins"),
+    ],
+)
+def test_calibration_input_errors(y, proba, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        expected_calibration_error(y, proba, **kwargs)
+
+
+def test_ece_scorer_negates_and_works_in_grid_search():
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    clf = LogisticRegression(max_iter=500).fit(X, labels)
+    expected = expected_calibration_error(labels, clf.predict_proba(X), classes=clf.classes_)
+    assert expected > 0
+    assert ece_scorer(clf, X, labels) == pytest.approx(-expected)
+    assert mce_scorer(clf, X, labels) == pytest.approx(
+        -maximum_calibration_error(labels, clf.predict_proba(X), classes=clf.classes_)
+    )
+    search = GridSearchCV(
+        LogisticRegression(max_iter=500), {"C": [0.01, 1.0]}, scoring=ece_scorer, cv=3
+    ).fit(X, labels)
+    assert np.all(search.cv_results_["mean_test_score"] <= 0)
+
+
+def test_ece_scorer_with_a_library_estimator(small_blobs):
+    from ebmclassifier import NGEBMClassifier
+
+    X, y = small_blobs
+    labels = np.array(["a", "b", "c"])[y]
+    search = GridSearchCV(
+        NGEBMClassifier(max_epochs=3, random_state=0, module__hidden_sizes=(16,)),
+        {"beta": [0.0, 0.5]},
+        scoring=ece_scorer,
+        cv=2,
+    ).fit(X, labels)
+    best = search.best_estimator_
+    expected = expected_calibration_error(labels, best.predict_proba(X), classes=best.classes_)
+    assert ece_scorer(best, X, labels) == pytest.approx(-expected)
+    assert search.best_score_ <= 0
+
+
+# ----------------------------------------------------------------------------- OOD
+
+
+def _reference_aupr(scores, positive):
+    """Trapezoidal area under precision(recall) from thresholds at every distinct score."""
+    points = [(0.0, 1.0)]
+    for t in np.unique(scores)[::-1]:
+        flagged = scores >= t
+        tp = np.sum(flagged & positive)
+        points.append((tp / positive.sum(), tp / flagged.sum()))
+    recall, precision = np.array(points).T
+    return np.trapezoid(precision, recall)
+
+
+def test_ood_metrics_match_references():
+    rng = np.random.default_rng(5)
+    scores_in = rng.normal(0.0, 1.0, size=300)
+    scores_out = rng.normal(1.0, 1.5, size=200)
+    m = ood_metrics(scores_in, scores_out)
+    scores = np.concatenate([scores_in, scores_out])
+    is_ood = np.r_[np.zeros(300, bool), np.ones(200, bool)]
+    assert m["auroc"] == pytest.approx(roc_auc_score(is_ood, scores))
+    assert m["aupr_out"] == pytest.approx(_reference_aupr(scores, is_ood))
+    assert m["aupr_in"] == pytest.approx(_reference_aupr(-scores, ~is_ood))
+    # brute force: lowest FPR over thresholds that catch >= 95% of OOD
+    fprs = [np.mean(scores_in >= t) for t in scores if np.mean(scores_out >= t) >= 0.95]
+    assert m["fpr95"] == pytest.approx(min(fprs))
+
+
+def test_fpr95_constructed_case():
+    # 19 of 20 OOD scores (exactly 95%) lie above 0.9, one is hidden at 0; in-distribution
+    # scores are 0.00 .. 0.99, of which 0.91 .. 0.99 (9 of 100) are >= the threshold 0.905.
+    scores_in = np.arange(100) / 100
+    scores_out = np.r_[0.905 + 0.005 * np.arange(19), 0.0]
+    assert ood_metrics(scores_in, scores_out)["fpr95"] == pytest.approx(0.09)
+
+
+def test_ood_metrics_perfect_and_reversed():
+    perfect = ood_metrics([0.0, 0.1, 0.2], [1.0, 2.0])
+    assert perfect == pytest.approx({"auroc": 1.0, "aupr_in": 1.0, "aupr_out": 1.0, "fpr95": 0.0})
+    # oriented the wrong way: every in-distribution sample is flagged before any OOD one
+    reversed_ = ood_metrics([1.0, 2.0], [0.0, 0.1, 0.2])
+    assert reversed_["auroc"] == pytest.approx(0.0)
+    assert reversed_["fpr95"] == pytest.approx(1.0)
+
+
+def test_ood_metrics_aupr_in_is_aupr_out_of_the_mirrored_problem():
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(size=50), rng.normal(0.5, size=70)
+    assert ood_metrics(a, b)["aupr_in"] == pytest.approx(ood_metrics(-b, -a)["aupr_out"])
+
+
+@pytest.mark.parametrize(
+    "scores_in, scores_out", [([], [1.0]), ([0.0, np.nan], [1.0]), ([[0.0]], [1.0])]
+)
+def test_ood_metrics_input_errors(scores_in, scores_out):
+    with pytest.raises(ValueError, match="scores_in"):
+        ood_metrics(scores_in, scores_out)
+
+
+def test_ood_metrics_accepts_tensors():
+    m = ood_metrics(torch.tensor([0.0, 0.5]), torch.tensor([1.0, 0.2]))
+    assert m["auroc"] == pytest.approx(0.75)

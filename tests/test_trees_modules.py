@@ -1,0 +1,91 @@
+"""Default latent-tree networks: padding invariance, a real graph convolution, gradient flow."""
+
+import pytest
+import torch
+
+from ebmclassifier.latent.tree_latent import TREE_GRADIENTS, tree_latent
+from ebmclassifier.latent.tree_modules import (
+    BiLSTMArcScorer,
+    TreeGCNDecoder,
+    TreeLatentModel,
+    sequence_lengths,
+)
+from ebmclassifier.latent.trees import arc_mask, heads_to_arcs
+
+X = torch.tensor([[3, 7, 2, 9], [4, 1, 0, 0], [5, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("scorer", ["biaffine", "mlp"])
+def test_arc_scorer_ignores_padding(scorer):
+    torch.manual_seed(0)
+    model = BiLSTMArcScorer(10, 6, 5, 4, scorer=scorer)
+    with torch.no_grad():
+        batched = model(X)
+        for b, n in enumerate(sequence_lengths(X).tolist()):
+            single = model(X[b : b + 1, :n])[0]
+            torch.testing.assert_close(batched[b, : n + 1, : n + 1], single)
+
+
+def test_gcn_layer_matches_its_formula():
+    torch.manual_seed(1)
+    decoder = TreeGCNDecoder(10, 3, embedding_dim=4, hidden_size=4, n_layers=1)
+    x = X[:1]
+    z = heads_to_arcs(torch.tensor([[2, 0, 2, 3]]))  # 2 <- root, 1 <- 2, 3 <- 2, 4 <- 3
+    e = torch.cat([decoder.root[None], decoder.embedding(x[0])])
+    heads = [None, 2, 0, 2, 3]
+    children = {0: [2], 1: [], 2: [1, 3], 3: [4], 4: []}
+    states = []
+    for m in range(5):
+        pre = decoder.self_loops[0](e[m]) + decoder.from_mods[0](
+            sum((e[c] for c in children[m]), torch.zeros(4))
+        )
+        if heads[m] is not None:
+            pre = pre + decoder.from_head[0](e[heads[m]])
+        states.append(torch.relu(pre))
+    words = torch.stack(states[1:])
+    expected = decoder.classifier(torch.cat([words.mean(0), words.max(0).values]))
+    torch.testing.assert_close(decoder(x, z)[0], expected)
+
+
+def test_decoder_depends_on_the_tree_and_ignores_padding():
+    torch.manual_seed(2)
+    decoder = TreeGCNDecoder(10, 2, 8, 8)
+    a = heads_to_arcs(torch.tensor([[2, 0, 2, 3]]))
+    b = heads_to_arcs(torch.tensor([[0, 1, 2, 3]]))
+    assert not torch.allclose(decoder(X[:1], a), decoder(X[:1], b))
+    z = heads_to_arcs(torch.tensor([[0, 1]]))
+    z_padded = torch.zeros(1, 5, 5)
+    z_padded[:, :3, :3] = z
+    torch.testing.assert_close(decoder(X[1:2], z_padded), decoder(X[1:2, :2], z))
+
+
+@pytest.mark.parametrize("gradient", TREE_GRADIENTS)
+def test_every_method_reaches_the_encoder(gradient):
+    # SPIGOT's gradient vanishes when the decoder already prefers the MAP tree (the step
+    # lies in the normal cone), so use a batch large enough for that not to hold everywhere
+    torch.manual_seed(3)
+    lengths = torch.tensor([6, 5, 4, 6, 3, 6, 2, 5])
+    x = torch.randint(1, 10, (8, 6)) * (torch.arange(6) < lengths[:, None])
+    y = torch.randint(0, 2, (8,))
+    model = TreeLatentModel(BiLSTMArcScorer(10, 6, 6, 6), TreeGCNDecoder(10, 2, 6, 6), gradient)
+
+    def per_sample_loss(z):
+        return torch.nn.functional.cross_entropy(model.decoder(x, z), y, reduction="none")
+
+    scores = model.encoder(x)
+    z = tree_latent(scores, lengths, gradient, per_sample_loss, generator=torch.Generator())
+    per_sample_loss(z).sum().backward()
+    grads = [p.grad for p in model.encoder.parameters() if p.grad is not None]
+    assert grads and sum(float(g.abs().sum()) for g in grads) > 0
+    assert model(x).shape == (8, 2)
+    latent = model.latent(x)
+    assert torch.all(latent[~arc_mask(lengths, 6)] == 0)
+
+
+def test_sequence_lengths_rejects_holes_and_empty_rows():
+    with pytest.raises(ValueError, match="row 0"):
+        sequence_lengths(torch.tensor([[1, 0, 2]]))
+    with pytest.raises(ValueError, match="row 1"):
+        sequence_lengths(torch.tensor([[1, 2], [0, 0]]))
+    with pytest.raises(ValueError, match="scorer"):
+        BiLSTMArcScorer(5, scorer="bilinear")

@@ -1,0 +1,114 @@
+"""SparseMAP over trees: solves its QP (KKT, slow enumerated solve), exact backward, masking."""
+
+import numpy as np
+import pytest
+import torch
+from test_trees_enumeration import enumerated, pad_arcs
+
+from ebmclassifier.latent.tree_sparsemap import sparsemap_active_set, tree_sparsemap
+from ebmclassifier.latent.trees import tree_map
+
+N_PAD = 4
+LENGTHS = torch.tensor([4, 3, 2, 1, 4])
+
+
+def random_scores(seed, batch=None, n=N_PAD, scale=1.0):
+    batch = len(LENGTHS) if batch is None else batch
+    g = torch.Generator().manual_seed(seed)
+    return scale * torch.randn(batch, n + 1, n + 1, generator=g, dtype=torch.float64)
+
+
+def _project_simplex(v):
+    """Euclidean projection onto the simplex by sorting (Held, Wolfe & Crowder 1974)."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.arange(1, len(v) + 1)
+    rho = np.flatnonzero(u - css / k > 0)[-1]
+    return np.maximum(v - css[rho] / (rho + 1), 0.0)
+
+
+def _slow_projection(vertices, target, n_iter=20000):
+    """min_p ||V^T p - s||^2 / 2 over the simplex by accelerated projected gradient (FISTA)."""
+    lipschitz = np.linalg.norm(vertices, 2) ** 2
+    p = np.full(len(vertices), 1.0 / len(vertices))
+    y, t = p.copy(), 1.0
+    for _ in range(n_iter):
+        p_next = _project_simplex(y - vertices @ (vertices.T @ y - target) / lipschitz)
+        t_next = (1 + np.sqrt(1 + 4 * t * t)) / 2
+        y = p_next + (t - 1) / t_next * (p_next - p)
+        p, t = p_next, t_next
+    return vertices.T @ p
+
+
+@pytest.mark.parametrize("projective", [True, False])
+@pytest.mark.parametrize("scale", [0.3, 1.0, 3.0])
+def test_sparsemap_satisfies_kkt_over_all_enumerated_trees(projective, scale):
+    scores = random_scores(0, scale=scale)
+    mu, vertices, weights = sparsemap_active_set(scores, LENGTHS, projective)
+    for b, n in enumerate(LENGTHS.tolist()):
+        trees, _ = enumerated(scores[b], n, projective)
+        padded = torch.stack([pad_arcs(z, N_PAD) for z in trees]).reshape(len(trees), -1)
+        active = torch.as_tensor(vertices[b])
+        # primal feasibility: a convex combination of valid trees of the family
+        assert np.all(weights[b] >= 0) and np.isclose(weights[b].sum(), 1.0)
+        assert all(bool(((padded - z).abs().sum(1) == 0).any()) for z in active)
+        torch.testing.assert_close(mu[b].reshape(-1), torch.as_tensor(weights[b]) @ active)
+        # optimality of a projection: <z - mu, s - mu> <= 0 for every vertex z of the polytope
+        s = scores[b].clone()
+        s[n + 1 :, :] = 0
+        s[:, n + 1 :] = 0
+        s[:, 0] = 0
+        s.fill_diagonal_(0)
+        residual = (s - mu[b]).reshape(-1)
+        assert torch.all((padded - mu[b].reshape(-1)) @ residual <= 1e-9)
+        # complementary slackness: the active trees are the tight ones
+        torch.testing.assert_close(
+            (active - mu[b].reshape(-1)) @ residual, torch.zeros(len(active), dtype=s.dtype)
+        )
+
+
+@pytest.mark.parametrize("projective", [True, False])
+def test_sparsemap_matches_slow_projected_gradient_over_enumerated_trees(projective):
+    scores = random_scores(1, batch=2, n=4)
+    lengths = torch.tensor([4, 3])
+    mu = tree_sparsemap(scores, lengths, projective)
+    for b, n in enumerate(lengths.tolist()):
+        trees, _ = enumerated(scores[b], n, projective)
+        flat = trees.reshape(len(trees), -1).numpy()
+        target = (scores[b, : n + 1, : n + 1] * (trees.sum(0) > 0)).reshape(-1).numpy()
+        slow = _slow_projection(flat, target).reshape(n + 1, n + 1)
+        np.testing.assert_allclose(mu[b, : n + 1, : n + 1].numpy(), slow, atol=1e-5)
+
+
+def test_sparsemap_of_a_dominant_tree_is_that_tree():
+    scores = random_scores(2)
+    arcs = tree_map(scores, LENGTHS)
+    torch.testing.assert_close(tree_sparsemap(scores + 50 * arcs, LENGTHS), arcs)
+
+
+@pytest.mark.parametrize("projective", [True, False])
+def test_sparsemap_backward_gradcheck(projective):
+    scores = random_scores(3, batch=3, n=4).requires_grad_(True)
+    lengths = torch.tensor([4, 2, 3])
+    assert torch.autograd.gradcheck(lambda s: tree_sparsemap(s, lengths, projective), scores)
+
+
+@pytest.mark.parametrize("projective", [True, False])
+def test_sparsemap_padded_batch_equals_unpadded_sentences(projective):
+    scores = random_scores(4).requires_grad_(True)
+    mu = tree_sparsemap(scores, LENGTHS, projective)
+    g = torch.randn(mu.shape, generator=torch.Generator().manual_seed(0), dtype=mu.dtype)
+    (grad,) = torch.autograd.grad((mu * g).sum(), scores)
+    for b, n in enumerate(LENGTHS.tolist()):
+        single = scores[b : b + 1, : n + 1, : n + 1].detach().requires_grad_(True)
+        mu_b = tree_sparsemap(single, None, projective)
+        (grad_b,) = torch.autograd.grad((mu_b * g[b : b + 1, : n + 1, : n + 1]).sum(), single)
+        torch.testing.assert_close(mu[b], pad_arcs(mu_b[0].detach(), N_PAD))
+        torch.testing.assert_close(grad[b], pad_arcs(grad_b[0], N_PAD))
+
+
+def test_sparsemap_rejects_bad_max_iter_and_warns_when_not_converged():
+    with pytest.raises(ValueError, match="max_iter"):
+        tree_sparsemap(torch.zeros(1, 3, 3), max_iter=0)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        sparsemap_active_set(random_scores(5, scale=0.1), LENGTHS, max_iter=1)
