@@ -186,6 +186,15 @@ def test_data_parallel_refuses_estimators_not_ready_for_it(small_blobs):
     with pytest.raises(ValueError, match="has not been made ready for data-parallel"):
         NotReady(random_state=0).fit(*small_blobs)
 
+    from ebmclassifier import JEMClassifier
+
+    # JEM's replay buffer is not sharded per process yet (docs/scaling.md has the plan).
+    class DataParallelJEM(DataParallelMixin, JEMClassifier):
+        pass
+
+    with pytest.raises(ValueError, match="DataParallelJEM has not been made ready"):
+        DataParallelJEM(random_state=0).fit(*small_blobs)
+
 
 def test_data_parallel_needs_a_process_group(small_blobs):
     if torch.distributed.is_available() and torch.distributed.is_initialized():
