@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from math import prod
@@ -53,7 +54,15 @@ class ShuffledTensorBatchIterator(TensorBatchIterator):
 def _resolve_device(device) -> torch.device:
     """Turn the ``device`` parameter into a torch device, or say clearly why not."""
     if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        # Called in fit only, so that importing, constructing and pickling an estimator never
+        # touch CUDA (a parent that did could not fork workers that use it).
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        # Under torchrun each process takes its own GPU.
+        local_rank = os.environ.get("LOCAL_RANK", "")
+        if local_rank.isdigit():
+            return torch.device("cuda", int(local_rank) % torch.cuda.device_count())
+        return torch.device("cuda")
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:

@@ -119,6 +119,17 @@ random_state, verbose, **kwargs
                 "grad_norm='finite_difference' (first-order only), or compile=False."
             )
 
+    def _data_parallel_problems(self) -> list[str]:
+        # Cross-entropy and the gradient norms are means of per-sample terms, which the
+        # shards of a batch reproduce exactly; the batch variance of the energy is not.
+        if self.energy_var_weight:
+            return [
+                f"energy_var_weight={self.energy_var_weight!r} penalises the variance of the "
+                "energy over a batch, which data-parallel training would compute per shard; "
+                "use energy_var_weight=0 for data-parallel training."
+            ]
+        return []
+
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)
         scale = float(np.sqrt(X.var(axis=0, dtype=np.float64).sum()))

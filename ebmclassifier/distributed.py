@@ -1,0 +1,231 @@
+"""Data-parallel training of one estimator over several processes, with torch.distributed.
+
+The engine is PyTorch's own: processes started by ``torchrun`` (or any launcher that sets up a
+``torch.distributed`` process group), and :class:`torch.nn.parallel.DistributedDataParallel`
+(DDP) averaging the parameter gradients. Mix :class:`DataParallelMixin` in front of an estimator
+class (:class:`DataParallelNGEBMClassifier` is the one for NG-EBM) and run the same script on
+every process::
+
+    # train.py, run with: torchrun --nproc_per_node=2 train.py
+    import torch.distributed as dist
+    from ebmclassifier.distributed import DataParallelNGEBMClassifier
+
+    dist.init_process_group("gloo")  # "nccl" on GPUs
+    clf = DataParallelNGEBMClassifier(beta=0.5, batch_size=256, random_state=0).fit(X, y)
+    dist.destroy_process_group()
+
+Every process passes the same ``(X, y)``. Each global batch of ``batch_size`` samples (the same
+batches a single process would draw, because every process seeds its shuffling with the same
+``random_state``) is split into one contiguous shard per process; each process computes the loss
+of its shard, and the gradients are averaged so that the step is the one a single process would
+take on the whole batch. The fitted estimator is therefore the single-process one up to
+floating-point summation order, whatever the number of processes, as long as the loss is a mean
+of per-sample terms (see :meth:`DataParallelMixin._data_parallel_problems`).
+
+References
+----------
+.. [1] Li, S., et al. "PyTorch Distributed: Experiences on Accelerating Data Parallel Training".
+   VLDB 2020.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+from torch import distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from .ngebm import NGEBMClassifier
+
+__all__ = ["DataParallelMixin", "DataParallelNGEBMClassifier", "ShardedBatches"]
+
+
+class ShardedBatches:
+    """This process's shard of each batch of a training iterator.
+
+    Parameters
+    ----------
+    iterator : iterable of (X, y) tensor batches
+        The global batches, identical on every process.
+    rank, world_size : int
+        This process's index and the number of processes.
+
+    Notes
+    -----
+    A global batch of ``m`` samples is cut into ``world_size`` contiguous shards of
+    ``ceil(m / world_size)`` or ``floor(m / world_size)`` samples. A trailing batch with fewer
+    samples than processes is dropped, so that no process works on an empty shard (DDP needs a
+    backward pass on every process at every step).
+    """
+
+    def __init__(self, iterator, rank: int, world_size: int) -> None:
+        self.iterator = iterator
+        self.rank = rank
+        self.world_size = world_size
+
+    def __len__(self) -> int:
+        n = len(self.iterator)
+        dataset = getattr(self.iterator, "dataset", None)
+        size = getattr(self.iterator, "batch_size", None)
+        if n and dataset is not None and size:
+            last = len(dataset) - (n - 1) * size
+            n -= 0 < last < self.world_size
+        return n
+
+    def __iter__(self) -> Iterator:
+        for Xb, yb in self.iterator:
+            if len(Xb) < self.world_size:
+                continue
+            shard = slice(*_shard_bounds(len(Xb), self.rank, self.world_size))
+            yield Xb[shard], (yb[shard] if yb is not None else None)
+
+
+def _shard_bounds(n: int, rank: int, world_size: int) -> tuple[int, int]:
+    """``[start, stop)`` of shard ``rank`` when ``n`` items are cut into ``world_size`` shards."""
+    base, extra = divmod(n, world_size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (rank < extra)
+
+
+class DataParallelMixin:
+    """Train the estimator it is mixed into with DistributedDataParallel over a process group.
+
+    Put it first among the bases, in an importable module (so that fitted estimators unpickle),
+    as :class:`DataParallelNGEBMClassifier` does. The estimator must declare itself ready in
+    ``_data_parallel_problems``. It needs an initialized default process group
+    (``torch.distributed.init_process_group``), the same ``(X, y)`` on every process and an
+    int ``random_state`` (so that every process draws the same batches). Everything else is the
+    estimator's own behaviour: ``batch_size`` is the global batch, shared by the processes; the
+    fitted estimator holds a plain (unwrapped) network, pickles as usual, and predicts locally.
+
+    With ``device="auto"`` and CUDA present, process ``LOCAL_RANK`` (set by ``torchrun``) uses
+    GPU ``LOCAL_RANK``; use ``"nccl"`` as the backend then.
+
+    Notes
+    -----
+    The NG-EBM gradient-norm term differentiates ``dE/dx`` with respect to the parameters
+    (double backward). Under DDP this is exact: the input gradient is taken with
+    ``torch.autograd.grad(..., inputs=x)``, which fills no parameter gradient and so triggers
+    none of DDP's all-reduce hooks; the one ``loss.backward()`` of the step then reaches every
+    parameter once, through both the first- and second-order paths, and DDP averages the sum.
+    Validation runs under ``no_sync`` on the full validation set on every process.
+    """
+
+    def _data_parallel_problems(self) -> list[str]:
+        """Why this estimator, as configured, cannot be trained data-parallel (empty: it can).
+
+        An estimator opts in by overriding this; the default refuses, so that an estimator
+        whose loss couples the samples of a batch (or samples from a shared buffer, as JEM
+        does) is never silently trained with a different objective.
+        """
+        problems = getattr(super(), "_data_parallel_problems", None)
+        if problems is None:
+            return [
+                f"{type(self).__name__} has not been made ready for data-parallel training "
+                "(its loss may not be a mean of per-sample terms)."
+            ]
+        return problems()
+
+    def _prepare_fit(self, X: np.ndarray) -> None:
+        problems = self._data_parallel_problems()
+        if self.random_state is None or isinstance(self.random_state, np.random.RandomState):
+            problems.append(
+                f"Data-parallel training needs an int random_state, so that every process draws "
+                f"the same batches; got random_state={self.random_state!r}. Pass e.g. "
+                "random_state=0."
+            )
+        if problems:
+            raise ValueError(" ".join(problems))
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(
+                f"{type(self).__name__} trains data-parallel and needs a torch.distributed "
+                "process group: start the script with torchrun and call "
+                "torch.distributed.init_process_group('gloo' or 'nccl') before fit."
+            )
+        world_size = dist.get_world_size()
+        if self.batch_size != -1 and self.batch_size < world_size:
+            raise ValueError(
+                f"batch_size={self.batch_size!r} is the global batch, shared by "
+                f"{world_size} processes; it must be at least the number of processes."
+            )
+        super()._prepare_fit(X)
+        self._check_same_data(X)
+
+    def _check_same_data(self, X: np.ndarray) -> None:
+        """Fail on every process, not hang, when the processes were given different data."""
+        X64 = X.astype(np.float64, copy=False)
+        summary = torch.tensor(
+            [len(X), X64.sum(), (X64 * X64).sum()], dtype=torch.float64, device=self.device_
+        )
+        gathered = [torch.empty_like(summary) for _ in range(dist.get_world_size())]
+        dist.all_gather(gathered, summary)
+        if not all(torch.equal(g, gathered[0]) for g in gathered):
+            rows = [g.tolist() for g in gathered]
+            raise ValueError(
+                "Data-parallel training needs the same X on every process; the processes got "
+                f"different data (n_samples, sum, sum of squares per process: {rows!r})."
+            )
+
+    def _fit_validated(self, X: np.ndarray, y: np.ndarray) -> None:
+        device_ids = [self.device_.index or 0] if self.device_.type == "cuda" else None
+        # DDP broadcasts rank 0's parameters, so all processes start from the same weights.
+        wrapped = DistributedDataParallel(self.module_, device_ids=device_ids)
+        self.module_ = wrapped
+        try:
+            super()._fit_validated(X, y)
+        finally:
+            # The fitted estimator holds the plain network: it pickles and predicts alone.
+            self.module_ = wrapped.module
+
+    def _data_parallel(self) -> bool:
+        return isinstance(getattr(self, "module_", None), DistributedDataParallel)
+
+    def get_iterator(self, dataset, training: bool = False):
+        iterator = super().get_iterator(dataset, training=training)
+        if training and self._data_parallel():
+            return ShardedBatches(iterator, dist.get_rank(), dist.get_world_size())
+        return iterator
+
+    def compute_loss(self, X, y, training):
+        loss, logits = super().compute_loss(X, y, training)
+        if not (training and self._data_parallel()):
+            return loss, logits
+        # DDP averages gradients over the processes. Weighting each shard's mean loss by
+        # n_local * world_size / n_global makes that average the gradient of the mean over
+        # the global batch, also when the shards differ in size.
+        n_local = float(len(X))
+        stats = torch.stack([loss.detach() * n_local, loss.new_tensor(n_local)])
+        dist.all_reduce(stats)
+        global_loss = stats[0] / stats[1]
+        self._global_batch_size = int(stats[1].item())
+        weighted = loss * (n_local * dist.get_world_size() / stats[1])
+        # The value is the global loss, identical on every process (so a divergence is seen
+        # everywhere at once and the history is the single-process one); the gradient is
+        # the weighted local one.
+        return weighted + (global_loss - weighted).detach(), logits
+
+    def on_batch_end(self, net, batch=None, training=None, **kwargs) -> None:
+        super().on_batch_end(net, batch=batch, training=training, **kwargs)
+        if training and self._data_parallel():
+            # skorch weighs the batch losses by the batch sizes when it averages them over an
+            # epoch; with the shard sizes, the processes would disagree on the epoch's loss
+            # (and callbacks such as EarlyStopping on when to stop).
+            self.history.record_batch("train_batch_size", self._global_batch_size)
+
+    def validation_step(self, batch, **fit_params):
+        sync = self.module_.no_sync() if self._data_parallel() else nullcontext()
+        with sync:
+            return super().validation_step(batch, **fit_params)
+
+
+class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
+    """:class:`~ebmclassifier.NGEBMClassifier` trained data-parallel over a process group.
+
+    The parameters are those of :class:`~ebmclassifier.NGEBMClassifier`; ``batch_size`` is the
+    global batch, shared by the processes. Defined here, not in the user's script, so that a
+    fitted estimator unpickles wherever ebmclassifier is installed; outside a process group it
+    predicts and scores as a plain NG-EBM (``fit`` needs the group).
+    """
