@@ -1,4 +1,8 @@
-"""Grid search over NG-EBM's beta on a dask cluster (here a local one: 2 worker processes).
+"""
+Grid search over beta on a dask cluster
+=======================================
+
+Grid search over NG-EBM's beta on a dask cluster (here a local one: 2 worker processes).
 
 Run: python examples/grid_search_dask.py   (needs pip install "ebmclassifier[distributed]")
 

@@ -1,4 +1,8 @@
-"""Train one NG-EBM on several processes with DistributedDataParallel.
+"""
+Data-parallel training with DistributedDataParallel
+===================================================
+
+Train one NG-EBM on several processes with DistributedDataParallel.
 
 Run: torchrun --standalone --nproc_per_node=2 examples/train_data_parallel.py
 
