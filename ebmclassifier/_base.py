@@ -225,6 +225,11 @@ class EBMClassifierBase(NeuralNetClassifier):
         X = validate_data(
             self, _as_numpy(X), reset=reset, dtype=np.float32, allow_nd=True, ensure_min_features=1
         )
+        self._check_sample_shape(X, reset=reset)
+        return X
+
+    def _check_sample_shape(self, X: np.ndarray, *, reset: bool) -> None:
+        """Remember the sample shape in fit; afterwards, insist on it."""
         if reset:
             self.input_shape_ = tuple(X.shape[1:])
         elif tuple(X.shape[1:]) != self.input_shape_:
@@ -232,7 +237,6 @@ class EBMClassifierBase(NeuralNetClassifier):
                 f"X has samples of shape {tuple(X.shape[1:])}, but {type(self).__name__} was "
                 f"fitted on samples of shape {self.input_shape_}."
             )
-        return X
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
         if y is None:
@@ -243,8 +247,8 @@ class EBMClassifierBase(NeuralNetClassifier):
             self, _as_numpy(X), _as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
         )
         check_classification_targets(y)
+        self._check_sample_shape(X, reset=reset)
         if reset:
-            self.input_shape_ = tuple(X.shape[1:])
             encoder = LabelEncoder().fit(y if classes is None else np.asarray(classes))
             if len(encoder.classes_) < 2:
                 raise ValueError(
@@ -252,11 +256,6 @@ class EBMClassifierBase(NeuralNetClassifier):
                     f"the data contain only one class: {encoder.classes_.tolist()[0]!r}."
                 )
             self.label_encoder_ = encoder
-        elif tuple(X.shape[1:]) != self.input_shape_:
-            raise ValueError(
-                f"X has samples of shape {tuple(X.shape[1:])}, but {type(self).__name__} was "
-                f"fitted on samples of shape {self.input_shape_}."
-            )
         unseen = np.setdiff1d(np.unique(y), self.label_encoder_.classes_)
         if len(unseen):
             raise ValueError(
