@@ -240,7 +240,11 @@ def _jsonable(obj):
 
 
 def write_figures(results: dict, out: Path) -> list[str]:
-    """Write reliability_<model>.png, ood_<model>.png (first seed) and robustness.png.
+    """Write the figures: reliability, OOD histograms and robustness, one PNG each per model.
+
+    ``reliability_<model>.png`` and ``ood_<model>.png`` show the first seed;
+    ``robustness_<model>.png`` every seed (median and [min, max] band), and
+    ``robustness.png`` all models' curves together.
 
     Parameters
     ----------
@@ -278,14 +282,18 @@ def write_figures(results: dict, out: Path) -> list[str]:
         runs = [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
         if runs and runs[0] is not None:
             curves[model] = runs
-    if curves:
-        path = out / "robustness.png"
+    attack = f"PGD ({results['config']['attack_steps']} steps) on {results['data']['name']}"
+    # one figure per model (its seeds: median and [min, max] band), then all of them together
+    panels = {f"robustness_{model}.png": {model: runs} for model, runs in curves.items()}
+    if len(curves) > 1:
+        panels["robustness.png"] = curves
+    for name, panel in panels.items():
+        title = f"{next(iter(panel))}, {attack}" if len(panel) == 1 else attack
         plot_accuracy_vs_epsilon(
-            results["epsilons"], curves, norm=results["config"]["norm"],
-            title=f"PGD ({results['config']['attack_steps']} steps) on {results['data']['name']}",
-            path=path,
+            results["epsilons"], panel, norm=results["config"]["norm"], title=title,
+            path=out / name,
         )  # fmt: skip
-        written.append(path.name)
+        written.append(name)
     return written
 
 
@@ -336,7 +344,14 @@ def write_report(results: dict, out, command: str = "") -> dict:
         f"[{data['input_range'][0]:.3g}, {data['input_range'][1]:.3g}]. OOD sets (from the test "
         f"split unless named after another data set): "
         + ", ".join(f"{k} ({v})" for k, v in data["ood_sets"].items())
-        + ".",
+        + ". "
+        + (
+            "Every model trains on standardized inputs (each feature to zero mean and unit "
+            "variance over the training split); the OOD sets go through the same transform "
+            "and the attack radii are in the data's own units."
+            if data.get("standardized")
+            else "Every model trains on the inputs as given (`--no-standardize`)."
+        ),
         "",
         f"Seeds: {cfg['seeds']}; {results['max_epochs']} epochs per model, learning rate "
         f"{_lr_text(results.get('lr'))}. Every number is the "

@@ -97,6 +97,10 @@ def _add_compare(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--n-attack", type=int, default=500, help="test samples attacked (default 500)")
     p.add_argument("--max-train", type=int, default=None, help="subsample the training split")
     p.add_argument("--max-test", type=int, default=None, help="subsample the test split")
+    p.add_argument(
+        "--no-standardize", action="store_true",
+        help="train on the inputs as given instead of standardizing each feature",
+    )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run_compare_command)
     return p
@@ -136,6 +140,7 @@ def run_compare_command(args) -> int:
         max_train=args.max_train,
         max_test=args.max_test,
         progress=not args.no_progress,
+        standardize=not args.no_standardize,
     )
     results = run_comparison(config, log=lambda msg: print(msg, file=sys.stderr))
     command = _command_line(args)
@@ -170,6 +175,8 @@ def _command_line(args) -> str:
     for flag, value in options.items():
         if value is not None:
             parts += [flag, str(value)]
+    if args.no_standardize:
+        parts.append("--no-standardize")
     return shlex.join(parts)
 
 

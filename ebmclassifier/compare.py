@@ -1,5 +1,13 @@
 """The comparison behind ``python -m ebmclassifier compare``: train each model per seed, measure.
 
+Inputs are standardized first (each feature to zero mean and unit variance over the training
+split, scikit-learn's ``StandardScaler``; on by default): the estimators' defaults (NG-EBM's
+``beta``, JEM's SGLD step and noise) are in the units of the input, and they are tuned on
+standardized data. The test split and every OOD set go through the same transform, so the OOD
+sets stay what they were in the data's own units (uniform noise over the raw input range), and
+the attacks run in the data's own units too: the standardization is the first layer of the
+network PGD differentiates, so an epsilon of 8/255 means 8/255 of a pixel.
+
 For every seed the training split is divided once more: a held-out calibration part (default
 20%, stratified) is kept for temperature scaling (``ce_ts``) and every model trains on the rest,
 so all models see the same data. Each model is then measured on the test split: accuracy,
@@ -17,8 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback
 
 from .datasets import load_named_dataset
@@ -142,6 +152,91 @@ class _EpochBar(Callback):
         self.bar_ = None  # a fitted estimator stays picklable
 
 
+# ----------------------------------------------------------------------------- input scale
+
+
+class Standardizer:
+    """Per-feature standardization for samples of any shape, fitted on a training split.
+
+    scikit-learn's :class:`~sklearn.preprocessing.StandardScaler` on the flattened samples
+    (a feature that is constant in training keeps its scale); the same transform is available
+    as a torch layer (:meth:`as_module`) so that gradients can be taken in the raw units.
+
+    Parameters
+    ----------
+    X_train : ndarray of shape (n_samples, ...)
+        The data the mean and standard deviation are computed on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 1.0], [2.0, 1.0]], dtype=np.float32)
+    >>> Standardizer(X).transform(X)
+    array([[-1.,  0.],
+           [ 1.,  0.]], dtype=float32)
+    """
+
+    def __init__(self, X_train: np.ndarray):
+        self.sample_shape = X_train.shape[1:]
+        self.scaler = StandardScaler().fit(X_train.reshape(len(X_train), -1))
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Standardize ``X`` (same sample shape as the training data); float32, same shape.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, ...)
+
+        Returns
+        -------
+        X_standardized : ndarray of float32, same shape as ``X``
+        """
+        flat = self.scaler.transform(X.reshape(len(X), -1))
+        return flat.reshape(X.shape).astype(np.float32)
+
+    def as_module(self, device) -> torch.nn.Module:
+        """The transform as a torch layer, ``(x - mean) / scale``, on ``device``.
+
+        Parameters
+        ----------
+        device : str or torch.device
+
+        Returns
+        -------
+        layer : torch.nn.Module
+        """
+        return _Affine(
+            torch.as_tensor(self.scaler.mean_, dtype=torch.float32).reshape(self.sample_shape),
+            torch.as_tensor(self.scaler.scale_, dtype=torch.float32).reshape(self.sample_shape),
+        ).to(device)
+
+
+class _Affine(torch.nn.Module):
+    def __init__(self, mean: torch.Tensor, scale: torch.Tensor):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("scale", scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.scale
+
+
+class _RawInputView:
+    """A fitted estimator seen from the raw input space, for :func:`adversarial_accuracy`.
+
+    Its network is ``standardize -> estimator.module_`` and its input box the raw input range,
+    so PGD's ball and box are in the data's own units whatever scale the model trained on.
+    """
+
+    def __init__(self, estimator, standardizer: Standardizer, input_range: tuple):
+        self.module_ = torch.nn.Sequential(
+            standardizer.as_module(estimator.device_), estimator.module_
+        )
+        self.classes_ = estimator.classes_
+        self.device_ = estimator.device_
+        self.input_min_, self.input_max_ = (float(v) for v in input_range)
+
+
 # ----------------------------------------------------------------------------- measuring
 
 
@@ -209,6 +304,9 @@ class CompareConfig:
         Bins of the calibration errors.
     progress : bool
         Show tqdm progress bars.
+    standardize : bool
+        Standardize every feature over the training split before training (see the module
+        docstring); attacks and OOD sets stay in the data's own units either way.
     extra_params : dict of str to dict
         Additional estimator parameters per model name, e.g. ``{"jem": {"sgld_steps": 10}}``.
     """
@@ -230,6 +328,7 @@ class CompareConfig:
     max_train: int | None = None
     max_test: int | None = None
     progress: bool = True
+    standardize: bool = True
     extra_params: dict = field(default_factory=dict)
 
 
@@ -279,6 +378,12 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
     )  # fmt: skip
+    X_attack = data.X_test  # attacked in the data's own units
+    standardizer = Standardizer(data.X_train) if config.standardize else None
+    if standardizer is not None:
+        data.X_train = standardizer.transform(data.X_train)
+        data.X_test = standardizer.transform(data.X_test)
+        data.ood = {name: standardizer.transform(X) for name, X in data.ood.items()}
     defaults = DATA_DEFAULTS[data.kind]
     max_epochs = config.max_epochs or defaults["max_epochs"]
     lr = config.lr if config.lr is not None else defaults.get("lr")
@@ -321,7 +426,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
             if (spec.calibrates or spec.name) in fitted:
                 runs.append(
                     _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs,
-                             epsilons, n_attack)
+                             epsilons, X_attack[:n_attack], standardizer)
                 )  # fmt: skip
     outer.close()
     _add_relative_cost(runs)
@@ -335,6 +440,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
             "n_attacked": n_attack,
             "input_shape": list(data.X_train.shape[1:]),
             "input_range": [float(low), float(high)],
+            "standardized": standardizer is not None,
             "ood_sets": {k: int(len(v)) for k, v in data.ood.items()},
         },
         "models": {s.name: s.description for s in specs},
@@ -348,8 +454,14 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     }
 
 
-def _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilons, n_attack):
-    """One run record: the model ``spec`` at ``seed``, measured on the test split."""
+def _measure(
+    spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilons, X_attack, standardizer
+):
+    """One run record: the model ``spec`` at ``seed``, measured on the test split.
+
+    ``X_attack`` are the first test samples in the data's own units; with a ``standardizer``
+    they are attacked through it (:class:`_RawInputView`).
+    """
     X_test, y_test = data.X_test, data.y_test
     if spec.calibrates:
         from sklearn.calibration import CalibratedClassifierCV
@@ -377,8 +489,11 @@ def _measure(spec, fitted, seed, data, X_cal, y_cal, config, max_epochs, epsilon
         def score_fn(X, method):
             return model.score_ood(X, method=method)
 
+        attacked = model
+        if standardizer is not None:
+            attacked = _RawInputView(model, standardizer, data.input_range)
         robust = adversarial_accuracy(
-            model, X_test[:n_attack], y_test[:n_attack], epsilons, norm=config.norm,
+            attacked, X_attack, y_test[: len(X_attack)], epsilons, norm=config.norm,
             steps=config.attack_steps, random_state=seed,
         ).tolist()  # fmt: skip
     proba = model.predict_proba(X_test)

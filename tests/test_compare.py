@@ -10,11 +10,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ebmclassifier import cli
 from ebmclassifier._report import summarise, write_report
+from ebmclassifier.attacks import pgd_attack
 from ebmclassifier.compare import (
     CompareConfig,
     ModelSpec,
+    Standardizer,
+    _RawInputView,
     run_comparison,
 )
+from ebmclassifier.datasets import load_named_dataset
 
 
 class SoftmaxRegression(ClassifierMixin, BaseEstimator):
@@ -144,7 +148,11 @@ def test_report_files(results, tmp_path):
     assert "| ce_ts |" in report and "ce / energy" in report and "jem`: skipped" in report
     for name in tabs["figures"]:
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
-    assert set(tabs["figures"]) >= {"reliability_ce.png", "ood_ngebm.png", "robustness.png"}
+    assert set(tabs["figures"]) == {
+        f"{kind}_{model}.png"
+        for kind in ("reliability", "ood", "robustness")
+        for model in ("ce", "ngebm")
+    } | {"reliability_ce_ts.png", "ood_ce_ts.png", "robustness.png"}
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved["runs"]) == 6 and "_figure_data" not in saved["runs"][0]
     assert saved["summary"]["ce"]["scalars"]["accuracy"]["n"] == 2
@@ -216,3 +224,65 @@ def test_unknown_and_unavailable_models():
         run_comparison(CompareConfig(models=("svm",)), registry=_registry())
     with pytest.raises(RuntimeError, match="None of the requested models"):
         run_comparison(CompareConfig(models=("jem",)), registry=_registry(), log=lambda m: None)
+
+
+def test_standardizer_matches_standard_scaler_for_any_sample_shape():
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(3.0, 2.0, size=(50, 2, 3)).astype(np.float32)
+    X[:, 0, 0] = 1.0  # constant in training: kept at scale 1, not divided by zero
+    Z = Standardizer(X).transform(X)
+    expected = StandardScaler().fit_transform(X.reshape(50, -1)).reshape(X.shape)
+    assert Z.shape == X.shape and Z.dtype == np.float32
+    np.testing.assert_allclose(Z, expected, atol=1e-5)
+    assert np.all(Z[:, 0, 0] == 0.0)
+    layer = Standardizer(X).as_module("cpu")
+    np.testing.assert_allclose(layer(torch.from_numpy(X)).numpy(), expected, atol=1e-5)
+
+
+def test_models_train_on_standardized_inputs_and_are_attacked_in_raw_units():
+    seen = {}
+
+    class Recording(SoftmaxRegression):
+        def fit(self, X, y):
+            seen["X_fit"] = np.asarray(X)
+            return super().fit(X, y)
+
+    registry = {"ce": ModelSpec("ce", "records", build=lambda p: Recording(**p))}
+    config = CompareConfig(models=("ce",), seeds=1, max_epochs=3, n_attack=20, progress=False)
+    results = run_comparison(config, registry=registry)
+    # the fit part (80% of the training split) comes from the standardized training split
+    X_train = load_named_dataset("digits").X_train
+    standardized = {row.tobytes() for row in Standardizer(X_train).transform(X_train)}
+    assert len(seen["X_fit"]) == len(X_train) - int(np.ceil(0.2 * len(X_train)))
+    assert all(row.tobytes() in standardized for row in seen["X_fit"])
+    assert results["data"]["standardized"] is True
+    assert results["data"]["input_range"] == [0.0, 1.0]
+
+    raw = CompareConfig(models=("ce",), seeds=1, max_epochs=3, n_attack=20, progress=False,
+                        standardize=False)  # fmt: skip
+    run_comparison(raw, registry=registry)
+    assert seen["X_fit"].min() >= 0.0 and seen["X_fit"].max() <= 1.0
+
+
+def test_raw_input_view_attacks_inside_the_raw_ball():
+    rng = np.random.default_rng(0)
+    X_raw = (rng.uniform(0, 1, size=(40, 6)) * np.linspace(0.1, 1, 6)).astype(np.float32)
+    y = (X_raw[:, 0] > X_raw[:, 1]).astype(int)
+    standardizer = Standardizer(X_raw)
+    model = SoftmaxRegression(max_epochs=20).fit(standardizer.transform(X_raw), y)
+    view = _RawInputView(model, standardizer, (0.0, 1.0))
+    x = torch.from_numpy(X_raw)
+    with torch.no_grad():  # the view on raw inputs is the model on standardized ones
+        np.testing.assert_allclose(
+            view.module_(x).numpy(), model._logits(standardizer.transform(X_raw)).numpy(),
+            atol=1e-5,
+        )  # fmt: skip
+    x_adv = pgd_attack(view.module_, x, torch.from_numpy(y), eps=0.05, norm="linf",
+                       input_min=view.input_min_, input_max=view.input_max_)  # fmt: skip
+    # the ball is in raw units: every raw feature moves at most 0.05 (in standardized units
+    # the low-variance features would have moved up to 0.05 / their std)
+    assert float((x_adv - x).abs().max()) <= 0.05 + 1e-6
+    assert float((x_adv - x).abs().max()) > 0.04
+    assert float(x_adv.min()) >= 0.0 and float(x_adv.max()) <= 1.0
