@@ -317,6 +317,23 @@ def write_report(results: dict, out, command: str = "") -> dict:
     -------
     printed : dict
         The tables (see :func:`tables`), ``verdicts`` and ``figures`` (file names).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from ebmclassifier.compare import CompareConfig, run_comparison, write_report
+    >>> config = CompareConfig(
+    ...     models=("ce",), seeds=1, max_epochs=1, max_train=300, max_test=100, n_attack=20,
+    ...     progress=False,
+    ... )
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     printed = write_report(run_comparison(config), out)
+    ...     files = sorted(path.name for path in Path(out).iterdir())
+    >>> files
+    ['ood_ce.png', 'reliability_ce.png', 'report.md', 'results.json', 'robustness_ce.png']
+    >>> print(printed["main"].splitlines()[0])
+    | model | accuracy | ECE | NLL | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
     """
     import torch
 

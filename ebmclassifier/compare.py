@@ -31,6 +31,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback
 
+from ._report import write_report
 from .datasets import load_named_dataset
 from .metrics import (
     adversarial_accuracy,
@@ -40,6 +41,15 @@ from .metrics import (
     maximum_calibration_error,
     ood_metrics,
 )
+
+__all__ = [
+    "CompareConfig",
+    "ModelSpec",
+    "Standardizer",
+    "default_models",
+    "run_comparison",
+    "write_report",
+]
 
 OOD_SCORES = ("energy", "max_softmax", "approx_mass")
 
@@ -80,6 +90,19 @@ class ModelSpec:
         temperature scaling on the held-out calibration split.
     unavailable : str or None
         Why the model cannot run here (e.g. its class is not installed); it is then skipped.
+
+    Examples
+    --------
+    A model of one's own joins the comparison through a registry (here NG-EBM with a
+    larger ``beta``):
+
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> spec = ModelSpec(
+    ...     "ngebm_b2", "NG-EBM, beta=2", build=lambda params: NGEBMClassifier(beta=2.0, **params)
+    ... )
+    >>> registry = {**default_models(), "ngebm_b2": spec}
+    >>> registry["ngebm_b2"].build({"max_epochs": 1}).beta
+    2.0
     """
 
     name: str
@@ -112,6 +135,14 @@ def default_models() -> dict[str, ModelSpec]:
     -------
     registry : dict of str to ModelSpec
         A model whose estimator class cannot be imported is present with ``unavailable`` set.
+
+    Examples
+    --------
+    >>> registry = default_models()
+    >>> list(registry)
+    ['ce', 'ce_ts', 'ngebm', 'jem']
+    >>> registry["ce"].build({"max_epochs": 1}).beta, registry["ce_ts"].calibrates
+    (0.0, 'ce')
     """
     return {
         "ce": _spec(
@@ -309,6 +340,12 @@ class CompareConfig:
         docstring); attacks and OOD sets stay in the data's own units either way.
     extra_params : dict of str to dict
         Additional estimator parameters per model name, e.g. ``{"jem": {"sgld_steps": 10}}``.
+
+    Examples
+    --------
+    >>> config = CompareConfig(models=("ce", "ngebm"), seeds=2, max_epochs=5)
+    >>> config.data, config.standardize, config.n_bins
+    ('digits', True, 15)
     """
 
     data: str = "digits"
@@ -369,6 +406,27 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
         ``config``, ``data`` (sizes, shapes, OOD sets), ``models`` (descriptions and skips),
         ``epsilons`` and ``runs``: one record per (model, seed) with the measurements and, for
         the first seed, the arrays the figures need (``_figure_data``, not written to JSON).
+
+    See Also
+    --------
+    write_report : report.md, results.json and the figures from the results.
+
+    Examples
+    --------
+    A quick run (one seed, one epoch, part of digits); the command line's default run trains
+    30 epochs for three seeds:
+
+    >>> config = CompareConfig(
+    ...     models=("ce", "ce_ts", "ngebm"), seeds=1, max_epochs=1, max_train=300,
+    ...     max_test=100, n_attack=20, progress=False,
+    ... )
+    >>> results = run_comparison(config)
+    >>> [(run["model"], run["seed"]) for run in results["runs"]]
+    [('ce', 0), ('ce_ts', 0), ('ngebm', 0)]
+    >>> sorted(results["runs"][0]["ood"]["energy"])
+    ['inverted', 'permuted', 'uniform']
+    >>> 0.0 <= results["runs"][2]["ood"]["approx_mass"]["uniform"]["auroc"] <= 1.0
+    True
     """
     from tqdm.auto import tqdm
 

@@ -56,6 +56,14 @@ def run_demo(
         One row per (model, seed) with ``model``, ``seed``, ``accuracy``, ``ece`` and
         ``auroc_<method>`` for each OOD method (uniform noise as the OOD set; higher is
         better, 0.5 is chance).
+
+    Examples
+    --------
+    >>> rows = run_demo(seeds=(0,), max_epochs=2, progress=False)
+    >>> [row["model"] for row in rows]
+    ['ce (beta=0)', 'ngebm (beta=0.5)']
+    >>> sorted(rows[0])
+    ['accuracy', 'auroc_approx_mass', 'auroc_energy', 'auroc_max_softmax', 'ece', 'model', 'seed']
     """
     rows = []
     jobs = [(seed, name) for seed in seeds for name in MODELS]
@@ -79,7 +87,29 @@ def run_demo(
 
 
 def format_demo(rows: list[dict]) -> str:
-    """A plain-text table of the medians over seeds (min-max in brackets)."""
+    """A plain-text table of the medians over seeds (min-max in brackets).
+
+    Parameters
+    ----------
+    rows : list of dict
+        From :func:`run_demo`.
+
+    Returns
+    -------
+    table : str
+        One line per model, then a line saying what the numbers are.
+
+    Examples
+    --------
+    >>> rows = [
+    ...     {"model": "ce", "seed": s, "accuracy": a, "ece": 0.02, "auroc_energy": 0.7,
+    ...      "auroc_max_softmax": 0.7, "auroc_approx_mass": 0.1}
+    ...     for s, a in [(0, 0.97), (1, 0.98), (2, 0.96)]
+    ... ]
+    >>> print(format_demo(rows).splitlines()[1])  # doctest: +NORMALIZE_WHITESPACE
+    ce  0.970 [0.960-0.980]  0.020 [0.020-0.020]  0.700 [0.700-0.700]  0.700 [0.700-0.700]
+        0.100 [0.100-0.100]
+    """
     columns = ["accuracy", "ece"] + [f"auroc_{m}" for m in OOD_METHODS]
     lines = [f"{'model':<18}" + "".join(f"{c:>24}" for c in columns)]
     for name in dict.fromkeys(r["model"] for r in rows):
