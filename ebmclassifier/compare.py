@@ -1,12 +1,13 @@
 """The comparison behind ``python -m ebmclassifier compare``: train each model per seed, measure.
 
-Inputs are standardized first (each feature to zero mean and unit variance over the training
-split, scikit-learn's ``StandardScaler``; on by default): the estimators' defaults (NG-EBM's
-``beta``, JEM's SGLD step and noise) are in the units of the input, and they are tuned on
-standardized data. The test split and every OOD set go through the same transform, so the OOD
-sets stay what they were in the data's own units (uniform noise over the raw input range), and
-the attacks run in the data's own units too: the standardization is the first layer of the
-network PGD differentiates, so an epsilon of 8/255 means 8/255 of a pixel.
+Inputs are standardized first (to zero mean and unit variance over the training split: each
+feature of flat data, each channel of images and sequences; on by default, see
+:class:`Standardizer`): the estimators' defaults (NG-EBM's ``beta``, JEM's SGLD step and
+noise) are in the units of the input, and they are tuned on standardized data. The test split
+and every OOD set go through the same transform, so the OOD sets stay what they were in the
+data's own units (uniform noise over the raw input range), and the attacks run in the data's
+own units too: the standardization is the first layer of the network PGD differentiates, so an
+epsilon of 8/255 means 8/255 of a pixel.
 
 For every seed the training split is divided once more: a held-out calibration part (default
 20%, stratified) is kept for temperature scaling (``ce_ts``) and every model trains on the rest,
@@ -187,16 +188,26 @@ class _EpochBar(Callback):
 
 
 class Standardizer:
-    """Per-feature standardization for samples of any shape, fitted on a training split.
+    """Standardization fitted on a training split: per feature, or per channel for images.
 
-    scikit-learn's :class:`~sklearn.preprocessing.StandardScaler` on the flattened samples
-    (a feature that is constant in training keeps its scale); the same transform is available
-    as a torch layer (:meth:`as_module`) so that gradients can be taken in the raw units.
+    Flat samples, shaped ``(n, d)``, are standardized per feature. Images and sequences, shaped
+    ``(n, C, ...)``, are standardized per channel, over every position: a convolution shares
+    its weights across positions, so every position keeps one scale (per-position statistics
+    would also blow up the pixels that are nearly constant in training, such as image
+    borders). The statistics are scikit-learn's
+    :class:`~sklearn.preprocessing.StandardScaler` (a feature or channel that is constant in
+    training keeps its scale). The same transform is available as a torch layer
+    (:meth:`as_module`) so that gradients can be taken in the data's own units.
 
     Parameters
     ----------
-    X_train : ndarray of shape (n_samples, ...)
+    X_train : ndarray of shape (n_samples, n_features) or (n_samples, n_channels, ...)
         The data the mean and standard deviation are computed on.
+
+    Attributes
+    ----------
+    mean, scale : ndarray
+        Shaped to broadcast against one sample: ``(n_features,)`` or ``(n_channels, 1, ...)``.
 
     Examples
     --------
@@ -205,11 +216,21 @@ class Standardizer:
     >>> Standardizer(X).transform(X)
     array([[-1.,  0.],
            [ 1.,  0.]], dtype=float32)
+    >>> images = np.arange(16, dtype=np.float32).reshape(2, 2, 4)  # 2 samples, 2 channels
+    >>> Standardizer(images).mean.ravel()
+    array([5.5, 9.5])
     """
 
     def __init__(self, X_train: np.ndarray):
-        self.sample_shape = X_train.shape[1:]
-        self.scaler = StandardScaler().fit(X_train.reshape(len(X_train), -1))
+        X_train = np.asarray(X_train)
+        if X_train.ndim > 2:  # (n, C, ...): one row per (sample, position), one column per channel
+            rows = np.moveaxis(X_train, 1, -1).reshape(-1, X_train.shape[1])
+            shape = (X_train.shape[1],) + (1,) * (X_train.ndim - 2)
+        else:
+            rows, shape = X_train, X_train.shape[1:]
+        scaler = StandardScaler().fit(rows)
+        self.mean = scaler.mean_.reshape(shape)
+        self.scale = scaler.scale_.reshape(shape)
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Standardize ``X`` (same sample shape as the training data); float32, same shape.
@@ -222,8 +243,7 @@ class Standardizer:
         -------
         X_standardized : ndarray of float32, same shape as ``X``
         """
-        flat = self.scaler.transform(X.reshape(len(X), -1))
-        return flat.reshape(X.shape).astype(np.float32)
+        return ((X - self.mean) / self.scale).astype(np.float32)
 
     def as_module(self, device) -> torch.nn.Module:
         """The transform as a torch layer, ``(x - mean) / scale``, on ``device``.
@@ -236,10 +256,8 @@ class Standardizer:
         -------
         layer : torch.nn.Module
         """
-        return _Affine(
-            torch.as_tensor(self.scaler.mean_, dtype=torch.float32).reshape(self.sample_shape),
-            torch.as_tensor(self.scaler.scale_, dtype=torch.float32).reshape(self.sample_shape),
-        ).to(device)
+        as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
+        return _Affine(as_tensor(self.mean), as_tensor(self.scale)).to(device)
 
 
 class _Affine(torch.nn.Module):

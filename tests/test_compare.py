@@ -226,19 +226,27 @@ def test_unknown_and_unavailable_models():
         run_comparison(CompareConfig(models=("jem",)), registry=_registry(), log=lambda m: None)
 
 
-def test_standardizer_matches_standard_scaler_for_any_sample_shape():
+def test_standardizer_is_per_feature_for_flat_data_and_per_channel_for_images():
     from sklearn.preprocessing import StandardScaler
 
     rng = np.random.default_rng(0)
-    X = rng.normal(3.0, 2.0, size=(50, 2, 3)).astype(np.float32)
-    X[:, 0, 0] = 1.0  # constant in training: kept at scale 1, not divided by zero
+    X = rng.normal(3.0, 2.0, size=(50, 6)).astype(np.float32)
+    X[:, 0] = 1.0  # constant in training: kept at scale 1, not divided by zero
     Z = Standardizer(X).transform(X)
-    expected = StandardScaler().fit_transform(X.reshape(50, -1)).reshape(X.shape)
     assert Z.shape == X.shape and Z.dtype == np.float32
-    np.testing.assert_allclose(Z, expected, atol=1e-5)
-    assert np.all(Z[:, 0, 0] == 0.0)
-    layer = Standardizer(X).as_module("cpu")
-    np.testing.assert_allclose(layer(torch.from_numpy(X)).numpy(), expected, atol=1e-5)
+    np.testing.assert_allclose(Z, StandardScaler().fit_transform(X), atol=1e-5)
+    assert np.all(Z[:, 0] == 0.0)
+
+    images = rng.normal(size=(50, 3, 4, 5)).astype(np.float32) * [[[1.0]], [[5.0]], [[0.1]]]
+    images += np.arange(3, dtype=np.float32)[:, None, None]
+    Z = Standardizer(images).transform(images)
+    for c in range(3):  # one mean and scale per channel, over samples and positions
+        channel = images[:, c]
+        np.testing.assert_allclose(
+            Z[:, c], (channel - channel.mean()) / channel.std(), rtol=1e-4, atol=1e-4
+        )
+    layer = Standardizer(images).as_module("cpu")
+    np.testing.assert_allclose(layer(torch.from_numpy(images)).numpy(), Z, atol=1e-5)
 
 
 def test_models_train_on_standardized_inputs_and_are_attacked_in_raw_units():
