@@ -61,7 +61,9 @@ def _figure_scraper(block, block_vars, gallery_conf):
     """Save the matplotlib ``Figure`` objects an example binds to a name.
 
     ``ebmclassifier.plotting`` returns figures that pyplot does not track (no global state), so
-    sphinx-gallery's pyplot scraper would not see them.
+    sphinx-gallery's pyplot scraper would not see them. Figures that pyplot does track
+    (``plt.subplots``) are left to that scraper, which runs after this one: saving them here
+    too would show each twice.
     """
     from matplotlib.figure import Figure
     from sphinx_gallery.scrapers import figure_rst
@@ -71,6 +73,8 @@ def _figure_scraper(block, block_vars, gallery_conf):
     for obj in list(block_vars["example_globals"].values()):
         if isinstance(obj, Figure) and id(obj) not in seen:
             seen.add(id(obj))
+            if obj.canvas.manager is not None:  # open in pyplot: its scraper saves it
+                continue
             path = next(block_vars["image_path_iterator"])
             obj.savefig(path, dpi=90)
             paths.append(path)
@@ -91,7 +95,7 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "capture_repr": (),
     "write_computation_times": False,
-    "image_scrapers": ("matplotlib", _figure_scraper),
+    "image_scrapers": (_figure_scraper, "matplotlib"),
 }
 
 # JEMClassifier joins the reference only where ebmclassifier/jem.py exists in this checkout.
