@@ -294,3 +294,32 @@ def test_raw_input_view_attacks_inside_the_raw_ball():
     assert float((x_adv - x).abs().max()) <= 0.05 + 1e-6
     assert float((x_adv - x).abs().max()) > 0.04
     assert float(x_adv.min()) >= 0.0 and float(x_adv.max()) <= 1.0
+
+
+def test_images_from_a_file_are_standardized_per_channel_and_attacked_in_raw_units(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 60)
+    X = rng.uniform(0, 0.5, size=(120, 2, 4, 4)).astype(np.float32)
+    X[y == 1, 0, :2] += 0.5  # class 1: the top half of channel 0 is brighter
+    X[:, 1] *= 10.0  # channel 1 on another scale
+    path = tmp_path / "images.npz"
+    np.savez(path, X=X, y=y)
+    seen = {}
+
+    class Recording(SoftmaxRegression):
+        def fit(self, X, y):
+            seen["X_fit"] = np.asarray(X)
+            return super().fit(X, y)
+
+    registry = {"ce": ModelSpec("ce", "records", build=lambda p: Recording(**p))}
+    config = CompareConfig(
+        data=str(path), models=("ce",), seeds=1, max_epochs=30, epsilons=(0.0, 0.3),
+        n_attack=None, progress=False,
+    )  # fmt: skip
+    results = run_comparison(config, registry=registry)
+    channel_std = seen["X_fit"].std(axis=(0, 2, 3))
+    np.testing.assert_allclose(channel_std, [1.0, 1.0], atol=0.15)  # both channels at scale 1
+    (run,) = results["runs"]
+    assert run["robust_accuracy"][0] == pytest.approx(run["accuracy"])  # eps=0: clean accuracy
+    assert results["epsilons"] == [0.0, 0.3]
+    assert results["data"]["input_range"][1] > 4.5  # raw units: channel 1 reaches 5
