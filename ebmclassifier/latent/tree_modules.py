@@ -34,7 +34,19 @@ __all__ = ["BiLSTMArcScorer", "TreeGCNDecoder", "TreeLatentModel", "sequence_len
 def sequence_lengths(x: torch.Tensor) -> torch.Tensor:
     """Number of tokens per row of token ids ``x`` (B, N), 0 being padding at the end.
 
-    Raises ValueError for an empty row or a padding id before a token.
+    Parameters
+    ----------
+    x : torch.Tensor of shape (B, N), int
+        Token ids, padded with 0 at the end of each row.
+
+    Returns
+    -------
+    lengths : torch.Tensor of shape (B,), int64
+
+    Raises
+    ------
+    ValueError
+        For an empty row or a padding id before a token.
 
     Examples
     --------
