@@ -2,9 +2,9 @@
 
 The engine is PyTorch's own: processes started by ``torchrun`` (or any launcher that sets up a
 ``torch.distributed`` process group), and :class:`torch.nn.parallel.DistributedDataParallel`
-(DDP) averaging the parameter gradients. Mix :class:`DataParallelMixin` in front of an estimator
-class (:class:`DataParallelNGEBMClassifier` is the one for NG-EBM) and run the same script on
-every process::
+(DDP) [1]_ averaging the parameter gradients. Mix :class:`DataParallelMixin` in front of an
+estimator class (:class:`DataParallelNGEBMClassifier` is the one for NG-EBM) and run the same
+script on every process::
 
     # train.py, run with: torchrun --nproc_per_node=2 train.py
     import torch.distributed as dist

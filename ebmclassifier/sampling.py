@@ -2,7 +2,8 @@
 
 Functional core on tensors. Nothing here knows about scikit-learn: an energy is any callable
 ``energy_fn(x) -> (n,)`` mapping a batch to one energy per sample, lower meaning more likely
-under p(x) ~ exp(-E(x)).
+under p(x) ~ exp(-E(x)). SGLD and the replay buffer are JEM's [1]_; proximal SGLD and the
+informative start are JEM++'s [2]_.
 
 References
 ----------

@@ -90,7 +90,7 @@ def softmax_relaxation(scores: torch.Tensor) -> torch.Tensor:
 
 
 def sparsemax_relaxation(scores: torch.Tensor) -> torch.Tensor:
-    """``sparsemax(s) = proj_simplex(s)``: a sparse point of the simplex [1]_.
+    """``sparsemax(s) = proj_simplex(s)``: a sparse point of the simplex (Martins & Astudillo 2016).
 
     Parameters
     ----------
@@ -114,7 +114,9 @@ def sparsemax_relaxation(scores: torch.Tensor) -> torch.Tensor:
 def gumbel_softmax(
     scores: torch.Tensor, noise: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Relaxed Gumbel-softmax sample ``softmax((s + g) / tau)`` [2]_.
+    """Relaxed Gumbel-softmax sample ``softmax((s + g) / tau)``.
+
+    The Gumbel-softmax (Jang et al. 2017) or Concrete (Maddison et al. 2017) relaxation.
 
     Parameters
     ----------
@@ -196,7 +198,9 @@ class GumbelStraightThrough(torch.autograd.Function):
 def gumbel_straight_through(
     scores: torch.Tensor, noise: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Straight-through Gumbel: a one-hot sample with the Gumbel-softmax Jacobian [2]_.
+    """Straight-through Gumbel: a one-hot sample with the Gumbel-softmax Jacobian.
+
+    The straight-through variant of Jang et al. (2017), with the full softmax Jacobian.
 
     Parameters
     ----------

@@ -141,7 +141,9 @@ def score_function_sample(
     baseline: RunningMeanBaseline | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Sample ``z ~ Categorical(softmax(s))`` with the score-function gradient [2]_.
+    """Sample ``z ~ Categorical(softmax(s))`` with the score-function gradient.
+
+    The REINFORCE estimator (Williams 1992) with a running-mean baseline.
 
     Parameters
     ----------

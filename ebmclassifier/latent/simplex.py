@@ -46,11 +46,12 @@ def _simplex_threshold(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class SimplexProjection(torch.autograd.Function):
-    """``argmin_p ||p - v||_2 s.t. p >= 0, sum(p) == 1`` per row, with its exact Jacobian.
+    """``argmin_p ||p - v||_2`` subject to ``p >= 0, sum(p) == 1``, per row, with its Jacobian.
 
-    The backward pass is the sparsemax Jacobian [3]_ (Prop. 2): on the support S of the
-    output, ``dv = g - mean_S(g)``, and zero outside S. Call as ``SimplexProjection.apply(v)``,
-    or through :func:`project_simplex` (which also takes leading batch dimensions).
+    The backward pass is the sparsemax Jacobian (Martins & Astudillo 2016, Prop. 2): on the
+    support S of the output, ``dv = g - mean_S(g)``, and zero outside S. Call as
+    ``SimplexProjection.apply(v)``, or through :func:`project_simplex` (which also takes
+    leading batch dimensions).
 
     Parameters
     ----------

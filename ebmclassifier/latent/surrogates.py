@@ -181,7 +181,7 @@ class STEIdentity(_ArgmaxSurrogate):
     """STE-I: ``dL/ds = z_hat - z_k``, plain gradient steps from ``z_hat`` (``eta*gamma`` if k=1).
 
     Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps)``. See the module
-    docstring and [1]_.
+    docstring and Mihaylova et al. (2020).
 
     Parameters
     ----------
@@ -219,7 +219,7 @@ class SPIGOT(_ArgmaxSurrogate):
     """SPIGOT: ``dL/ds = z_hat - z_k``, projected gradient steps from ``z_hat``.
 
     Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps)``. See the module
-    docstring, [1]_ and [2]_.
+    docstring, Mihaylova et al. (2020) and Peng et al. (2018).
 
     Parameters
     ----------
@@ -259,7 +259,7 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
 
     ``gamma`` is evaluated at ``mu_0`` (and later iterates) through ``gamma_fn``, which is
     required. Call as ``SPIGOTCrossEntropy.apply(scores, gamma_fn, step_size, inner_steps)``.
-    See the module docstring and [1]_.
+    See the module docstring and Mihaylova et al. (2020).
 
     Parameters
     ----------
@@ -301,7 +301,7 @@ class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
     ``s_{t+1} = s_t - eta * gamma(softmax(s_t))`` from ``s_0 = s``; for ``k = 1`` this is
     ``softmax(s) - softmax(s - eta * gamma(mu_0))``. ``gamma_fn`` is required. Call as
     ``SPIGOTExponentiatedGradient.apply(scores, gamma_fn, step_size, inner_steps)``.
-    See the module docstring and [1]_.
+    See the module docstring and Mihaylova et al. (2020).
 
     Parameters
     ----------

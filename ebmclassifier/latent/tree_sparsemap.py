@@ -193,7 +193,9 @@ def _padded_jacobian_factors(vertices, n_coords):
 
 
 class SparseMAPTree(torch.autograd.Function):
-    """SparseMAP over trees with the active-set Jacobian as its backward ([1]_ Prop. 1).
+    """SparseMAP over trees with the active-set Jacobian as its backward.
+
+    The Jacobian is that of Niculae et al. (2018), Prop. 1.
 
     Call as ``SparseMAPTree.apply(scores, lengths, projective, max_iter, tol)``, or through
     :func:`tree_sparsemap` (which validates the arguments).
@@ -259,7 +261,7 @@ def tree_sparsemap(
 ) -> torch.Tensor:
     """SparseMAP projection ``argmin_{mu in M} ||mu - s||^2`` onto the tree polytope.
 
-    Differentiable: the backward pass is the active-set Jacobian ([1]_ Prop. 1).
+    Differentiable: the backward pass is the active-set Jacobian (Niculae et al. 2018, Prop. 1).
 
     Parameters
     ----------

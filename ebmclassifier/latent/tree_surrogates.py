@@ -163,7 +163,7 @@ class TreeSTEIdentity(_TreeArgmaxSurrogate):
     """STE-I over trees: ``dL/ds = z_hat - z_k``, plain steps from ``z_hat`` (``eta * gamma``).
 
     Call as ``TreeSTEIdentity.apply(scores, lengths, projective, gamma_fn, step_size,
-    inner_steps)``. See the module docstring and [1]_ Sec. 3.
+    inner_steps)``. See the module docstring and Mihaylova et al. (2020), Sec. 3.
 
     Parameters
     ----------
@@ -191,14 +191,14 @@ class TreeSTEIdentity(_TreeArgmaxSurrogate):
     The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
 
     >>> import torch
-    >>> from ebmclassifier.latent import gamma_from_loss
-    >>> from ebmclassifier.latent.trees import arcs_to_heads, heads_to_arcs
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
     >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
     ...                       requires_grad=True)  # scores[b, head, modifier]
     >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
     >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent.trees import arcs_to_heads
     >>> z = TreeSTEIdentity.apply(scores, torch.tensor([2]), True, None, 1.0, 1)
-    >>> arcs_to_heads(z)
+    >>> arcs_to_heads(z)  # the MAP tree
     tensor([[0, 1]])
     >>> loss_fn(z).sum().backward()
     >>> scores.grad[0]  # eta * gamma = 2 (z_hat - preferred)
@@ -214,7 +214,7 @@ class TreeSPIGOT(_TreeArgmaxSurrogate):
     """SPIGOT over trees: ``dL/ds = z_hat - z_k``, SparseMAP-projected steps from ``z_hat``.
 
     Call as ``TreeSPIGOT.apply(scores, lengths, projective, gamma_fn, step_size, inner_steps)``.
-    See the module docstring, [1]_ Sec. 3 and [3]_ Eq. 6.
+    See the module docstring, Mihaylova et al. (2020), Sec. 3, and Peng et al. (2018), Eq. 6.
 
     Parameters
     ----------
@@ -242,8 +242,7 @@ class TreeSPIGOT(_TreeArgmaxSurrogate):
     The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
 
     >>> import torch
-    >>> from ebmclassifier.latent import gamma_from_loss
-    >>> from ebmclassifier.latent.trees import arcs_to_heads, heads_to_arcs
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
     >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
     ...                       requires_grad=True)  # scores[b, head, modifier]
     >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
@@ -263,7 +262,8 @@ class TreeSPIGOTCrossEntropy(_TreeArgmaxSurrogate):
     """SPIGOT-CE over trees: ``dL/ds = Marg(s) - z_k``, projected steps from ``Marg(s)``.
 
     Call as ``TreeSPIGOTCrossEntropy.apply(scores, lengths, projective, gamma_fn, step_size,
-    inner_steps)``; ``gamma_fn`` is required. See the module docstring and [1]_ Sec. 4.
+    inner_steps)``; ``gamma_fn`` is required. See the module docstring and Mihaylova et al.
+    (2020), Sec. 4.
 
     Parameters
     ----------
@@ -291,12 +291,12 @@ class TreeSPIGOTCrossEntropy(_TreeArgmaxSurrogate):
     The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
 
     >>> import torch
-    >>> from ebmclassifier.latent import gamma_from_loss
-    >>> from ebmclassifier.latent.trees import arcs_to_heads, heads_to_arcs
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
     >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
     ...                       requires_grad=True)  # scores[b, head, modifier]
     >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
     >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent import gamma_from_loss
     >>> gamma_fn = gamma_from_loss(loss_fn)
     >>> z = TreeSPIGOTCrossEntropy.apply(scores, torch.tensor([2]), True, gamma_fn, 1.0, 1)
     >>> loss_fn(z).sum().backward()
@@ -313,8 +313,8 @@ class TreeSPIGOTExponentiatedGradient(_TreeArgmaxSurrogate):
     """SPIGOT-EG over trees: ``dL/ds = Marg(s) - Marg(s_k)``, ``s_{t+1} = s_t - eta gamma``.
 
     Call as ``TreeSPIGOTExponentiatedGradient.apply(scores, lengths, projective, gamma_fn,
-    step_size, inner_steps)``; ``gamma_fn`` is required. See the module docstring and [1]_
-    Sec. 4.
+    step_size, inner_steps)``; ``gamma_fn`` is required. See the module docstring and Mihaylova
+    et al. (2020), Sec. 4.
 
     Parameters
     ----------
@@ -342,12 +342,12 @@ class TreeSPIGOTExponentiatedGradient(_TreeArgmaxSurrogate):
     The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
 
     >>> import torch
-    >>> from ebmclassifier.latent import gamma_from_loss
-    >>> from ebmclassifier.latent.trees import arcs_to_heads, heads_to_arcs
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
     >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
     ...                       requires_grad=True)  # scores[b, head, modifier]
     >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
     >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent import gamma_from_loss
     >>> gamma_fn = gamma_from_loss(loss_fn)
     >>> z = TreeSPIGOTExponentiatedGradient.apply(scores, torch.tensor([2]), True, gamma_fn,
     ...                                           1.0, 1)
@@ -396,8 +396,7 @@ class TreeScoreFunction(torch.autograd.Function):
     The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
 
     >>> import torch
-    >>> from ebmclassifier.latent import gamma_from_loss
-    >>> from ebmclassifier.latent.trees import arcs_to_heads, heads_to_arcs
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
     >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
     ...                       requires_grad=True)  # scores[b, head, modifier]
     >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
