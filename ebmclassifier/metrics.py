@@ -300,6 +300,8 @@ estimator : fitted classifier
 X : array-like of shape (n_samples, ...)
 y : array-like of shape (n_samples,)
     True labels, as in ``estimator.classes_``.
+sample_weight : None
+    Not supported: anything but None raises ``ValueError``.
 
 Returns
 -------
