@@ -213,6 +213,21 @@ def test_the_reference_lists_every_public_name():
     assert not unlisted, f"add to an autosummary or autodata list in docs/api/: {unlisted}"
 
 
+def test_reference_constants_have_doc_comments():
+    # autodata reads a constant's "#:" comment in the module the page names; without one (or
+    # under a module that only re-exports it) the page shows the docstring of tuple instead.
+    undocumented = []
+    for module_name, name in reference_entries():
+        module = importlib.import_module(module_name)
+        obj = getattr(module, name)
+        if inspect.isroutine(obj) or inspect.isclass(obj) or _is_documented_instance(obj):
+            continue
+        comment = re.compile(rf"^#:.*\n(?:#:.*\n)*{name}\s*(?::[^=\n]*)?=", re.MULTILINE)
+        if not comment.search(inspect.getsource(module)):
+            undocumented.append(f"{module_name}.{name}")
+    assert not undocumented, f"no '#:' comment above the assignment: {undocumented}"
+
+
 def test_reference_entries_exist_and_cover_the_estimators():
     entries = reference_entries()
     for module, name in entries:  # a typo in an .rst file fails here, not only in Sphinx
