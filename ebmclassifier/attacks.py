@@ -12,6 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+__all__ = ["NORMS", "pgd_attack"]
+
+#: The threat models, by name: the L-infinity ball (per coordinate) and the L2 ball.
 NORMS = ("linf", "l2")
 
 

@@ -2,9 +2,9 @@
 
 The engine is PyTorch's own: processes started by ``torchrun`` (or any launcher that sets up a
 ``torch.distributed`` process group), and :class:`torch.nn.parallel.DistributedDataParallel`
-(DDP) averaging the parameter gradients. Mix :class:`DataParallelMixin` in front of an estimator
-class (:class:`DataParallelNGEBMClassifier` is the one for NG-EBM) and run the same script on
-every process::
+(DDP) [1]_ averaging the parameter gradients. Mix :class:`DataParallelMixin` in front of an
+estimator class (:class:`DataParallelNGEBMClassifier` is the one for NG-EBM) and run the same
+script on every process::
 
     # train.py, run with: torchrun --nproc_per_node=2 train.py
     import torch.distributed as dist
@@ -59,6 +59,17 @@ class ShardedBatches:
     ``ceil(m / world_size)`` or ``floor(m / world_size)`` samples. A trailing batch with fewer
     samples than processes is dropped, so that no process works on an empty shard (DDP needs a
     backward pass on every process at every step).
+
+    Examples
+    --------
+    A batch of five samples and a trailing batch of one, cut for two processes:
+
+    >>> import torch
+    >>> batches = [(torch.arange(5), torch.arange(5) % 2), (torch.arange(1), torch.zeros(1))]
+    >>> for rank in range(2):
+    ...     print([Xb.tolist() for Xb, _ in ShardedBatches(batches, rank, world_size=2)])
+    [[0, 1, 2]]
+    [[3, 4]]
     """
 
     def __init__(self, iterator, rank: int, world_size: int) -> None:
@@ -112,6 +123,23 @@ class DataParallelMixin:
     none of DDP's all-reduce hooks; the one ``loss.backward()`` of the step then reaches every
     parameter once, through both the first- and second-order paths, and DDP averages the sum.
     Validation runs under ``no_sync`` on the full validation set on every process.
+
+    Examples
+    --------
+    An estimator whose loss is not a mean of per-sample terms is refused (JEM samples from a
+    replay buffer shared by the whole batch):
+
+    >>> from sklearn.datasets import make_blobs
+    >>> from ebmclassifier import JEMClassifier
+    >>> class DataParallelJEMClassifier(DataParallelMixin, JEMClassifier):
+    ...     pass
+    >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+    >>> try:
+    ...     DataParallelJEMClassifier(random_state=0).fit(X, y)
+    ... except ValueError as err:
+    ...     print(err)
+    DataParallelJEMClassifier has not been made ready for data-parallel training (its loss may
+    not be a mean of per-sample terms).
     """
 
     def _data_parallel_problems(self) -> list[str]:
@@ -228,4 +256,33 @@ class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
     global batch, shared by the processes. Defined here, not in the user's script, so that a
     fitted estimator unpickles wherever ebmclassifier is installed; outside a process group it
     predicts and scores as a plain NG-EBM (``fit`` needs the group).
+
+    Parameters
+    ----------
+    module, beta, gamma, energy_var_weight, grad_norm, fd_step, ood_method, **kwargs
+        As for :class:`~ebmclassifier.NGEBMClassifier`, with two constraints:
+        ``random_state`` must be an int (every process draws the same batches) and
+        ``energy_var_weight`` must be 0 (a batch variance is not a mean of per-sample terms).
+
+    Examples
+    --------
+    One process is enough to try it: the fit is the single-process one.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> from sklearn.datasets import make_blobs
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     store = Path(folder, "store").as_uri()
+    ...     dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+    ...     try:
+    ...         clf = DataParallelNGEBMClassifier(max_epochs=2, random_state=0).fit(X, y)
+    ...     finally:
+    ...         dist.destroy_process_group()
+    >>> single = NGEBMClassifier(max_epochs=2, random_state=0).fit(X, y)
+    >>> np.allclose(clf.predict_proba(X), single.predict_proba(X), atol=1e-6)
+    True
     """

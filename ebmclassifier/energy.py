@@ -143,6 +143,22 @@ def energy_grad_norm_finite_difference(
     energies : Tensor of shape (n,)
     logits : Tensor of shape (n, n_classes)
         Of the unperturbed ``x``, with their graph (for the cross-entropy term).
+
+    Examples
+    --------
+    The same values as :func:`energy_grad_norm`, and nearly the same parameter gradient:
+
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> net, x = torch.nn.Linear(3, 2), torch.randn(5, 3)
+    >>> fd, _, _ = energy_grad_norm_finite_difference(net, x, step=1e-3)
+    >>> exact, _, _ = energy_grad_norm(net, x, create_graph=True)
+    >>> torch.allclose(fd, exact)
+    True
+    >>> (g_fd,) = torch.autograd.grad(fd.mean(), net.weight)
+    >>> (g_exact,) = torch.autograd.grad(exact.mean(), net.weight)
+    >>> torch.allclose(g_fd, g_exact, atol=1e-3)
+    True
     """
     x_leaf, grad, energies, logits = _input_gradient(module, x, create_graph=False)
     flat = grad.flatten(1)

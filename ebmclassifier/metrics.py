@@ -292,13 +292,80 @@ class _ProbaScorer:
         return f"{self._name}  # -{self._metric.__name__}(y, estimator.predict_proba(X))"
 
 
-ece_scorer = _ProbaScorer(expected_calibration_error, -1, "ece_scorer")
-ece_scorer.__doc__ = """Scorer for ``GridSearchCV(scoring=ece_scorer)``: minus the ECE (15 bins).
+# The calling convention shared by the scorers' docstrings.
+_SCORER_SECTIONS = """Parameters
+----------
+estimator : fitted classifier
+    Has ``predict_proba`` and ``classes_``.
+X : array-like of shape (n_samples, ...)
+y : array-like of shape (n_samples,)
+    True labels, as in ``estimator.classes_``.
+sample_weight : None
+    Not supported: anything but None raises ``ValueError``.
 
-Calls ``estimator.predict_proba(X)`` and maps ``y`` to columns with ``estimator.classes_``.
-Greater is better, so the ECE is negated.
+Returns
+-------
+score : float
+    In [-1, 0]; 0 is perfectly calibrated.
+
 """
+
+ece_scorer = _ProbaScorer(expected_calibration_error, -1, "ece_scorer")
+ece_scorer.__doc__ = (
+    """Scorer for ``GridSearchCV(scoring=ece_scorer)``: minus the ECE (15 bins).
+
+``ece_scorer(estimator, X, y)`` calls ``estimator.predict_proba(X)``, maps the labels ``y`` to
+columns with ``estimator.classes_`` and returns ``-expected_calibration_error(...)``: greater
+is better, as scikit-learn's model selection expects.
+
+"""
+    + _SCORER_SECTIONS
+    + """Examples
+--------
+>>> import numpy as np
+>>> from sklearn.datasets import make_blobs
+>>> from sklearn.model_selection import GridSearchCV
+>>> from ebmclassifier import NGEBMClassifier
+>>> from ebmclassifier.metrics import ece_scorer, expected_calibration_error
+>>> X, y = make_blobs(90, n_features=4, centers=3, random_state=0)
+>>> labels = np.array(["a", "b", "c"])[y]
+>>> search = GridSearchCV(NGEBMClassifier(max_epochs=2, random_state=0),
+...                       {"beta": [0.0, 0.5]}, scoring=ece_scorer, cv=3).fit(X, labels)
+>>> bool((search.cv_results_["mean_test_score"] <= 0).all())
+True
+>>> best = search.best_estimator_
+>>> ece = expected_calibration_error(labels, best.predict_proba(X), classes=best.classes_)
+>>> ece_scorer(best, X, labels) == -ece
+True
+"""
+)
 mce_scorer = _ProbaScorer(maximum_calibration_error, -1, "mce_scorer")
+mce_scorer.__doc__ = (
+    """Scorer for ``scoring=mce_scorer``: minus the MCE (15 bins).
+
+As :data:`ece_scorer`, with :func:`maximum_calibration_error`: the worst bin instead of the
+weighted mean over bins. Greater is better.
+
+"""
+    + _SCORER_SECTIONS
+    + """Examples
+--------
+>>> from sklearn.datasets import make_blobs
+>>> from sklearn.model_selection import cross_val_score
+>>> from ebmclassifier import NGEBMClassifier
+>>> from ebmclassifier.metrics import maximum_calibration_error, mce_scorer
+>>> X, y = make_blobs(90, n_features=4, centers=3, random_state=0)
+>>> clf = NGEBMClassifier(max_epochs=2, random_state=0)
+>>> scores = cross_val_score(clf, X, y, scoring=mce_scorer, cv=3)
+>>> scores.shape, bool((scores <= 0).all())
+((3,), True)
+>>> clf = clf.fit(X, y)
+>>> mce_scorer(clf, X, y) == -maximum_calibration_error(y, clf.predict_proba(X))
+True
+"""
+)
+# doctest collects functions and classes only; the scorers are instances
+__test__ = {"ece_scorer": ece_scorer.__doc__, "mce_scorer": mce_scorer.__doc__}
 
 
 # ----------------------------------------------------------------------------- OOD detection
@@ -446,6 +513,18 @@ def adversarial_accuracy(
     ----------
     .. [1] Madry et al., "Towards Deep Learning Models Resistant to Adversarial Attacks",
        ICLR 2018.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_blobs
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+    >>> clf = NGEBMClassifier(max_epochs=2, random_state=0).fit(X, y)
+    >>> acc = adversarial_accuracy(clf, X, y, epsilons=[0.0, 0.5, 5.0], random_state=0)
+    >>> acc.shape
+    (3,)
+    >>> bool(acc[0] == clf.score(X, y)), bool(acc[0] >= acc[1] >= acc[2])
+    (True, True)
     """
     for attr in ("module_", "classes_", "device_"):
         if not hasattr(estimator, attr):

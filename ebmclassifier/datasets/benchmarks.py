@@ -124,6 +124,16 @@ def load_mnist1d(
     References
     ----------
     .. [1] Greydanus, "Scaling Down Deep Learning" (MNIST-1D), arXiv:2011.14439, 2020.
+
+    Examples
+    --------
+    A small draw (the benchmark itself is the default ``num_samples=5000``):
+
+    >>> data = load_mnist1d(num_samples=100)
+    >>> data.X_train.shape, data.X_test.shape, data.X_train.dtype
+    ((80, 1, 40), (20, 1, 40), dtype('float32'))
+    >>> sorted(set(data.y_train.tolist())) == list(range(10))
+    True
     """
     _check_choice("shape", shape, _MNIST1D_SHAPES)
     from mnist1d.data import get_dataset_args, make_dataset

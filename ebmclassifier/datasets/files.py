@@ -83,6 +83,25 @@ def load_cifar10(data_dir) -> Bunch:
     References
     ----------
     .. [1] Krizhevsky, "Learning Multiple Layers of Features from Tiny Images", 2009.
+
+    Examples
+    --------
+    Tiny files in the standard format, each image a row of 1,024 red, 1,024 green and 1,024
+    blue bytes:
+
+    >>> import pickle, tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> red = np.repeat(np.array([255, 0, 0], dtype=np.uint8), 1024)
+    >>> batch = {b"data": np.stack([red, red]), b"labels": [3, 8]}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+    ...         _ = Path(folder, name).write_bytes(pickle.dumps(batch))
+    ...     data = load_cifar10(folder)
+    >>> data.X_train.shape, data.y_test.tolist()
+    ((10, 3, 32, 32), [3, 8])
+    >>> data.X_train[0, :, 0, 0]  # red, green, blue of the first pixel
+    array([1., 0., 0.], dtype=float32)
     """
     folder = _find_folder(
         data_dir, _CIFAR10_FILES, "cifar-10-batches-py", "CIFAR-10",
@@ -125,6 +144,24 @@ def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
     ------
     FileNotFoundError
         Naming the expected files and where they were looked for.
+
+    Examples
+    --------
+    Tiny files in the standard format, in the archive's subfolder:
+
+    >>> import pickle, tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> split = {"data": np.zeros((2, 3072), dtype=np.uint8),
+    ...          "fine_labels": [42, 97], "coarse_labels": [8, 12]}
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     folder = Path(root, "cifar-100-python")
+    ...     folder.mkdir()
+    ...     for name in ["train", "test"]:
+    ...         _ = Path(folder, name).write_bytes(pickle.dumps(split))
+    ...     fine, coarse = load_cifar100(root), load_cifar100(root, label_mode="coarse")
+    >>> fine.X_test.shape, fine.y_test.tolist(), coarse.y_test.tolist()
+    ((2, 3, 32, 32), [42, 97], [8, 12])
     """
     if label_mode not in ("fine", "coarse"):
         raise ValueError(f"label_mode must be 'fine' or 'coarse'. Got {label_mode!r} instead.")
@@ -184,6 +221,24 @@ def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
     ----------
     .. [1] Netzer et al., "Reading Digits in Natural Images with Unsupervised Feature
        Learning", NIPS Workshop 2011.
+
+    Examples
+    --------
+    Tiny files in the standard format:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from scipy.io import savemat
+    >>> mat = {"X": np.zeros((32, 32, 3, 2), dtype=np.uint8), "y": np.array([[10], [3]])}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for name in ["train_32x32.mat", "test_32x32.mat"]:
+    ...         savemat(Path(folder, name), mat)
+    ...     data = load_svhn(folder)
+    >>> data.X_train.shape, data.X_train.dtype
+    ((2, 3, 32, 32), dtype('float32'))
+    >>> data.y_train.tolist()  # the digit 0 is stored as 10
+    [0, 3]
     """
     required = _SVHN_FILES + (["extra_32x32.mat"] if include_extra else [])
     folder = _find_folder(
@@ -290,6 +345,25 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
         If the file does not exist.
     ValueError
         For another suffix, missing keys or columns, or non-numeric features.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     csv_path, npz_path = Path(folder, "pets.csv"), Path(folder, "images.npz")
+    ...     _ = csv_path.write_text("weight,height,target\\n4.0,25.0,cat\\n30.0,60.0,dog\\n")
+    ...     np.savez(npz_path, X=np.zeros((3, 1, 8, 8)), y=np.array([0, 1, 1]))
+    ...     X, y = load_array_file(csv_path)
+    ...     X_images, y_images = load_array_file(npz_path)
+    >>> X
+    array([[ 4., 25.],
+           [30., 60.]], dtype=float32)
+    >>> y.tolist()
+    ['cat', 'dog']
+    >>> X_images.shape, X_images.dtype, y_images.tolist()
+    ((3, 1, 8, 8), dtype('float32'), [0, 1, 1])
     """
     path = Path(os.fspath(path))
     if not path.is_file():

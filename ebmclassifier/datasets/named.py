@@ -56,6 +56,14 @@ def load_named_dataset(
         ``name``, ``kind`` (``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``,
         ``"svhn"`` or ``"file"``), ``X_train``, ``y_train``, ``X_test``,
         ``y_test``, ``ood`` (dict of name to array) and ``input_range`` (low, high).
+
+    Examples
+    --------
+    >>> data = load_named_dataset("digits", max_train=100, max_test=50)
+    >>> data.kind, data.X_train.shape, data.X_test.shape
+    ('digits', (100, 64), (50, 64))
+    >>> {name: X.shape for name, X in sorted(data.ood.items())}
+    {'inverted': (50, 64), 'permuted': (50, 64), 'uniform': (50, 64)}
     """
     rng = np.random.default_rng(random_state)
     if data == "digits":

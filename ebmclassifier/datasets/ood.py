@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
+#: The OOD sets :func:`make_ood_suite` builds, by name: noise, inverted and permuted samples.
 OOD_KINDS = ("uniform", "inverted", "permuted")
 
 

@@ -54,6 +54,18 @@ def check_arc_scores(
 def arc_mask(lengths: torch.Tensor, n_words: int) -> torch.Tensor:
     """Boolean (B, N+1, N+1) mask of the real arcs: ``0 <= h <= L``, ``1 <= m <= L``, ``h != m``.
 
+    Parameters
+    ----------
+    lengths : torch.Tensor of shape (B,), int
+        Number of words per sentence.
+    n_words : int
+        ``N``, the padded number of words.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, N + 1, N + 1), bool
+        True where ``[b, h, m]`` is an arc that a tree of sentence ``b`` may hold.
+
     Examples
     --------
     >>> import torch
@@ -73,6 +85,17 @@ def arc_mask(lengths: torch.Tensor, n_words: int) -> torch.Tensor:
 def heads_to_arcs(heads: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Arc indicators (B, N+1, N+1) from heads (B, N) (``-1`` marks padding).
 
+    Parameters
+    ----------
+    heads : torch.Tensor of shape (B, N), int
+        ``heads[b, m - 1]`` is the head of word ``m`` (0 the root), ``-1`` on padding.
+    dtype : torch.dtype, default=torch.float32
+
+    Returns
+    -------
+    arcs : torch.Tensor of shape (B, N + 1, N + 1)
+        ``arcs[b, h, m] = 1`` iff ``h`` is the head of ``m``.
+
     Examples
     --------
     >>> import torch
@@ -91,7 +114,17 @@ def heads_to_arcs(heads: torch.Tensor, dtype: torch.dtype = torch.float32) -> to
 def arcs_to_heads(arcs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
     """Heads (B, N) from arc indicators (B, N+1, N+1): the argmax head of each word.
 
-    Padding words (beyond ``lengths``) get ``-1``.
+    Also reads a relaxed tree (marginals, SparseMAP), giving each word its most likely head.
+
+    Parameters
+    ----------
+    arcs : torch.Tensor of shape (B, N + 1, N + 1)
+    lengths : torch.Tensor of shape (B,), optional
+        Number of words per sentence; padding words (beyond it) get ``-1``.
+
+    Returns
+    -------
+    heads : torch.Tensor of shape (B, N), int64
 
     Examples
     --------

@@ -140,6 +140,24 @@ def categorical_latent(
     -------
     Tensor of shape (n, K)
         A one-hot row per sample, or a point of the simplex for the relaxations.
+
+    Examples
+    --------
+    The encoder prefers latent 0, the decoder's loss latent 1; descending the encoder's
+    gradient raises the score of latent 1:
+
+    >>> import torch
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> target = torch.tensor([[0.0, 1.0, 0.0]])
+    >>> loss_fn = lambda z: ((z - target) ** 2).sum(-1)
+    >>> z = categorical_latent(scores, "spigot", loss_fn)
+    >>> z
+    tensor([[1., 0., 0.]], grad_fn=<SPIGOTBackward>)
+    >>> loss_fn(z).sum().backward()
+    >>> scores.grad
+    tensor([[ 1., -1.,  0.]])
+    >>> categorical_latent(scores, "softmax", loss_fn).detach()  # a relaxation
+    tensor([[0.8438, 0.1142, 0.0420]])
     """
     _check_gradient(gradient)
     if gradient in _ARGMAX_SURROGATES:
@@ -178,6 +196,15 @@ def categorical_latent_eval(
     Returns
     -------
     Tensor of shape (n, K)
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]])
+    >>> categorical_latent_eval(scores, "spigot")
+    tensor([[1., 0., 0.]])
+    >>> categorical_latent_eval(scores, "softmax")
+    tensor([[0.8438, 0.1142, 0.0420]])
     """
     _check_gradient(gradient)
     if gradient == "softmax":

@@ -83,6 +83,16 @@ class LatentModel(nn.Module):
     ----------
     baseline : RunningMeanBaseline
         The score-function baseline; a buffer, so it moves and pickles with the model.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = LatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), gradient="spigot")
+    >>> x = torch.randn(5, 4)
+    >>> model.latent(x).sum(dim=1)  # one-hot rows: the MAP latent
+    tensor([1., 1., 1., 1., 1.])
+    >>> model(x).shape
+    torch.Size([5, 2])
     """
 
     def __init__(

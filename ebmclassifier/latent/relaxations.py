@@ -55,6 +55,13 @@ def sample_gumbel(
     Returns
     -------
     Tensor shaped like ``like``, without gradient.
+
+    Examples
+    --------
+    >>> import torch
+    >>> g = sample_gumbel(torch.zeros(10000), torch.Generator().manual_seed(0))
+    >>> g.shape, round(g.mean().item(), 1)  # the Gumbel mean is Euler's constant, 0.577...
+    (torch.Size([10000]), 0.6)
     """
     u = torch.rand(like.shape, generator=generator, dtype=like.dtype, device=like.device)
     u = u.clamp(eps, 1.0 - eps)
@@ -62,19 +69,54 @@ def sample_gumbel(
 
 
 def softmax_relaxation(scores: torch.Tensor) -> torch.Tensor:
-    """``softmax(s)`` along the last dimension: the mean of the Gibbs distribution over z."""
+    """``softmax(s)`` along the last dimension: the mean of the Gibbs distribution over z.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (..., K)
+
+    Returns
+    -------
+    Tensor of shape (..., K)
+        Strictly positive rows summing to one; differentiable.
+
+    Examples
+    --------
+    >>> import torch
+    >>> softmax_relaxation(torch.tensor([[1.0, 0.0, -1.0]]))
+    tensor([[0.6652, 0.2447, 0.0900]])
+    """
     return torch.softmax(scores, dim=-1)
 
 
 def sparsemax_relaxation(scores: torch.Tensor) -> torch.Tensor:
-    """``sparsemax(s) = proj_simplex(s)``: a sparse point of the simplex [1]_."""
+    """``sparsemax(s) = proj_simplex(s)``: a sparse point of the simplex (Martins & Astudillo 2016).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (..., K)
+
+    Returns
+    -------
+    Tensor of shape (..., K)
+        Non-negative rows summing to one, often with zeros; differentiable (the sparsemax
+        Jacobian).
+
+    Examples
+    --------
+    >>> import torch
+    >>> sparsemax_relaxation(torch.tensor([[0.5, 0.2, -1.0]]))
+    tensor([[0.6500, 0.3500, 0.0000]])
+    """
     return project_simplex(scores)
 
 
 def gumbel_softmax(
     scores: torch.Tensor, noise: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Relaxed Gumbel-softmax sample ``softmax((s + g) / tau)`` [2]_.
+    """Relaxed Gumbel-softmax sample ``softmax((s + g) / tau)``.
+
+    The Gumbel-softmax (Jang et al. 2017) or Concrete (Maddison et al. 2017) relaxation.
 
     Parameters
     ----------
@@ -87,6 +129,15 @@ def gumbel_softmax(
     Returns
     -------
     Tensor of shape (n, K), rows on the simplex.
+
+    Examples
+    --------
+    >>> import torch
+    >>> s, g = torch.tensor([[1.0, 0.0, -1.0]]), torch.tensor([[0.0, 1.5, 0.0]])
+    >>> gumbel_softmax(s, g, temperature=1.0)
+    tensor([[0.3592, 0.5922, 0.0486]])
+    >>> gumbel_softmax(s, g, temperature=0.1).round(decimals=2)  # nearly onehot(argmax(s + g))
+    tensor([[0.0100, 0.9900, 0.0000]])
     """
     return torch.softmax((scores + noise) / temperature, dim=-1)
 
@@ -95,7 +146,36 @@ class GumbelStraightThrough(torch.autograd.Function):
     """Forward ``onehot(argmax(s + g))``; backward ``J^T grad`` with J the full Jacobian of
     ``p = softmax((s + g) / tau)``: ``ds = p * (grad - <p, grad>) / tau``.
 
-    Call as ``GumbelStraightThrough.apply(scores, noise, temperature)``.
+    Call as ``GumbelStraightThrough.apply(scores, noise, temperature)``, or through
+    :func:`gumbel_straight_through`.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+    noise : Tensor of shape (n, K)
+        Standard Gumbel noise (:func:`sample_gumbel`).
+    temperature : float
+        ``tau > 0``.
+
+    Returns
+    -------
+    Tensor of shape (n, K)
+        One-hot rows.
+
+    Examples
+    --------
+    The backward pass is that of :func:`gumbel_softmax` at the same noise:
+
+    >>> import torch
+    >>> s = torch.tensor([[1.0, 0.0, -1.0]], requires_grad=True)
+    >>> g, w = torch.tensor([[0.0, 1.5, 0.0]]), torch.tensor([[1.0, 2.0, 3.0]])
+    >>> z = GumbelStraightThrough.apply(s, g, 0.5)
+    >>> z
+    tensor([[0., 1., 0.]], grad_fn=<GumbelStraightThroughBackward>)
+    >>> (grad_st,) = torch.autograd.grad((z * w).sum(), s)
+    >>> (grad_relaxed,) = torch.autograd.grad((gumbel_softmax(s, g, 0.5) * w).sum(), s)
+    >>> torch.allclose(grad_st, grad_relaxed)
+    True
     """
 
     @staticmethod
@@ -118,7 +198,9 @@ class GumbelStraightThrough(torch.autograd.Function):
 def gumbel_straight_through(
     scores: torch.Tensor, noise: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Straight-through Gumbel: a one-hot sample with the Gumbel-softmax Jacobian [2]_.
+    """Straight-through Gumbel: a one-hot sample with the Gumbel-softmax Jacobian.
+
+    The straight-through variant of Jang et al. (2017), with the full softmax Jacobian.
 
     Parameters
     ----------

@@ -41,8 +41,17 @@ class RunningMeanBaseline(nn.Module):
 
     Parameters
     ----------
-    momentum : float
+    momentum : float, default=0.1
         Weight of the newest batch, in (0, 1].
+
+    Examples
+    --------
+    >>> import torch
+    >>> baseline = RunningMeanBaseline(momentum=0.5)
+    >>> baseline.update(torch.tensor([1.0, 3.0]))  # the first batch sets b = 2
+    >>> baseline.update(torch.tensor([6.0]))  # 0.5 * 2 + 0.5 * 6
+    >>> baseline.value
+    tensor(4.)
     """
 
     def __init__(self, momentum: float = 0.1):
@@ -70,6 +79,35 @@ class ScoreFunction(torch.autograd.Function):
     (without gradient) in ``backward`` only. ``baseline`` is a :class:`RunningMeanBaseline` or
     None. The gradient arriving at ``z`` is not used: the decoder's own parameters get theirs
     through the ordinary graph, and ``z`` is a sample, not a differentiable function of ``s``.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+    loss_fn : callable
+        ``loss_fn(z) -> Tensor (n,)``.
+    baseline : RunningMeanBaseline or None
+        Read, then updated with this batch's losses, in the backward pass.
+    generator : torch.Generator or None
+        Source of the samples.
+
+    Returns
+    -------
+    z : Tensor of shape (n, K)
+        One-hot samples.
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> target = torch.tensor([[0.0, 1.0, 0.0]])
+    >>> loss_fn = lambda z: ((z - target) ** 2).sum(-1)
+    >>> z = ScoreFunction.apply(scores, loss_fn, None, torch.Generator().manual_seed(0))
+    >>> z.sum(dim=1)
+    tensor([1.], grad_fn=<SumBackward1>)
+    >>> loss_fn(z).sum().backward()
+    >>> expected = loss_fn(z.detach())[:, None] * (z.detach() - torch.softmax(scores, -1))
+    >>> torch.allclose(scores.grad, expected)  # l(z) * (onehot(z) - p), no baseline
+    True
     """
 
     @staticmethod
@@ -103,7 +141,9 @@ def score_function_sample(
     baseline: RunningMeanBaseline | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Sample ``z ~ Categorical(softmax(s))`` with the score-function gradient [2]_.
+    """Sample ``z ~ Categorical(softmax(s))`` with the score-function gradient.
+
+    The REINFORCE estimator (Williams 1992) with a running-mean baseline.
 
     Parameters
     ----------
@@ -118,5 +158,19 @@ def score_function_sample(
     Returns
     -------
     Tensor of shape (n, K): one-hot samples.
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 5.0]], requires_grad=True)
+    >>> target = torch.tensor([[0.0, 1.0, 0.0]])
+    >>> baseline = RunningMeanBaseline()
+    >>> z = score_function_sample(scores, lambda z: ((z - target) ** 2).sum(-1), baseline,
+    ...                           torch.Generator().manual_seed(0))
+    >>> z.shape, z.sum(dim=1).tolist()
+    (torch.Size([2, 3]), [1.0, 1.0])
+    >>> z.sum().backward()  # the gradient reaching z is ignored: the loss_fn gives it
+    >>> int(baseline.n_updates)
+    1
     """
     return ScoreFunction.apply(scores, loss_fn, baseline, generator)

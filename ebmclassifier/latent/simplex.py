@@ -46,10 +46,32 @@ def _simplex_threshold(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class SimplexProjection(torch.autograd.Function):
-    """``argmin_p ||p - v||_2 s.t. p >= 0, sum(p) == 1`` per row, with its exact Jacobian.
+    """``argmin_p ||p - v||_2`` subject to ``p >= 0, sum(p) == 1``, per row, with its Jacobian.
 
-    The backward pass is the sparsemax Jacobian [3]_ (Prop. 2): on the support S of the
-    output, ``dv = g - mean_S(g)``, and zero outside S.
+    The backward pass is the sparsemax Jacobian (Martins & Astudillo 2016, Prop. 2): on the
+    support S of the output, ``dv = g - mean_S(g)``, and zero outside S. Call as
+    ``SimplexProjection.apply(v)``, or through :func:`project_simplex` (which also takes
+    leading batch dimensions).
+
+    Parameters
+    ----------
+    v : Tensor of shape (n, K)
+
+    Returns
+    -------
+    p : Tensor of shape (n, K)
+        The projections.
+
+    Examples
+    --------
+    >>> import torch
+    >>> v = torch.tensor([[0.5, 0.2, -1.0]], requires_grad=True)
+    >>> p = SimplexProjection.apply(v)
+    >>> p
+    tensor([[0.6500, 0.3500, 0.0000]], grad_fn=<SimplexProjectionBackward>)
+    >>> p.backward(torch.tensor([[1.0, 0.0, 5.0]]))
+    >>> v.grad  # g - mean(g) on the support {0, 1}, zero outside it
+    tensor([[ 0.5000, -0.5000,  0.0000]])
     """
 
     @staticmethod

@@ -50,6 +50,9 @@ from torch.autograd.function import once_differentiable
 
 from .simplex import project_simplex
 
+#: The type of ``gamma_fn``: latent points (n, K) -> the downstream gradient ``dL/dz`` there.
+GammaFn = Callable[[torch.Tensor], torch.Tensor]
+
 __all__ = [
     "GammaFn",
     "STEIdentity",
@@ -59,11 +62,18 @@ __all__ = [
     "one_hot_argmax",
 ]
 
-GammaFn = Callable[[torch.Tensor], torch.Tensor]
-
 
 def one_hot_argmax(scores: torch.Tensor) -> torch.Tensor:
     """MAP one-hot vector of each row of ``scores`` (shape (n, K)), ties to the lowest index.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+
+    Returns
+    -------
+    Tensor of shape (n, K)
+        ``onehot(argmax(s))`` per row, in the dtype of ``scores``; not differentiable.
 
     Examples
     --------
@@ -170,8 +180,36 @@ class _ArgmaxSurrogate(torch.autograd.Function):
 class STEIdentity(_ArgmaxSurrogate):
     """STE-I: ``dL/ds = z_hat - z_k``, plain gradient steps from ``z_hat`` (``eta*gamma`` if k=1).
 
-    Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps)``; ``gamma_fn`` may be
-    None when ``inner_steps == 1``. See the module docstring and [1]_.
+    Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps)``. See the module
+    docstring and Mihaylova et al. (2020).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+        Encoder scores ``s``.
+    gamma_fn : callable or None
+        ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None
+        when ``inner_steps == 1``.
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : Tensor of shape (n, K)
+        ``onehot(argmax(s))``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> z = STEIdentity.apply(scores, None, 1.0, 1)
+    >>> z
+    tensor([[1., 0., 0.]], grad_fn=<STEIdentityBackward>)
+    >>> z.backward(torch.tensor([[2.0, -2.0, 0.0]]))  # gamma = dL/dz at z_hat
+    >>> scores.grad  # eta * gamma, passed straight through
+    tensor([[ 2., -2.,  0.]])
     """
 
     backward = _surrogate_backward(_ste_grad)
@@ -180,8 +218,37 @@ class STEIdentity(_ArgmaxSurrogate):
 class SPIGOT(_ArgmaxSurrogate):
     """SPIGOT: ``dL/ds = z_hat - z_k``, projected gradient steps from ``z_hat``.
 
-    Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps)``; ``gamma_fn`` may be None
-    when ``inner_steps == 1``. See the module docstring, [1]_ and [2]_.
+    Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps)``. See the module
+    docstring, Mihaylova et al. (2020) and Peng et al. (2018).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+        Encoder scores ``s``.
+    gamma_fn : callable or None
+        ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None
+        when ``inner_steps == 1``.
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : Tensor of shape (n, K)
+        ``onehot(argmax(s))``.
+
+    Examples
+    --------
+    With ``gamma = (2, -2, 0)`` the pulled-back target ``proj(z_hat - gamma)`` is the vertex
+    ``(0, 1, 0)``:
+
+    >>> import torch
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> z = SPIGOT.apply(scores, None, 1.0, 1)
+    >>> z.backward(torch.tensor([[2.0, -2.0, 0.0]]))
+    >>> scores.grad  # z_hat - proj(z_hat - gamma)
+    tensor([[ 1., -1.,  0.]])
     """
 
     backward = _surrogate_backward(_spigot_grad)
@@ -192,7 +259,37 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
 
     ``gamma`` is evaluated at ``mu_0`` (and later iterates) through ``gamma_fn``, which is
     required. Call as ``SPIGOTCrossEntropy.apply(scores, gamma_fn, step_size, inner_steps)``.
-    See the module docstring and [1]_.
+    See the module docstring and Mihaylova et al. (2020).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+        Encoder scores ``s``.
+    gamma_fn : callable
+        ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`).
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : Tensor of shape (n, K)
+        ``onehot(argmax(s))``.
+
+    Examples
+    --------
+    The decoder's loss prefers latent 1; the encoder prefers latent 0:
+
+    >>> import torch
+    >>> from ebmclassifier.latent import gamma_from_loss
+    >>> target = torch.tensor([[0.0, 1.0, 0.0]])
+    >>> gamma_fn = gamma_from_loss(lambda z: ((z - target) ** 2).sum(-1))
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> z = SPIGOTCrossEntropy.apply(scores, gamma_fn, 1.0, 1)
+    >>> z.backward(gamma_fn(z))
+    >>> scores.grad  # softmax(s) - proj(softmax(s) - gamma(softmax(s)))
+    tensor([[ 0.8438, -0.8858,  0.0420]])
     """
 
     backward = _surrogate_backward(_spigot_ce_grad)
@@ -204,7 +301,35 @@ class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
     ``s_{t+1} = s_t - eta * gamma(softmax(s_t))`` from ``s_0 = s``; for ``k = 1`` this is
     ``softmax(s) - softmax(s - eta * gamma(mu_0))``. ``gamma_fn`` is required. Call as
     ``SPIGOTExponentiatedGradient.apply(scores, gamma_fn, step_size, inner_steps)``.
-    See the module docstring and [1]_.
+    See the module docstring and Mihaylova et al. (2020).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+        Encoder scores ``s``.
+    gamma_fn : callable
+        ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`).
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : Tensor of shape (n, K)
+        ``onehot(argmax(s))``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from ebmclassifier.latent import gamma_from_loss
+    >>> target = torch.tensor([[0.0, 1.0, 0.0]])
+    >>> gamma_fn = gamma_from_loss(lambda z: ((z - target) ** 2).sum(-1))
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> z = SPIGOTExponentiatedGradient.apply(scores, gamma_fn, 1.0, 1)
+    >>> z.backward(gamma_fn(z))
+    >>> scores.grad  # softmax(s) - softmax(s - gamma(softmax(s)))
+    tensor([[ 0.6636, -0.6610, -0.0026]])
     """
 
     backward = _surrogate_backward(_spigot_eg_grad)

@@ -34,7 +34,19 @@ __all__ = ["BiLSTMArcScorer", "TreeGCNDecoder", "TreeLatentModel", "sequence_len
 def sequence_lengths(x: torch.Tensor) -> torch.Tensor:
     """Number of tokens per row of token ids ``x`` (B, N), 0 being padding at the end.
 
-    Raises ValueError for an empty row or a padding id before a token.
+    Parameters
+    ----------
+    x : torch.Tensor of shape (B, N), int
+        Token ids, padded with 0 at the end of each row.
+
+    Returns
+    -------
+    lengths : torch.Tensor of shape (B,), int64
+
+    Raises
+    ------
+    ValueError
+        For an empty row or a padding id before a token.
 
     Examples
     --------
@@ -68,7 +80,8 @@ class BiLSTMArcScorer(nn.Module):
     arc_size : int, default=64
         Size of the head and modifier representations of the scorer.
     scorer : {"biaffine", "mlp"}, default="biaffine"
-        ``s[h, m] = a_h^T U d_m + u^T a_h`` ([2]_) or ``v^T tanh(a_h + d_m)`` ([3]_).
+        ``s[h, m] = a_h^T U d_m + u^T a_h`` (Dozat & Manning 2017) or
+        ``v^T tanh(a_h + d_m)`` (Kiperwasser & Goldberg 2016).
     dropout : float, default=0.0
         On the embeddings and the BiLSTM output.
 
@@ -130,9 +143,9 @@ class TreeGCNDecoder(nn.Module):
     """Logits (B, n_classes) from token ids (B, N) and a tree or arc weights ``z`` (B, N+1, N+1).
 
     ``h_{l+1} = relu(W_self h_l + W_head z^T h_l + W_mod z h_l + b)`` for ``n_layers`` layers
-    ([4]_ Eq. 2 with one weight per arc direction), from the token embeddings (and a learned
-    root vector at position 0); then masked mean and max pooling over the words and a linear
-    classifier.
+    (Marcheggiani & Titov 2017, Eq. 2, with one weight per arc direction), from the token
+    embeddings (and a learned root vector at position 0); then masked mean and max pooling over
+    the words and a linear classifier.
 
     Parameters
     ----------

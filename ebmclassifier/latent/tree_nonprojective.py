@@ -142,9 +142,9 @@ def nonprojective_log_partition(
 
     ``Z = det(L_hat)``, where ``L_hat`` is the Laplacian of the words, ``L[m, m] = sum_h
     exp(s[h, m])`` over word heads ``h`` and ``L[h, m] = -exp(s[h, m])``, with its first row
-    replaced by the root scores ``exp(s[0, m])`` ([2]_ Sec. 3.3). Each column is scaled by
-    ``exp(-max_h s[h, m])`` for stability; padding words get an identity block. Differentiable:
-    the gradient with respect to ``scores`` is the arc marginals.
+    replaced by the root scores ``exp(s[0, m])`` (Koo et al. 2007, Sec. 3.3). Each column is
+    scaled by ``exp(-max_h s[h, m])`` for stability; padding words get an identity block.
+    Differentiable: the gradient with respect to ``scores`` is the arc marginals.
 
     Parameters
     ----------

@@ -193,9 +193,42 @@ def _padded_jacobian_factors(vertices, n_coords):
 
 
 class SparseMAPTree(torch.autograd.Function):
-    """SparseMAP over trees with the active-set Jacobian as its backward ([1]_ Prop. 1).
+    """SparseMAP over trees with the active-set Jacobian as its backward.
 
-    Call as ``SparseMAPTree.apply(scores, lengths, projective, max_iter, tol)``.
+    The Jacobian is that of Niculae et al. (2018), Prop. 1.
+
+    Call as ``SparseMAPTree.apply(scores, lengths, projective, max_iter, tol)``, or through
+    :func:`tree_sparsemap` (which validates the arguments).
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, N + 1, N + 1)
+    lengths : torch.Tensor of shape (B,), int
+    projective : bool
+    max_iter : int
+    tol : float
+        As for :func:`sparsemap_active_set`.
+
+    Returns
+    -------
+    mu : torch.Tensor of shape (B, N + 1, N + 1)
+        In the dtype and device of ``scores``.
+
+    Examples
+    --------
+    At zero scores, the two trees over two words are mixed half and half; raising the score
+    of the arc root -> word 1 moves weight to the tree that has it:
+
+    >>> import torch
+    >>> scores = torch.zeros(1, 3, 3, requires_grad=True)
+    >>> mu = SparseMAPTree.apply(scores, torch.tensor([2]), True, 100, 1e-9)
+    >>> mu[0, 0]
+    tensor([0.0000, 0.5000, 0.5000], grad_fn=<SelectBackward0>)
+    >>> mu[0, 0, 1].backward()
+    >>> scores.grad[0]
+    tensor([[ 0.0000,  0.2500, -0.2500],
+            [ 0.0000,  0.0000,  0.2500],
+            [ 0.0000, -0.2500,  0.0000]])
     """
 
     @staticmethod
@@ -228,7 +261,7 @@ def tree_sparsemap(
 ) -> torch.Tensor:
     """SparseMAP projection ``argmin_{mu in M} ||mu - s||^2`` onto the tree polytope.
 
-    Differentiable: the backward pass is the active-set Jacobian ([1]_ Prop. 1).
+    Differentiable: the backward pass is the active-set Jacobian (Niculae et al. 2018, Prop. 1).
 
     Parameters
     ----------

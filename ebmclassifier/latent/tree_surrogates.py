@@ -162,7 +162,49 @@ class _TreeArgmaxSurrogate(torch.autograd.Function):
 class TreeSTEIdentity(_TreeArgmaxSurrogate):
     """STE-I over trees: ``dL/ds = z_hat - z_k``, plain steps from ``z_hat`` (``eta * gamma``).
 
-    See the module docstring and [1]_ Sec. 3.
+    Call as ``TreeSTEIdentity.apply(scores, lengths, projective, gamma_fn, step_size,
+    inner_steps)``. See the module docstring and Mihaylova et al. (2020), Sec. 3.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, N + 1, N + 1)
+        Arc scores ``s[b, head, modifier]``, root at index 0.
+    lengths : torch.Tensor of shape (B,), int
+        Number of words per sentence.
+    projective : bool
+        Eisner and the projective polytope, or Chu-Liu-Edmonds and all trees.
+    gamma_fn : callable or None
+        ``gamma_fn(z) -> dL/dz`` at trees or polytope points ``z``
+        (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None when ``inner_steps == 1``.
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : torch.Tensor of shape (B, N + 1, N + 1)
+        The MAP tree's 0/1 arcs.
+
+    Examples
+    --------
+    The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
+
+    >>> import torch
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
+    >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
+    ...                       requires_grad=True)  # scores[b, head, modifier]
+    >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
+    >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent.trees import arcs_to_heads
+    >>> z = TreeSTEIdentity.apply(scores, torch.tensor([2]), True, None, 1.0, 1)
+    >>> arcs_to_heads(z)  # the MAP tree
+    tensor([[0, 1]])
+    >>> loss_fn(z).sum().backward()
+    >>> scores.grad[0]  # eta * gamma = 2 (z_hat - preferred)
+    tensor([[ 0.,  2., -2.],
+            [ 0.,  0.,  2.],
+            [ 0., -2.,  0.]])
     """
 
     backward = _surrogate_backward(_ste_grad)
@@ -171,7 +213,46 @@ class TreeSTEIdentity(_TreeArgmaxSurrogate):
 class TreeSPIGOT(_TreeArgmaxSurrogate):
     """SPIGOT over trees: ``dL/ds = z_hat - z_k``, SparseMAP-projected steps from ``z_hat``.
 
-    See the module docstring, [1]_ Sec. 3 and [3]_ Eq. 6.
+    Call as ``TreeSPIGOT.apply(scores, lengths, projective, gamma_fn, step_size, inner_steps)``.
+    See the module docstring, Mihaylova et al. (2020), Sec. 3, and Peng et al. (2018), Eq. 6.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, N + 1, N + 1)
+        Arc scores ``s[b, head, modifier]``, root at index 0.
+    lengths : torch.Tensor of shape (B,), int
+        Number of words per sentence.
+    projective : bool
+        Eisner and the projective polytope, or Chu-Liu-Edmonds and all trees.
+    gamma_fn : callable or None
+        ``gamma_fn(z) -> dL/dz`` at trees or polytope points ``z``
+        (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None when ``inner_steps == 1``.
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : torch.Tensor of shape (B, N + 1, N + 1)
+        The MAP tree's 0/1 arcs.
+
+    Examples
+    --------
+    The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
+
+    >>> import torch
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
+    >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
+    ...                       requires_grad=True)  # scores[b, head, modifier]
+    >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
+    >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> z = TreeSPIGOT.apply(scores, torch.tensor([2]), True, None, 1.0, 1)
+    >>> loss_fn(z).sum().backward()
+    >>> scores.grad[0]  # z_hat - SparseMAP(z_hat - gamma) = z_hat - preferred
+    tensor([[ 0.,  1., -1.],
+            [ 0.,  0.,  1.],
+            [ 0., -1.,  0.]])
     """
 
     backward = _surrogate_backward(_spigot_grad)
@@ -180,7 +261,49 @@ class TreeSPIGOT(_TreeArgmaxSurrogate):
 class TreeSPIGOTCrossEntropy(_TreeArgmaxSurrogate):
     """SPIGOT-CE over trees: ``dL/ds = Marg(s) - z_k``, projected steps from ``Marg(s)``.
 
-    ``gamma_fn`` is required. See the module docstring and [1]_ Sec. 4.
+    Call as ``TreeSPIGOTCrossEntropy.apply(scores, lengths, projective, gamma_fn, step_size,
+    inner_steps)``; ``gamma_fn`` is required. See the module docstring and Mihaylova et al.
+    (2020), Sec. 4.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, N + 1, N + 1)
+        Arc scores ``s[b, head, modifier]``, root at index 0.
+    lengths : torch.Tensor of shape (B,), int
+        Number of words per sentence.
+    projective : bool
+        Eisner and the projective polytope, or Chu-Liu-Edmonds and all trees.
+    gamma_fn : callable
+        ``gamma_fn(z) -> dL/dz`` at trees or polytope points ``z``
+        (:func:`~ebmclassifier.latent.gamma_from_loss`).
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : torch.Tensor of shape (B, N + 1, N + 1)
+        The MAP tree's 0/1 arcs.
+
+    Examples
+    --------
+    The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
+
+    >>> import torch
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
+    >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
+    ...                       requires_grad=True)  # scores[b, head, modifier]
+    >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
+    >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent import gamma_from_loss
+    >>> gamma_fn = gamma_from_loss(loss_fn)
+    >>> z = TreeSPIGOTCrossEntropy.apply(scores, torch.tensor([2]), True, gamma_fn, 1.0, 1)
+    >>> loss_fn(z).sum().backward()
+    >>> scores.grad[0]
+    tensor([[ 0.0000,  0.8808, -0.8808],
+            [ 0.0000,  0.0000,  0.8808],
+            [ 0.0000, -0.8808,  0.0000]])
     """
 
     backward = _surrogate_backward(_spigot_ce_grad)
@@ -189,7 +312,50 @@ class TreeSPIGOTCrossEntropy(_TreeArgmaxSurrogate):
 class TreeSPIGOTExponentiatedGradient(_TreeArgmaxSurrogate):
     """SPIGOT-EG over trees: ``dL/ds = Marg(s) - Marg(s_k)``, ``s_{t+1} = s_t - eta gamma``.
 
-    ``gamma_fn`` is required. See the module docstring and [1]_ Sec. 4.
+    Call as ``TreeSPIGOTExponentiatedGradient.apply(scores, lengths, projective, gamma_fn,
+    step_size, inner_steps)``; ``gamma_fn`` is required. See the module docstring and Mihaylova
+    et al. (2020), Sec. 4.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, N + 1, N + 1)
+        Arc scores ``s[b, head, modifier]``, root at index 0.
+    lengths : torch.Tensor of shape (B,), int
+        Number of words per sentence.
+    projective : bool
+        Eisner and the projective polytope, or Chu-Liu-Edmonds and all trees.
+    gamma_fn : callable
+        ``gamma_fn(z) -> dL/dz`` at trees or polytope points ``z``
+        (:func:`~ebmclassifier.latent.gamma_from_loss`).
+    step_size : float
+        ``eta``.
+    inner_steps : int
+        ``k``.
+
+    Returns
+    -------
+    z_hat : torch.Tensor of shape (B, N + 1, N + 1)
+        The MAP tree's 0/1 arcs.
+
+    Examples
+    --------
+    The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
+
+    >>> import torch
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
+    >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
+    ...                       requires_grad=True)  # scores[b, head, modifier]
+    >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
+    >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent import gamma_from_loss
+    >>> gamma_fn = gamma_from_loss(loss_fn)
+    >>> z = TreeSPIGOTExponentiatedGradient.apply(scores, torch.tensor([2]), True, gamma_fn,
+    ...                                           1.0, 1)
+    >>> loss_fn(z).sum().backward()
+    >>> scores.grad[0]
+    tensor([[ 0.0000,  0.8744, -0.8744],
+            [ 0.0000,  0.0000,  0.8744],
+            [ 0.0000, -0.8744,  0.0000]])
     """
 
     backward = _surrogate_backward(_spigot_eg_grad)
@@ -204,6 +370,51 @@ class TreeScoreFunction(torch.autograd.Function):
     ``value`` tensor and an ``update(losses)`` method (read before it is updated, so a batch
     never serves as its own baseline), such as
     :class:`ebmclassifier.latent.score_function.RunningMeanBaseline`.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, N + 1, N + 1)
+        Arc scores ``s[b, head, modifier]``, root at index 0.
+    lengths : torch.Tensor of shape (B,), int
+        Number of words per sentence.
+    projective : bool
+        Sample projective trees, or all trees.
+    loss_fn : callable
+        ``loss_fn(z) -> Tensor (B,)``.
+    baseline : object or None
+        Read, then updated with this batch's losses, in the backward pass.
+    generator : torch.Generator or None
+        Source of the samples.
+
+    Returns
+    -------
+    z : torch.Tensor of shape (B, N + 1, N + 1)
+        One sampled tree per sentence, 0/1 arcs.
+
+    Examples
+    --------
+    The encoder's best tree is root -> 1 -> 2; the decoder's loss prefers root -> 2 -> 1:
+
+    >>> import torch
+    >>> from ebmclassifier.latent.trees import heads_to_arcs
+    >>> scores = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]],
+    ...                       requires_grad=True)  # scores[b, head, modifier]
+    >>> preferred = heads_to_arcs(torch.tensor([[2, 0]]))
+    >>> loss_fn = lambda z: ((z - preferred) ** 2).sum(dim=(1, 2))
+    >>> from ebmclassifier.latent.score_function import RunningMeanBaseline
+    >>> from ebmclassifier.latent.trees import tree_marginals
+    >>> baseline, lengths = RunningMeanBaseline(), torch.tensor([2])
+    >>> z = TreeScoreFunction.apply(scores, lengths, True, loss_fn, baseline,
+    ...                             torch.Generator().manual_seed(0))
+    >>> z.sum().item()  # a tree over two words has two arcs
+    2.0
+    >>> loss_fn(z).sum().backward()
+    >>> losses = loss_fn(z.detach())[:, None, None]
+    >>> expected = losses * (z.detach() - tree_marginals(scores, lengths))
+    >>> torch.allclose(scores.grad, expected)  # the first batch has no baseline yet
+    True
+    >>> int(baseline.n_updates)
+    1
     """
 
     @staticmethod

@@ -1,0 +1,294 @@
+"""Every public name has a numpydoc docstring with Parameters, Returns and Examples.
+
+Parameters must name every parameter of the signature (``*args`` / ``**kwargs`` excepted; for a
+``torch.autograd.Function``, those of ``forward``, which ``apply`` takes); functions need
+Returns (Yields for generators); Examples must hold a doctest.
+
+The public API is what the API reference lists (the ``autosummary`` and ``autodata`` entries of
+``docs/api/*.rst``) together with ``ebmclassifier.__all__`` and the ``__all__`` of every public
+module (no part of its dotted name starts with ``_``). A second test checks that the reference
+lists every name of those ``__all__``, so a new public name cannot skip the documentation.
+The Examples themselves run as doctests (``--doctest-modules`` in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from numpydoc.docscrape import ClassDoc, FunctionDoc, NumpyDocString
+
+import ebmclassifier
+
+API_DIR = Path(__file__).resolve().parents[1] / "docs" / "api"
+
+# Written by docs/conf.py at build time (git-ignored), so not read from disk here.
+GENERATED_PAGES = {"jem.rst": ("ebmclassifier.jem", ["JEMClassifier"])}
+
+# Modules without a leading underscore that are not part of the Python API: the command line.
+NOT_API = {
+    "ebmclassifier.cli": "the command line, documented by its --help",
+    "ebmclassifier.bench": "the 'bench' command of the command line",
+    "ebmclassifier.demo": "the 'demo' command of the command line",
+}
+
+# Names whose sections are known to be missing, with the section. Each is an xfail(strict=True):
+# once the docstring is complete the test fails until its entry here is deleted.
+PENDING = {
+    "ebmclassifier.compare.run_comparison": "Examples (compare.py is being edited on main)",
+    "ebmclassifier.compare.default_models": "Examples (compare.py is being edited on main)",
+    "ebmclassifier.compare.CompareConfig": "Examples (compare.py is being edited on main)",
+    "ebmclassifier.compare.ModelSpec": "Examples (compare.py is being edited on main)",
+}
+
+_DIRECTIVE = re.compile(r"^\.\. (currentmodule|autodata|autosummary)::\s*(\S*)")
+
+
+def _parse_reference(text: str) -> list[tuple[str, str]]:
+    """``(module, name)`` of every autosummary and autodata entry of one API page."""
+    entries, module, in_autosummary = [], None, False
+    for line in text.splitlines():
+        if in_autosummary:
+            if not line.strip() or line.strip().startswith(":"):
+                continue
+            if line[0].isspace():
+                entries.append((module, line.strip()))
+                continue
+            in_autosummary = False
+        match = _DIRECTIVE.match(line)
+        if match is None:
+            continue
+        directive, argument = match.groups()
+        if directive == "currentmodule":
+            module = argument
+        elif directive == "autodata":
+            entries.append((module, argument))
+        else:
+            in_autosummary = True
+    return entries
+
+
+def reference_entries() -> list[tuple[str, str]]:
+    entries = []
+    for page in sorted(API_DIR.glob("*.rst")):
+        if page.name not in GENERATED_PAGES:
+            entries += _parse_reference(page.read_text())
+    for module, names in GENERATED_PAGES.values():
+        entries += [(module, name) for name in names]
+    return entries
+
+
+def public_modules() -> list[str]:
+    names = ["ebmclassifier"]
+    for info in pkgutil.walk_packages(ebmclassifier.__path__, "ebmclassifier."):
+        parts = info.name.split(".")
+        if info.name not in NOT_API and not any(p.startswith("_") for p in parts):
+            names.append(info.name)
+    return names
+
+
+def _all_names() -> list[tuple[str, str]]:
+    """``(module, name)`` of every name in the ``__all__`` of a public module."""
+    pairs = []
+    for module_name in public_modules():
+        module = importlib.import_module(module_name)
+        pairs += [(module_name, name) for name in getattr(module, "__all__", ())]
+    return pairs
+
+
+def _canonical(module: str, name: str, obj) -> str:
+    """One id per object, wherever it is re-exported: where it is defined."""
+    if inspect.isroutine(obj) or inspect.isclass(obj):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    return f"{module}.{name}"
+
+
+def _documented_objects() -> dict[str, object]:
+    """Canonical id -> object, for every function, class and callable instance of the API."""
+    objects = {}
+    for module, name in reference_entries() + _all_names():
+        obj = getattr(importlib.import_module(module), name)
+        if inspect.isroutine(obj) or inspect.isclass(obj) or _is_documented_instance(obj):
+            objects.setdefault(_canonical(module, name, obj), obj)
+    return objects
+
+
+def _is_documented_instance(obj) -> bool:
+    """A callable object of one of our classes (the scorers), documented by its own __doc__."""
+    return (
+        callable(obj)
+        and not inspect.isroutine(obj)
+        and not inspect.isclass(obj)
+        and type(obj).__module__.startswith("ebmclassifier")
+    )
+
+
+def _named_parameters(func) -> list[str]:
+    """Parameters a caller names: not self / cls / ctx, nor *args / **kwargs."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # builtins without a signature (an exception's __init__)
+        return []
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind not in variadic and p.name not in ("self", "cls", "ctx")
+    ]
+
+
+def _parse(obj) -> NumpyDocString:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpydoc warns about unknown or malformed sections
+        if inspect.isclass(obj):
+            return ClassDoc(obj)
+        if inspect.isroutine(obj):
+            return FunctionDoc(obj)
+        return NumpyDocString(inspect.cleandoc(obj.__doc__ or ""))
+
+
+def _documented_parameters(doc: NumpyDocString) -> set[str]:
+    """Names in the Parameters section; an entry may name several (``low, high : float``)."""
+    names = set()
+    for parameter in doc["Parameters"]:
+        names.update(n.strip().lstrip("*") for n in parameter.name.split(","))
+    return names
+
+
+def missing_sections(obj) -> list[str]:
+    doc = _parse(obj)
+    if inspect.isclass(obj) and issubclass(obj, torch.autograd.Function):
+        # called as Function.apply(...): the arguments and result of forward
+        parameters, returns = _named_parameters(obj.forward), True
+    elif inspect.isclass(obj):
+        parameters, returns = _named_parameters(obj), False
+    else:
+        call = obj if inspect.isroutine(obj) else obj.__call__
+        parameters, returns = _named_parameters(call), True
+    missing = []
+    if not doc["Summary"]:
+        missing.append("Summary")
+    undocumented = [p for p in parameters if p not in _documented_parameters(doc)]
+    if undocumented:
+        missing.append(f"Parameters ({', '.join(undocumented)})")
+    if returns:
+        generator = inspect.isgeneratorfunction(obj)
+        section = "Yields" if generator else "Returns"
+        if not doc[section]:
+            missing.append(section)
+    if not any(">>>" in line for line in doc["Examples"]):
+        missing.append("Examples (with a doctest)")
+    return missing
+
+
+def _cases():
+    for qualname, obj in sorted(_documented_objects().items()):
+        marks = ()
+        if qualname in PENDING:
+            marks = pytest.mark.xfail(strict=True, reason=f"missing {PENDING[qualname]}")
+        yield pytest.param(obj, id=qualname, marks=marks)
+
+
+@pytest.mark.parametrize("obj", _cases())
+def test_public_name_has_numpydoc_sections(obj):
+    missing = missing_sections(obj)
+    assert not missing, f"the docstring lacks: {', '.join(missing)}"
+
+
+def test_the_reference_lists_every_public_name():
+    documented = set()
+    for module, name in reference_entries():
+        documented.add(id(getattr(importlib.import_module(module), name)))
+    unlisted = [
+        f"{module}.{name}"
+        for module, name in _all_names()
+        if id(getattr(importlib.import_module(module), name)) not in documented
+    ]
+    assert not unlisted, f"add to an autosummary or autodata list in docs/api/: {unlisted}"
+
+
+def test_reference_constants_have_doc_comments():
+    # autodata reads a constant's "#:" comment in the module the page names; without one (or
+    # under a module that only re-exports it) the page shows the docstring of tuple instead.
+    undocumented = []
+    for module_name, name in reference_entries():
+        module = importlib.import_module(module_name)
+        obj = getattr(module, name)
+        if inspect.isroutine(obj) or inspect.isclass(obj) or _is_documented_instance(obj):
+            continue
+        comment = re.compile(rf"^#:.*\n(?:#:.*\n)*{name}\s*(?::[^=\n]*)?=", re.MULTILINE)
+        if not comment.search(inspect.getsource(module)):
+            undocumented.append(f"{module_name}.{name}")
+    assert not undocumented, f"no '#:' comment above the assignment: {undocumented}"
+
+
+def test_reference_entries_exist_and_cover_the_estimators():
+    entries = reference_entries()
+    for module, name in entries:  # a typo in an .rst file fails here, not only in Sphinx
+        assert hasattr(importlib.import_module(module), name), f"{module}.{name}"
+    assert {name for _, name in entries} >= set(ebmclassifier.__all__)
+
+
+def test_the_check_sees_a_missing_section():
+    def add(x, y):
+        """Add.
+
+        Parameters
+        ----------
+        x, y : float
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> add(1.0, 2.0)
+        3.0
+        """
+        return x + y
+
+    def add_undocumented(x, y):
+        """Add.
+
+        Parameters
+        ----------
+        x : float
+        """
+        return x + y
+
+    assert missing_sections(add) == []
+    assert missing_sections(add_undocumented) == [
+        "Parameters (y)",
+        "Returns",
+        "Examples (with a doctest)",
+    ]
+
+
+def test_parse_reference_reads_autosummary_and_autodata():
+    page = """
+.. currentmodule:: pkg.mod
+
+.. autosummary::
+   :toctree: generated/
+   :template: function.rst
+
+   first
+   second
+
+Text.
+
+.. autodata:: CONSTANT
+   :no-value:
+"""
+    assert _parse_reference(page) == [
+        ("pkg.mod", "first"),
+        ("pkg.mod", "second"),
+        ("pkg.mod", "CONSTANT"),
+    ]
