@@ -38,15 +38,6 @@ NOT_API = {
     "ebmclassifier.demo": "the 'demo' command of the command line",
 }
 
-# Names whose sections are known to be missing, with the section. Each is an xfail(strict=True):
-# once the docstring is complete the test fails until its entry here is deleted.
-PENDING = {
-    "ebmclassifier.compare.run_comparison": "Examples (compare.py is being edited on main)",
-    "ebmclassifier.compare.default_models": "Examples (compare.py is being edited on main)",
-    "ebmclassifier.compare.CompareConfig": "Examples (compare.py is being edited on main)",
-    "ebmclassifier.compare.ModelSpec": "Examples (compare.py is being edited on main)",
-}
-
 _DIRECTIVE = re.compile(r"^\.\. (currentmodule|autodata|autosummary)::\s*(\S*)")
 
 
@@ -189,10 +180,7 @@ def missing_sections(obj) -> list[str]:
 
 def _cases():
     for qualname, obj in sorted(_documented_objects().items()):
-        marks = ()
-        if qualname in PENDING:
-            marks = pytest.mark.xfail(strict=True, reason=f"missing {PENDING[qualname]}")
-        yield pytest.param(obj, id=qualname, marks=marks)
+        yield pytest.param(obj, id=qualname)
 
 
 @pytest.mark.parametrize("obj", _cases())
