@@ -363,9 +363,10 @@ def write_report(results: dict, out, command: str = "") -> dict:
         + ", ".join(f"{k} ({v})" for k, v in data["ood_sets"].items())
         + ". "
         + (
-            "Every model trains on standardized inputs (each feature to zero mean and unit "
-            "variance over the training split); the OOD sets go through the same transform "
-            "and the attack radii are in the data's own units."
+            "Every model trains on standardized inputs (zero mean and unit variance over the "
+            "training split, per feature for flat samples and per channel for images and "
+            "sequences); the OOD sets go through the same transform and the attack radii are "
+            "in the data's own units."
             if data.get("standardized")
             else "Every model trains on the inputs as given (`--no-standardize`)."
         ),

@@ -10,6 +10,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main", "build_parser"]
 
@@ -149,7 +150,8 @@ def run_compare_command(args) -> int:
         print(tabs[key], end="\n\n")
     for line in tabs["verdicts"]:
         print("-", line)
-    print(f"\nReport: {args.out}/report.md, results.json and {len(tabs['figures'])} figures.")
+    report = Path(args.out) / "report.md"
+    print(f"\nReport: {report}, results.json and {len(tabs['figures'])} figures.")
     return 0
 
 
