@@ -297,6 +297,12 @@ def write_figures(results: dict, out: Path) -> list[str]:
     return written
 
 
+def _network_text(network) -> str:
+    if network in (None, "default"):
+        return "the estimators' default for the data's shape"
+    return f"`{network}` (WideResNet without batch-norm)"
+
+
 def _lr_text(lr) -> str:
     return "the estimators' default" if lr is None else f"{lr:g}"
 
@@ -372,7 +378,8 @@ def write_report(results: dict, out, command: str = "") -> dict:
         ),
         "",
         f"Seeds: {cfg['seeds']}; {results['max_epochs']} epochs per model, learning rate "
-        f"{_lr_text(results.get('lr'))}. Every number is the "
+        f"{_lr_text(results.get('lr'))}, network {_network_text(cfg.get('network'))}. Every "
+        "number is the "
         "median [min, max] over seeds. Environment: "
         + ", ".join(f"{k} {v}" for k, v in env.items())
         + ".",

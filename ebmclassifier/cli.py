@@ -90,6 +90,11 @@ def _add_compare(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=None, help="(estimator default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
     p.add_argument(
+        "--network", default="default",
+        help="default (from the data's shape) or wrn-D-K, e.g. wrn-28-10: a WideResNet "
+        "without batch-norm, for images",
+    )  # fmt: skip
+    p.add_argument(
         "--epsilons", type=_comma_list(float), default=None,
         help="PGD radii, comma-separated (data default)",
     )  # fmt: skip
@@ -134,6 +139,7 @@ def run_compare_command(args) -> int:
         lr=args.lr,
         batch_size=args.batch_size,
         device=args.device,
+        network=args.network,
         epsilons=args.epsilons,
         norm=args.norm,
         attack_steps=args.attack_steps,
@@ -167,6 +173,7 @@ def _command_line(args) -> str:
         "--lr": args.lr,
         "--batch-size": args.batch_size,
         "--device": args.device,
+        "--network": None if args.network == "default" else args.network,
         "--epsilons": None if args.epsilons is None else ",".join(f"{e:g}" for e in args.epsilons),
         "--norm": args.norm,
         "--attack-steps": args.attack_steps,
@@ -226,7 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     status : int
-        The exit status, 0 on success. Without a command the help is printed.
+        The exit status: 0 on success, 2 when the data or an option is wrong (missing files,
+        an unknown model or network; the message goes to stderr). Without a command the help
+        is printed.
 
     Examples
     --------
@@ -241,7 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 0
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (FileNotFoundError, ValueError) as exc:  # bad data or options: a message, no traceback
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ turns the runs into tables, ``report.md``, ``results.json`` and figures.
 from __future__ import annotations
 
 import importlib
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ __all__ = [
     "ModelSpec",
     "Standardizer",
     "default_models",
+    "network_params",
     "run_comparison",
     "write_report",
 ]
@@ -68,6 +70,46 @@ DATA_DEFAULTS = {
 
 
 # ----------------------------------------------------------------------------- models
+
+_WRN = re.compile(r"wrn-(\d+)-(\d+)")
+
+
+def network_params(network: str) -> dict:
+    """The estimator parameters that select ``network`` for every model.
+
+    Parameters
+    ----------
+    network : str
+        ``"default"`` (the estimators' own choice from the data's shape: an MLP or a small
+        ConvNet) or ``"wrn-D-K"``, a :class:`~ebmclassifier.nn.WideResNet` of depth ``D`` and
+        widen factor ``K`` without batch-norm (``"wrn-28-10"`` is the papers' network).
+
+    Returns
+    -------
+    params : dict
+        ``{}`` for the default, else ``module``, ``module__depth`` and ``module__widen_factor``.
+
+    Examples
+    --------
+    >>> params = network_params("wrn-28-10")
+    >>> params["module"].__name__, params["module__depth"], params["module__widen_factor"]
+    ('WideResNet', 28, 10)
+    >>> network_params("default")
+    {}
+    """
+    if network == "default":
+        return {}
+    match = _WRN.fullmatch(network)
+    if match is None:
+        raise ValueError(
+            f"Unknown network {network!r}: use 'default' or 'wrn-D-K' (e.g. 'wrn-28-10', a "
+            "WideResNet of depth 28 and widen factor 10)."
+        )
+    from .nn import WideResNet
+
+    depth, widen_factor = int(match[1]), int(match[2])
+    WideResNet((3, 32, 32), 2, depth=depth, widen_factor=1)  # a bad depth fails here, early
+    return {"module": WideResNet, "module__depth": depth, "module__widen_factor": widen_factor}
 
 
 @dataclass(frozen=True)
@@ -343,6 +385,8 @@ class CompareConfig:
         The estimators' ``device``.
     epsilons : sequence of float or None
         PGD radii; None takes the data set's default.
+    network : str
+        ``"default"`` or ``"wrn-D-K"``, see :func:`network_params`.
     norm : {"linf", "l2"}
     attack_steps : int
     n_attack : int or None
@@ -374,6 +418,7 @@ class CompareConfig:
     lr: float | None = None
     batch_size: int | None = None
     device: str = "auto"
+    network: str = "default"
     epsilons: Sequence[float] | None = None
     norm: str = "linf"
     attack_steps: int = 10
@@ -450,10 +495,16 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
 
     registry = default_models() if registry is None else registry
     specs, skipped = _select_models(config, registry, log)
+    network = network_params(config.network)
     data = load_named_dataset(
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
     )  # fmt: skip
+    if network and data.X_train.ndim != 4:
+        raise ValueError(
+            f"--network {config.network} takes images of shape (n, C, H, W); {data.name} has "
+            f"samples of shape {data.X_train.shape[1:]}. Use --network default."
+        )
     X_attack = data.X_test  # attacked in the data's own units
     standardizer = Standardizer(data.X_train) if config.standardize else None
     if standardizer is not None:
@@ -487,6 +538,7 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
                       "verbose": 0, "callbacks": [("epoch_bar", bar)]}  # fmt: skip
             params.update({k: v for k, v in (("lr", lr), ("batch_size", config.batch_size))
                            if v is not None})  # fmt: skip
+            params.update(network)
             params.update(config.extra_params.get(name, {}))
             estimator = registry[name].build(params)
             start = time.perf_counter()

@@ -1,6 +1,6 @@
-"""Default networks, chosen from the shape of the data.
+"""Networks: the defaults, chosen from the shape of the data, and the papers' WideResNet.
 
-None of them uses batch-norm: it couples the samples of a batch, which breaks the per-sample
+None of the defaults uses batch-norm: it couples the samples of a batch, which breaks the per-sample
 energy gradients that NG-EBM penalises and JEM samples with. SiLU activations keep the energy
 surface smooth, which Langevin sampling and the gradient-norm penalty both prefer.
 """
@@ -13,7 +13,7 @@ from math import prod
 import torch
 from torch import nn
 
-__all__ = ["MLP", "ConvNet"]
+__all__ = ["MLP", "ConvNet", "WideResNet"]
 
 
 class MLP(nn.Module):
@@ -114,6 +114,122 @@ class ConvNet(nn.Module):
             nn.Linear(n_flat, hidden_size),
             nn.SiLU(),
             nn.Linear(hidden_size, n_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+_ACTIVATIONS = {"leaky_relu": lambda: nn.LeakyReLU(0.2), "silu": nn.SiLU, "relu": nn.ReLU}
+
+
+class _WideBlock(nn.Module):
+    """Pre-activation residual block: (norm, act, conv3x3) twice, plus a shortcut.
+
+    When the shape changes the shortcut is a 1x1 convolution of the activated input, as in the
+    pre-activation ResNet (He et al., 2016).
+    """
+
+    def __init__(self, c_in, c_out, stride, dropout, activation, batch_norm):
+        super().__init__()
+        norm = nn.BatchNorm2d if batch_norm else lambda c: nn.Identity()
+        bias = not batch_norm  # a batch-norm after the conv would cancel a bias
+        self.norm1, self.act1 = norm(c_in), _ACTIVATIONS[activation]()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=bias)
+        self.norm2, self.act2 = norm(c_out), _ACTIVATIONS[activation]()
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1, bias=bias)
+        self.project = None
+        if stride != 1 or c_in != c_out:
+            self.project = nn.Conv2d(c_in, c_out, 1, stride=stride, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        activated = self.act1(self.norm1(x))
+        shortcut = x if self.project is None else self.project(activated)
+        out = self.conv1(activated)
+        out = self.conv2(self.dropout(self.act2(self.norm2(out))))
+        return out + shortcut
+
+
+class WideResNet(nn.Module):
+    """Wide residual network WRN-depth-k for ``(C, H, W)`` images, without batch-norm by default.
+
+    The network of the NG-EBM and JEM papers' CIFAR experiments, WRN-28-10 without batch-norm
+    (Zagoruyko & Komodakis, "Wide Residual Networks", BMVC 2016): a 3x3 convolution to 16
+    channels, three groups of ``(depth - 4) / 6`` pre-activation residual blocks of
+    ``16k``, ``32k`` and ``64k`` channels (the last two groups halve the resolution), then
+    activation, global average pooling and a linear layer to the logits. Batch-norm is left
+    out by default because it couples the samples of a batch, which breaks the per-sample
+    energy gradients NG-EBM penalises and JEM samples with; without it the convolutions carry
+    biases.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        ``(C, H, W)``.
+    n_classes : int
+    depth : int, default=28
+        ``6 n + 4`` for ``n`` blocks per group: 10, 16, 22, 28, 34, 40...
+    widen_factor : int, default=10
+        ``k``, the width multiplier.
+    dropout : float, default=0.0
+        Dropout between the two convolutions of each block.
+    activation : {"leaky_relu", "silu", "relu"}, default="leaky_relu"
+        Leaky ReLU has slope 0.2; SiLU gives a smooth energy surface.
+    batch_norm : bool, default=False
+        Add batch-norm before every activation (the original WRN).
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = WideResNet((3, 32, 32), n_classes=10, depth=10, widen_factor=1)
+    >>> net(torch.zeros(2, 3, 32, 32)).shape
+    torch.Size([2, 10])
+
+    Use it in an estimator (it receives ``input_shape`` and ``n_classes`` from the data):
+
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> clf = NGEBMClassifier(module=WideResNet, module__depth=28, module__widen_factor=10)
+    """
+
+    def __init__(
+        self,
+        input_shape: Sequence[int],
+        n_classes: int,
+        depth: int = 28,
+        widen_factor: int = 10,
+        dropout: float = 0.0,
+        activation: str = "leaky_relu",
+        batch_norm: bool = False,
+    ) -> None:
+        super().__init__()
+        input_shape = tuple(int(s) for s in input_shape)
+        if len(input_shape) != 3:
+            raise ValueError(f"WideResNet takes (C, H, W) images; got sample shape {input_shape}.")
+        if depth < 10 or (depth - 4) % 6:
+            raise ValueError(f"depth must be 6 n + 4 with n >= 1 (10, 16, 22, 28...); got {depth}.")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
+            )
+        blocks_per_group = (depth - 4) // 6
+        layers: list[nn.Module] = [nn.Conv2d(input_shape[0], 16, 3, padding=1, bias=not batch_norm)]
+        width = 16
+        for group, stride in enumerate((1, 2, 2)):
+            out = 16 * widen_factor * 2**group
+            for block in range(blocks_per_group):
+                layers.append(
+                    _WideBlock(width, out, stride if block == 0 else 1, dropout, activation,
+                               batch_norm)
+                )  # fmt: skip
+                width = out
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Sequential(
+            nn.BatchNorm2d(width) if batch_norm else nn.Identity(),
+            _ACTIVATIONS[activation](),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(width, n_classes),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ from ebmclassifier.compare import (
     ModelSpec,
     Standardizer,
     _RawInputView,
+    default_models,
     run_comparison,
 )
 from ebmclassifier.datasets import load_named_dataset
@@ -323,3 +324,46 @@ def test_images_from_a_file_are_standardized_per_channel_and_attacked_in_raw_uni
     assert run["robust_accuracy"][0] == pytest.approx(run["accuracy"])  # eps=0: clean accuracy
     assert results["epsilons"] == [0.0, 0.3]
     assert results["data"]["input_range"][1] > 4.5  # raw units: channel 1 reaches 5
+
+
+def test_network_option_trains_a_wide_resnet_on_images(tmp_path):
+    from ebmclassifier.nn import WideResNet
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 40)
+    X = rng.uniform(0, 1, size=(80, 3, 8, 8)).astype(np.float32)
+    X[y == 1, 0] *= 0.5
+    path = tmp_path / "images.npz"
+    np.savez(path, X=X, y=y)
+    config = CompareConfig(
+        data=str(path), models=("ce",), seeds=1, max_epochs=1, network="wrn-10-1",
+        n_attack=10, progress=False,
+    )  # fmt: skip
+    fitted = []
+    registry = {
+        "ce": ModelSpec(
+            "ce", "records", build=lambda p: fitted.append(p) or default_models()["ce"].build(p)
+        )
+    }
+    results = run_comparison(config, registry=registry)
+    assert fitted[0]["module"] is WideResNet and fitted[0]["module__depth"] == 10
+    assert results["config"]["network"] == "wrn-10-1" and len(results["runs"]) == 1
+    write_report(results, tmp_path / "report")
+    assert "`wrn-10-1` (WideResNet" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_network_option_is_checked_before_training():
+    with pytest.raises(ValueError, match="Unknown network 'resnet'"):
+        run_comparison(CompareConfig(network="resnet"), registry=_registry())
+    with pytest.raises(ValueError, match="depth must be 6 n"):
+        run_comparison(CompareConfig(network="wrn-27-2"), registry=_registry())
+    with pytest.raises(ValueError, match="takes images of shape"):
+        run_comparison(CompareConfig(network="wrn-16-2"), registry=_registry())  # flat digits
+
+
+def test_cli_reports_bad_data_and_options_without_a_traceback(tmp_path, capsys):
+    code = cli.main(["compare", "--data", "cifar10", "--data-dir", str(tmp_path), "--no-progress"])
+    assert code == 2
+    assert "error: CIFAR-10 not found" in capsys.readouterr().err
+    assert cli.main(["compare", "--network", "resnet", "--no-progress"]) == 2
+    assert "Unknown network 'resnet'" in capsys.readouterr().err
