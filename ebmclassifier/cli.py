@@ -79,7 +79,8 @@ def _add_compare(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, help="folder of the CIFAR / SVHN files")
     p.add_argument(
         "--models", type=_comma_list(str), default=["ce", "ce_ts", "ngebm", "jem"],
-        help="comma-separated, from ce, ce_ts, ngebm, jem (default: all)",
+        help="comma-separated, from ce, ce_ts, ngebm, ngebm_ts, jem, jem_ts "
+        "(default: ce,ce_ts,ngebm,jem)",
     )  # fmt: skip
     p.add_argument("--seeds", type=int, default=3, help="number of seeds, 0..n-1 (default 3)")
     p.add_argument("--out", default="report", help="output folder (default report/)")

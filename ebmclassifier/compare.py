@@ -172,7 +172,12 @@ def _spec(name, description, module, cls_name, **fixed) -> ModelSpec:
 
 
 def default_models() -> dict[str, ModelSpec]:
-    """The models ``compare`` knows: ``ce``, ``ce_ts``, ``ngebm`` and ``jem``.
+    """The models ``compare`` knows: ``ce``, ``ngebm``, ``jem`` and each one temperature-scaled.
+
+    ``<name>_ts`` trains nothing: it recalibrates the fitted ``<name>`` by temperature scaling
+    on the held-out calibration split (``ce_ts`` is the usual fix for calibration the energy
+    methods are judged against; ``ngebm_ts`` and ``jem_ts`` show what the same fix does to
+    them).
 
     Returns
     -------
@@ -183,7 +188,7 @@ def default_models() -> dict[str, ModelSpec]:
     --------
     >>> registry = default_models()
     >>> list(registry)
-    ['ce', 'ce_ts', 'ngebm', 'jem']
+    ['ce', 'ce_ts', 'ngebm', 'ngebm_ts', 'jem', 'jem_ts']
     >>> registry["ce"].build({"max_epochs": 1}).beta, registry["ce_ts"].calibrates
     (0.0, 'ce')
     """
@@ -192,16 +197,22 @@ def default_models() -> dict[str, ModelSpec]:
             "ce", "cross-entropy only (NGEBMClassifier with beta=0)", "ngebm",
             "NGEBMClassifier", beta=0.0,
         ),
-        "ce_ts": ModelSpec(
-            "ce_ts",
-            "ce recalibrated by temperature scaling on the held-out split "
-            "(CalibratedClassifierCV(FrozenEstimator(ce), method='temperature'))",
-            scores=("max_softmax",),
-            calibrates="ce",
-        ),
+        "ce_ts": _temperature_scaled("ce"),
         "ngebm": _spec("ngebm", "NG-EBM, beta=gamma=0.5", "ngebm", "NGEBMClassifier", beta=0.5),
+        "ngebm_ts": _temperature_scaled("ngebm"),
         "jem": _spec("jem", "JEM (SGLD from a replay buffer)", "jem", "JEMClassifier"),
+        "jem_ts": _temperature_scaled("jem"),
     }  # fmt: skip
+
+
+def _temperature_scaled(base: str) -> ModelSpec:
+    return ModelSpec(
+        f"{base}_ts",
+        f"{base} recalibrated by temperature scaling on the held-out split "
+        f"(CalibratedClassifierCV(FrozenEstimator({base}), method='temperature'))",
+        scores=("max_softmax",),
+        calibrates=base,
+    )
 
 
 class _EpochBar(Callback):

@@ -176,13 +176,17 @@ def test_cli_compare(monkeypatch, tmp_path, capsys):
 def test_real_estimators_end_to_end(tmp_path):
     # the default registry: NGEBMClassifier as ce and ngebm, ce_ts over the frozen ce
     config = CompareConfig(
-        data="digits", models=("ce", "ce_ts", "ngebm"), seeds=1, max_epochs=2, n_attack=30,
-        max_train=300, max_test=100, progress=False,
+        data="digits", models=("ce", "ce_ts", "ngebm", "ngebm_ts"), seeds=1, max_epochs=2,
+        n_attack=30, max_train=300, max_test=100, progress=False,
     )  # fmt: skip
     results = run_comparison(config, log=lambda m: None)
     by = {r["model"]: r for r in results["runs"]}
-    assert set(by) == {"ce", "ce_ts", "ngebm"}
+    assert set(by) == {"ce", "ce_ts", "ngebm", "ngebm_ts"}
     assert by["ce_ts"]["accuracy"] == by["ce"]["accuracy"] > 0.5
+    # each *_ts recalibrates its own base: same predictions, its own temperature
+    assert by["ngebm_ts"]["accuracy"] == by["ngebm"]["accuracy"]
+    assert by["ngebm_ts"]["temperature"] != by["ce_ts"]["temperature"]
+    assert by["ngebm_ts"]["nll"] <= by["ngebm"]["nll"] + 1e-3
     # A ratio of wall times: measured, not asserted (timings on shared machines are noise).
     assert np.isfinite(by["ngebm"]["cost_vs_ce"]) and by["ngebm"]["cost_vs_ce"] > 0
     assert set(by["ngebm"]["ood"]) == {"energy", "max_softmax", "approx_mass"}
