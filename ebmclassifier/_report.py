@@ -404,8 +404,10 @@ def write_report(results: dict, out, command: str = "") -> dict:
             if "temperature" in s["scalars"]
         ],
         *[
-            f"`{m}` recovered from {_fmt(s['scalars']['divergences'], 0)} training divergences "
-            "per fit."
+            f"`{m}`: no training divergence in any fit."
+            if s["scalars"]["divergences"]["max"] == 0
+            else f"`{m}` recovered from {_fmt(s['scalars']['divergences'], 0)} training "
+            "divergences per fit."
             for m, s in summary.items()
             if "divergences" in s["scalars"]
         ],

@@ -371,3 +371,21 @@ def test_cli_reports_bad_data_and_options_without_a_traceback(tmp_path, capsys):
     assert "error: CIFAR-10 not found" in capsys.readouterr().err
     assert cli.main(["compare", "--network", "resnet", "--no-progress"]) == 2
     assert "Unknown network 'resnet'" in capsys.readouterr().err
+
+
+def test_report_states_divergences(results, tmp_path):
+    import copy
+
+    results, _ = results
+    results = copy.deepcopy(results)
+    for run in results["runs"]:
+        if run["model"] == "ngebm":
+            run["divergences"] = 0
+    write_report(results, tmp_path / "none")
+    assert (
+        "`ngebm`: no training divergence in any fit." in (tmp_path / "none/report.md").read_text()
+    )
+    results["runs"][2]["divergences"] = 4  # seed 0's ngebm
+    write_report(results, tmp_path / "some")
+    text = (tmp_path / "some/report.md").read_text()
+    assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
