@@ -178,7 +178,7 @@ class EBMClassifierBase(NeuralNetClassifier):
 
         Parameters
         ----------
-        X : Tensor of shape (n, *input_shape), float32, on ``self.device_``
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation (the graph of the loss is not needed then).

@@ -272,7 +272,7 @@ class DataParallelMixin:
 
         Parameters
         ----------
-        X : Tensor of shape (n_local, *input_shape)
+        X : Tensor of shape ``(n_local, *input_shape)``
             This process's shard of the batch.
         y : Tensor of shape (n_local,)
             Its encoded labels.

@@ -251,7 +251,7 @@ random_state, verbose, **kwargs
         ----------
         net : JEMClassifier
             The estimator itself (skorch passes the net to its callbacks).
-        X : Tensor of shape (n, *input_shape), on ``device_``
+        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
             The training inputs.
         y : Tensor of shape (n,)
             The encoded labels, in ``0..n_classes-1``.
@@ -331,7 +331,7 @@ random_state, verbose, **kwargs
 
         Parameters
         ----------
-        X : Tensor of shape (n, *input_shape), float32, on ``self.device_``
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation: no sampling.
@@ -686,7 +686,7 @@ random_state, verbose, **kwargs
 
         Returns
         -------
-        ndarray of shape (n, *input_shape)
+        ndarray of shape ``(n, *input_shape)``
             float32.
 
         Examples

@@ -143,7 +143,7 @@ random_state, verbose, **kwargs
 
         Parameters
         ----------
-        X : Tensor of shape (n, *input_shape), float32, on ``self.device_``
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``True`` builds the graph of the gradient-norm term for its parameter gradient

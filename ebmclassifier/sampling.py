@@ -273,7 +273,7 @@ class UniformStart(nn.Module):
 
         Returns
         -------
-        Tensor of shape (n, *sample_shape), float32
+        Tensor of shape ``(n, *sample_shape)``, float32
 
         Examples
         --------
@@ -364,7 +364,7 @@ class GaussianStart(nn.Module):
 
         Returns
         -------
-        Tensor of shape (n, *sample_shape), float32
+        Tensor of shape ``(n, *sample_shape)``, float32
             Clamped to ``[low, high]``.
 
         Examples
@@ -621,7 +621,7 @@ class ReplayBuffer(nn.Module):
 
         Returns
         -------
-        samples : Tensor of shape (batch_size, *sample_shape)
+        samples : Tensor of shape ``(batch_size, *sample_shape)``
             A copy; write the evolved samples back with :meth:`update`.
         indices : Tensor of shape (batch_size,)
             Positions in the buffer; ``self.labels[indices]`` are their classes if conditional.
@@ -678,7 +678,7 @@ class ReplayBuffer(nn.Module):
         ----------
         indices : Tensor of shape (m,)
             Positions in the buffer, as returned by :meth:`draw`.
-        samples : Tensor of shape (m, *sample_shape)
+        samples : Tensor of shape ``(m, *sample_shape)``
             The evolved chains; detached and cast to the buffer's dtype.
 
         Returns

@@ -320,7 +320,7 @@ verbose, **kwargs
 
         Parameters
         ----------
-        X : Tensor of shape (n, *input_shape), float32, on ``self.device_``
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation: the deterministic latent, no surrogate.
