@@ -171,11 +171,14 @@ class EBMClassifierBase(NeuralNetClassifier):
     def compute_loss(
         self, X: torch.Tensor, y: torch.Tensor, training: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The training objective on one batch.
+        """The training objective on one batch; here the cross-entropy alone.
+
+        The hook a subclass overrides to define its estimator (see the module's notes on
+        which hooks to override).
 
         Parameters
         ----------
-        X : Tensor of shape (n, *input_shape), float32, on ``self.device_``
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation (the graph of the loss is not needed then).
@@ -184,6 +187,28 @@ class EBMClassifierBase(NeuralNetClassifier):
         -------
         loss : scalar Tensor
         logits : Tensor of shape (n, n_classes)
+
+        Examples
+        --------
+        A classifier trained with label smoothing, by overriding this hook alone:
+
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> class SmoothedClassifier(EBMClassifierBase):
+        ...     def compute_loss(self, X, y, training):
+        ...         logits = self.module_(X)
+        ...         loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.2)
+        ...         return loss, logits
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = SmoothedClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y[:8], device=clf.device_)
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=False)
+        >>> tuple(loss.shape), tuple(logits.shape)
+        ((), (8, 3))
+        >>> bool(loss > clf.cross_entropy(logits, yt))  # smoothing costs the confident
+        True
         """
         logits = self.module_(X)
         return self.cross_entropy(logits, y), logits
@@ -193,7 +218,43 @@ class EBMClassifierBase(NeuralNetClassifier):
         check.choice("ood_method", OOD_METHODS)
 
     def handle_divergence(self, loss: torch.Tensor) -> None:
-        """Called when a training loss is not finite; raises :class:`DivergenceError`."""
+        """Called when a training loss is not finite; raises :class:`DivergenceError`.
+
+        :meth:`train_step_single` calls it after the backward pass and before the optimizer
+        step, so the weights are still those of the last good step.
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss of the batch.
+
+        Returns
+        -------
+        None
+            It does not return; an override that returns lets the optimizer step with the
+            non-finite gradients.
+
+        Raises
+        ------
+        DivergenceError
+            With the epoch, the loss and what to change.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.exceptions import DivergenceError
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> try:
+        ...     clf.handle_divergence(torch.tensor(float("nan")))
+        ... except DivergenceError as err:
+        ...     print(err)
+        NGEBMClassifier diverged in epoch 1: the training loss is nan. Lower the learning rate
+        (lr=0.001) or the loss weights, or standardize the input.
+        """
         raise DivergenceError(
             f"{type(self).__name__} diverged in epoch {len(self.history)}: the training loss is "
             f"{loss.item()}. Lower the learning rate (lr={self.lr!r}) or the loss weights, or "
@@ -201,7 +262,31 @@ class EBMClassifierBase(NeuralNetClassifier):
         )
 
     def cross_entropy(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The classification term, ``criterion_(logits, y)``."""
+        """The classification term, ``criterion_(logits, y)``.
+
+        Parameters
+        ----------
+        logits : Tensor of shape (n, n_classes)
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+
+        Returns
+        -------
+        scalar Tensor
+            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``.
+
+        Examples
+        --------
+        >>> import math
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
+        >>> round(float(clf.cross_entropy(logits, torch.tensor([0, 2]))), 4), round(math.log(3), 4)
+        (1.0986, 1.0986)
+        """
         return self.criterion_(logits, y)
 
     # ------------------------------------------------------------------ validation
@@ -308,6 +393,38 @@ class EBMClassifierBase(NeuralNetClassifier):
                 yield
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """Start an epoch in ``history`` and seed torch with ``seed_ + epoch``.
+
+        skorch calls it before each epoch. With a ``random_state``, the randomness of an epoch
+        (shuffling, sampling) depends on the seed and the epoch's number alone, so a fit
+        resumed with :meth:`partial_fit` continues as the uninterrupted fit would have.
+
+        Parameters
+        ----------
+        net : EBMClassifierBase
+            The estimator itself (skorch passes the net to its callbacks).
+        dataset_train, dataset_valid : skorch Dataset or None, default=None
+            Unused.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> with torch.random.fork_rng():  # leave this session's random state alone
+        ...     clf.on_epoch_begin(clf)  # as skorch does before epoch 3
+        ...     drawn = torch.rand(2)
+        ...     _ = torch.manual_seed(clf.seed_ + 3)
+        ...     len(clf.history), torch.equal(torch.rand(2), drawn)
+        (3, True)
+        """
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
         if self.random_state is not None:
             # Each epoch's randomness depends only on (seed, epoch), so a run resumed from a
@@ -340,6 +457,34 @@ class EBMClassifierBase(NeuralNetClassifier):
         return {k: v for k, v in available.items() if k in accepted}
 
     def initialize_module(self):
+        """Build ``module_``, a fresh network for the data's shape and classes.
+
+        skorch calls it from ``initialize``, which :meth:`fit` calls after validating the data.
+        A subclass that needs more modules calls ``super().initialize_module()`` first and adds
+        its own, with names ending in ``_``.
+
+        Returns
+        -------
+        self
+            The estimator, with a newly initialized ``module_``.
+
+        Raises
+        ------
+        RuntimeError
+            Before the data were seen (``initialize()`` without ``fit``).
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> clf.initialize_module() is clf
+        True
+        >>> [tuple(p.shape) for p in clf.module_.parameters()]  # 4 features -> 8 -> 3 classes
+        [(8, 4), (8,), (3, 8), (3,)]
+        """
         if not hasattr(self, "input_shape_"):
             raise RuntimeError(
                 f"{type(self).__name__} builds its network from the data; call fit(X, y) "
@@ -374,6 +519,19 @@ class EBMClassifierBase(NeuralNetClassifier):
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> labels = np.array(["cat", "dog", "owl"])[y]
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf.fit(X, labels) is clf
+        True
+        >>> clf.classes_.tolist(), clf.n_features_in_, len(clf.history)
+        (['cat', 'dog', 'owl'], 4, 2)
         """
         self._check_params()
         X, y = self._validate_training_data(X, y, reset=True)
@@ -397,6 +555,23 @@ class EBMClassifierBase(NeuralNetClassifier):
         Returns
         -------
         self
+
+        Examples
+        --------
+        Two chunks of data, the first without class 2:
+
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> first = y != 2
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.partial_fit(X[first], y[first], classes=[0, 1, 2])
+        >>> weights = clf.module_.net[1].weight.detach().clone()
+        >>> clf = clf.partial_fit(X[~first], y[~first])  # continues from these weights
+        >>> len(clf.history), clf.classes_.tolist(), clf.predict_proba(X).shape
+        (2, [0, 1, 2], (40, 3))
+        >>> bool((clf.module_.net[1].weight != weights).any())
+        True
         """
         self._check_params()
         first = not (self.initialized_ and hasattr(self, "label_encoder_"))
@@ -431,8 +606,34 @@ class EBMClassifierBase(NeuralNetClassifier):
         self.notify("on_train_end", X=X_t, y=y_t)
 
     def check_data(self, X, y=None) -> None:
-        # Validation happened at the public boundary; skorch's own check would re-read y.
-        pass
+        """Nothing: skorch's check of the training data, which :meth:`fit` does itself.
+
+        The data are validated once, at the public boundary (:meth:`fit`, :meth:`partial_fit`
+        and the inference methods), as scikit-learn's estimators do; skorch's own check would
+        read ``y`` again.
+
+        Parameters
+        ----------
+        X, y : array-like
+            Ignored.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1)
+        >>> clf.check_data(X, y[:5]) is None  # accepts anything ...
+        True
+        >>> clf.fit(X, y[:5])  # ... because fit checks first
+        Traceback (most recent call last):
+        ...
+        ValueError: Found input variables with inconsistent numbers of samples: [40, 5]
+        """
 
     def _ensure_training(self, training: bool) -> None:
         # skorch sets the mode of every module on every batch, which walks all submodules; a
@@ -441,8 +642,48 @@ class EBMClassifierBase(NeuralNetClassifier):
             self._set_training(training)
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-        # skorch's loop, with the batch length read directly from the tensor batches that
-        # TensorBatchIterator yields rather than through skorch's generic get_len.
+        """One pass of ``step_fn`` over ``iterator``, recording the losses in ``history``.
+
+        skorch's loop, with the batch length read directly from the tensor batches that
+        :class:`~ebmclassifier._data.TensorBatchIterator` yields rather than through skorch's
+        generic ``get_len``.
+
+        Parameters
+        ----------
+        iterator : iterable of (X, y) batches, or None
+            ``None`` skips the pass (no validation split).
+        training : bool
+            The mode the network is put in.
+        prefix : {"train", "valid"}
+            Prefix of the history keys: ``<prefix>_loss``, ``<prefix>_batch_size`` per batch
+            and ``<prefix>_batch_count`` for the epoch.
+        step_fn : callable
+            :meth:`train_step` or :meth:`validation_step`.
+        **fit_params
+            Passed to ``step_fn``.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        A validation pass over the training data, in batches of 16:
+
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from skorch.dataset import Dataset
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> data = Dataset(torch.tensor(X, dtype=torch.float32, device=clf.device_),
+        ...                torch.tensor(y, device=clf.device_))
+        >>> batches = clf.set_params(batch_size=16).get_iterator(data, training=False)
+        >>> clf.run_single_epoch(batches, False, prefix="valid", step_fn=clf.validation_step)
+        >>> clf.history[-1, "valid_batch_count"], clf.history[-1, "batches", :, "valid_batch_size"]
+        (3, [16, 16, 8])
+        """
         if iterator is None:
             return
         self._set_training(training)
@@ -459,6 +700,41 @@ class EBMClassifierBase(NeuralNetClassifier):
         self.history.record(prefix + "_batch_count", batch_count)
 
     def train_step_single(self, batch, **fit_params):
+        """Forward and backward pass on one training batch; the optimizer step comes after.
+
+        Calls :meth:`compute_loss` with ``training=True`` and back-propagates the loss; a
+        non-finite loss goes to :meth:`handle_divergence` before any weight changes.
+
+        Parameters
+        ----------
+        batch : tuple of (X, y) Tensors
+            On ``device_``; ``y`` holds encoded labels.
+        **fit_params
+            Unused.
+
+        Returns
+        -------
+        dict
+            ``"loss"``: the detached loss; ``"y_pred"``: the detached logits of shape
+            (n, n_classes).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> batch = (torch.tensor(X[:8], dtype=torch.float32, device=clf.device_),
+        ...          torch.tensor(y[:8], device=clf.device_))
+        >>> clf.optimizer_.zero_grad()
+        >>> step = clf.train_step_single(batch)
+        >>> sorted(step), tuple(step["y_pred"].shape)
+        (['loss', 'y_pred'], (8, 3))
+        >>> all(p.grad is not None for p in clf.module_.parameters())  # ready for the step
+        True
+        """
         self._ensure_training(True)
         Xi, yi = unpack_data(batch)
         loss, logits = self.compute_loss(Xi, yi, training=True)
@@ -472,6 +748,39 @@ class EBMClassifierBase(NeuralNetClassifier):
         return {"loss": loss.detach(), "y_pred": logits.detach()}
 
     def validation_step(self, batch, **fit_params):
+        """The loss of one validation batch, in evaluation mode, without a backward pass.
+
+        Calls :meth:`compute_loss` with ``training=False``, under ``torch.enable_grad``: the
+        energy terms need input gradients also when validating.
+
+        Parameters
+        ----------
+        batch : tuple of (X, y) Tensors
+            On ``device_``; ``y`` holds encoded labels.
+        **fit_params
+            Unused.
+
+        Returns
+        -------
+        dict
+            ``"loss"``: the detached loss; ``"y_pred"``: the detached logits of shape
+            (n, n_classes).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> batch = (torch.tensor(X[:8], dtype=torch.float32, device=clf.device_),
+        ...          torch.tensor(y[:8], device=clf.device_))
+        >>> with torch.no_grad():  # the gradient-norm term is computed all the same
+        ...     step = clf.validation_step(batch)
+        >>> bool(torch.isfinite(step["loss"])), step["loss"].requires_grad, clf.module_.training
+        (True, False, False)
+        """
         self._ensure_training(False)
         Xi, yi = unpack_data(batch)
         # The energy terms need input gradients, also when validating.
@@ -521,6 +830,17 @@ class EBMClassifierBase(NeuralNetClassifier):
         -------
         ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> proba = clf.fit(X, y).predict_proba(X)
+        >>> proba.shape, proba.dtype, np.allclose(proba.sum(axis=1), 1)
+        ((40, 3), dtype('float32'), True)
         """
         return self._map_logits(X, lambda logits: torch.softmax(logits, dim=1))
 
@@ -534,6 +854,17 @@ class EBMClassifierBase(NeuralNetClassifier):
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> log_proba = clf.fit(X, y).predict_log_proba(X)
+        >>> bool((log_proba <= 0).all()), np.allclose(np.exp(log_proba), clf.predict_proba(X))
+        (True, True)
         """
         return self._map_logits(X, lambda logits: torch.log_softmax(logits, dim=1))
 
@@ -548,6 +879,20 @@ class EBMClassifierBase(NeuralNetClassifier):
         -------
         ndarray of shape (n_samples,)
             Labels as given in ``fit`` (strings stay strings).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> labels = np.array(["cat", "dog", "owl"])[y]
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> predicted = clf.fit(X, labels).predict(X)
+        >>> predicted.dtype.kind, set(predicted) <= {"cat", "dog", "owl"}
+        ('U', True)
+        >>> bool((predicted == clf.classes_[clf.predict_proba(X).argmax(axis=1)]).all())
+        True
         """
         best = self._map_logits(X, lambda logits: logits.argmax(dim=1))
         return self.classes_[best]
@@ -563,6 +908,20 @@ class EBMClassifierBase(NeuralNetClassifier):
         -------
         ndarray of shape (n_samples,)
             The lower, the more typical of the training data.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> energies = clf.fit(X, y).energy(X)
+        >>> with torch.no_grad():
+        ...     logits = clf.module_(torch.tensor(X, dtype=torch.float32, device=clf.device_))
+        >>> energies.shape, np.allclose(energies, -torch.logsumexp(logits, dim=1).cpu().numpy())
+        ((40,), True)
         """
         return self._map_logits(X, energy)
 
@@ -581,6 +940,24 @@ class EBMClassifierBase(NeuralNetClassifier):
         -------
         ndarray of shape (n_samples,)
             The higher, the more likely out-of-distribution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> clf.score_ood(X).shape  # NG-EBM's default: ood_method="approx_mass"
+        (40,)
+        >>> bool((clf.score_ood(X) >= 0).all())  # a gradient norm
+        True
+        >>> np.allclose(clf.score_ood(X, method="energy"), clf.energy(X))
+        True
+        >>> s = clf.score_ood(X, method="max_softmax")  # -max_y p(y|x), in [-1, -1/3]
+        >>> bool(((s >= -1) & (s <= -1 / 3 + 1e-6)).all())
+        True
         """
         method = self.ood_method if method is None else method
         if method not in OOD_METHODS:
@@ -602,5 +979,16 @@ class EBMClassifierBase(NeuralNetClassifier):
         -------
         ndarray of shape (n_samples,)
             The lower, the more abnormal.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> np.array_equal(clf.score_samples(X), -clf.score_ood(X))
+        True
         """
         return -self.score_ood(X)

@@ -295,6 +295,17 @@ class Standardizer:
         Returns
         -------
         X_standardized : ndarray of float32, same shape as ``X``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X_train = np.random.default_rng(0).normal(3.0, 2.0, size=(100, 2))
+        >>> scaler = Standardizer(X_train)
+        >>> Z = scaler.transform(X_train)
+        >>> Z.dtype, np.allclose(Z.mean(axis=0), 0, atol=1e-6), np.allclose(Z.std(axis=0), 1)
+        (dtype('float32'), True, True)
+        >>> np.allclose(scaler.transform(X_train + scaler.scale), Z + 1, atol=1e-5)  # one scale up
+        True
         """
         return ((X - self.mean) / self.scale).astype(np.float32)
 
@@ -308,6 +319,22 @@ class Standardizer:
         Returns
         -------
         layer : torch.nn.Module
+
+        Examples
+        --------
+        The same numbers as :meth:`transform`, and gradients in the data's own units:
+
+        >>> import numpy as np
+        >>> import torch
+        >>> X_train = np.random.default_rng(0).normal(3.0, 2.0, size=(100, 2))
+        >>> scaler = Standardizer(X_train)
+        >>> layer = scaler.as_module("cpu")
+        >>> x = torch.tensor(X_train, dtype=torch.float32, requires_grad=True)
+        >>> np.allclose(layer(x).detach().numpy(), scaler.transform(X_train), atol=1e-6)
+        True
+        >>> layer(x).sum().backward()
+        >>> np.allclose(x.grad[0].numpy(), 1 / scaler.scale)  # d((x - mean) / scale)/dx
+        True
         """
         as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
         return _Affine(as_tensor(self.mean), as_tensor(self.scale)).to(device)

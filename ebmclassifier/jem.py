@@ -200,6 +200,34 @@ random_state, verbose, **kwargs
     # ------------------------------------------------------------------ modules
 
     def initialize_module(self):
+        """Build the network, a replay buffer and the SGLD step, fresh for a new fit.
+
+        With ``buffer_init="uniform"`` the buffer holds ``buffer_size`` chains of uniform noise
+        over the input range. The informative start needs the labels, which
+        :meth:`on_train_begin` receives: until then the buffer is a one-chain placeholder.
+
+        Returns
+        -------
+        self
+            The estimator, with new ``module_`` and ``replay_buffer_``, ``sgld_step_size_``
+            back at ``sgld_step_size`` and ``n_divergences_`` at 0.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(buffer_init="uniform", max_epochs=1, sgld_steps=5,
+        ...                     buffer_size=50, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> clf.initialize_module() is clf
+        True
+        >>> tuple(clf.replay_buffer_.samples.shape), clf.sgld_step_size_, clf.n_divergences_
+        ((50, 4), 1.0, 0)
+        >>> low, high = clf.input_min_, clf.input_max_  # the chains start in the input range
+        >>> bool(((clf.replay_buffer_.samples >= low) & (clf.replay_buffer_.samples <= high)).all())
+        True
+        """
         super().initialize_module()
         # An informative start needs y: on_train_begin fits it and replaces this one-chain
         # placeholder, which saves building a uniform buffer only to throw it away.
@@ -211,6 +239,44 @@ random_state, verbose, **kwargs
         return self
 
     def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
+        """Fit the informative start to the training data, and take the first snapshot.
+
+        Called by :meth:`fit` and :meth:`partial_fit` before the first epoch. With
+        ``buffer_init="informative"``, the placeholder buffer of :meth:`initialize_module` is
+        replaced by ``buffer_size`` chains drawn from class-conditional Gaussians fitted to
+        ``(X, y)`` (a buffer that already has that start, in :meth:`partial_fit`, is kept).
+        Divergences roll back to the snapshot, never to a previous fit's.
+
+        Parameters
+        ----------
+        net : JEMClassifier
+            The estimator itself (skorch passes the net to its callbacks).
+        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
+            The training inputs.
+        y : Tensor of shape (n,)
+            The encoded labels, in ``0..n_classes-1``.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
+        >>> _ = clf.initialize_module()  # a fresh network and a one-chain placeholder
+        >>> tuple(clf.replay_buffer_.samples.shape)
+        (1, 4)
+        >>> clf.on_train_begin(clf, X=Xt, y=yt)
+        >>> type(clf.replay_buffer_.start).__name__, tuple(clf.replay_buffer_.samples.shape)
+        ('GaussianStart', (50, 4))
+        """
         super().on_train_begin(net, X=X, y=y, **kwargs)
         if self.buffer_init == "informative" and not isinstance(
             self.replay_buffer_.start, GaussianStart
@@ -256,6 +322,44 @@ random_state, verbose, **kwargs
         return lambda x: -self.module_(x).gather(1, y[:, None]).squeeze(1)
 
     def compute_loss(self, X, y, training):
+        """The JEM loss of one batch: ``CE + px_weight * (mean E(x) - mean E(x~))``.
+
+        In training, ``len(X)`` chains are drawn from the replay buffer, moved by
+        ``sgld_steps`` steps of the sampler, and written back; the step is checked for
+        divergence before the buffer is updated. Validation (``training=False``) and
+        ``px_weight=0`` compute the cross-entropy alone.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        training : bool
+            ``False`` during validation: no sampling.
+
+        Returns
+        -------
+        loss : scalar Tensor
+        logits : Tensor of shape (n, n_classes)
+            The logits of ``X`` (not of the samples).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=False)  # no sampling
+        >>> bool(torch.isclose(loss, clf.cross_entropy(logits, yt)))
+        True
+        >>> chains = clf.replay_buffer_.samples.clone()
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=True)
+        >>> tuple(logits.shape), bool((clf.replay_buffer_.samples != chains).any())
+        ((40, 3), True)
+        """
         if not training or self.px_weight == 0:
             logits = self.module_(X)
             loss = self.cross_entropy(logits, y)
@@ -282,6 +386,39 @@ random_state, verbose, **kwargs
     # ------------------------------------------------------------------ divergence policy
 
     def handle_divergence(self, loss: torch.Tensor) -> None:
+        """Hand a non-finite loss to the ``on_divergence`` policy of :meth:`train_step`.
+
+        :meth:`compute_loss` checks every step first; this only catches a non-finite loss
+        that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
+        once, as the other estimators do, it raises an internal signal that
+        :meth:`train_step` turns into a roll-back (``"recover"``) or the error (``"raise"``).
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss.
+
+        Returns
+        -------
+        None
+            It does not return.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
+        >>> try:
+        ...     clf.handle_divergence(torch.tensor(float("nan")))
+        ... except Exception as signal:  # caught by train_step; a user never sees it
+        ...     print(signal)
+        non-finite loss
+        """
         # compute_loss checks first; this only catches a non-finite loss that slipped past it
         raise _Diverged(Divergence("non-finite loss", "model"))
 
@@ -298,6 +435,53 @@ random_state, verbose, **kwargs
         self._failures_in_a_row = 0
 
     def train_step(self, batch, **fit_params):
+        """One optimizer step on ``batch``, rolled back and retried when it diverges.
+
+        skorch's step (:meth:`train_step_single` and the optimizer) inside the divergence
+        policy: with ``on_divergence="recover"`` a diverged step restores the last snapshot,
+        halves the SGLD step (and the learning rate when the weights ran away) and is retried,
+        up to 30 times in a row; with ``"raise"`` it raises at once.
+
+        Parameters
+        ----------
+        batch : tuple of (X, y) Tensors
+            On ``device_``; ``y`` holds encoded labels.
+        **fit_params
+            Passed to skorch's ``train_step``.
+
+        Returns
+        -------
+        dict
+            ``"loss"`` and ``"y_pred"`` (the logits), detached.
+
+        Raises
+        ------
+        DivergenceError
+            With ``on_divergence="raise"``, or after 30 roll-backs in a row.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
+        >>> before = [p.detach().clone() for p in clf.module_.parameters()]
+        >>> step = clf.train_step((Xt, yt))
+        >>> changed = [not torch.equal(a, b) for a, b in zip(before, clf.module_.parameters())]
+        >>> sorted(step), any(changed)  # the optimizer stepped
+        (['loss', 'y_pred'], True)
+        >>> from ebmclassifier import DivergenceError
+        >>> clf = clf.set_params(on_divergence="raise")
+        >>> try:
+        ...     clf.train_step((Xt * float("nan"), yt))  # a batch that breaks the energies
+        ... except DivergenceError as err:
+        ...     print(err)
+        JEMClassifier diverged in epoch 1, batch 1: non-finite energy of the data. Lower ...
+        """
         for _ in range(_MAX_RETRIES):
             try:
                 step = super().train_step(batch, **fit_params)
@@ -355,6 +539,49 @@ random_state, verbose, **kwargs
             print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
 
     def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """Snapshot the network, optimizer and buffer if they pass a health probe.
+
+        skorch calls it after each epoch. The probe evaluates the energies of the last
+        training batch, of chains of the buffer and of fresh starts; the state is kept as
+        the roll-back target only when they are finite and within ``max_energy``.
+
+        Parameters
+        ----------
+        net : JEMClassifier
+            The estimator itself (skorch passes the net to its callbacks).
+        dataset_train, dataset_valid : skorch Dataset or None, default=None
+            Unused.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        A roll-back returns to the state of the last epoch's end:
+
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
+        >>> clf.on_train_begin(clf, X=Xt, y=yt)  # as fit does: the first snapshot
+        >>> bias = clf.module_.net[-1].bias
+        >>> with torch.no_grad():
+        ...     _ = bias.fill_(1.0)  # an epoch of training changed the weights
+        >>> clf.on_epoch_end(clf)  # healthy: the new roll-back target
+        >>> with torch.no_grad():
+        ...     _ = bias.fill_(float("nan"))  # the next epoch blew them up
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # "recovered from 1 divergence(s)"
+        ...     clf.on_train_end(clf, X=Xt, y=yt)  # rolls back
+        >>> clf.module_.net[-1].bias.tolist()
+        [1.0, 1.0, 1.0]
+        """
         super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
         if self._healthy():
             self._take_snapshot()
@@ -380,6 +607,50 @@ random_state, verbose, **kwargs
         return bool(torch.isfinite(e).all()) and float(e.abs().max()) <= self.max_energy
 
     def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
+        """Undo a last step that broke the weights, and warn about the fit's recoveries.
+
+        Called at the end of :meth:`fit` and :meth:`partial_fit`. Every step is checked
+        before its optimizer update, so only the last update of a fit can leave non-finite
+        weights unnoticed: they are rolled back to the last snapshot. The snapshots are then
+        dropped (they are not worth pickling), and a ``RuntimeWarning`` says how many
+        divergences this fit recovered from, if any.
+
+        Parameters
+        ----------
+        net : JEMClassifier
+            The estimator itself (skorch passes the net to its callbacks).
+        X, y : Tensor or None, default=None
+            The training data; unused.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
+        >>> clf.on_train_begin(clf, X=Xt, y=yt)  # as fit does: the first snapshot
+        >>> with torch.no_grad():
+        ...     _ = clf.module_.net[-1].weight.fill_(float("nan"))  # the last step blew up
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     clf.on_train_end(clf, X=Xt, y=yt)
+        >>> all(bool(torch.isfinite(p).all()) for p in clf.module_.parameters())
+        True
+        >>> clf.n_divergences_, clf.history[-1, "divergences"][0]["reason"]
+        (1, 'non-finite weights after the last step')
+        >>> print(caught[0].message)
+        JEMClassifier recovered from 1 divergence(s) during fit (see history[:, 'divergences']);
+        the SGLD step is now 0.5.
+        """
         super().on_train_end(net, X=X, y=y, **kwargs)
         if not parameters_finite(self.module_):
             # the very last step blew the weights up: fall back to the last good state
@@ -415,7 +686,27 @@ random_state, verbose, **kwargs
 
         Returns
         -------
-        ndarray of shape (n, *input_shape)
+        ndarray of shape ``(n, *input_shape)``
+            float32.
+
+        Examples
+        --------
+        With the proximal sampler the samples stay in the input range learned in ``fit``:
+
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import JEMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = JEMClassifier(sampler="proximal", max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> x = clf.sample(6, y=[0, 0, 1, 1, 2, 2], n_steps=10)
+        >>> x.shape, x.dtype
+        ((6, 4), dtype('float32'))
+        >>> bool(((x >= X.min(axis=0) - 1e-4) & (x <= X.max(axis=0) + 1e-4)).all())
+        True
+        >>> clf.sample(2, y=[0, 7])
+        Traceback (most recent call last):
+        ...
+        ValueError: y contains labels [7] that are not in classes_ [0, 1, 2].
         """
         from sklearn.utils.validation import check_is_fitted
 

@@ -136,6 +136,44 @@ random_state, verbose, **kwargs
         self.fd_step_size_ = self.fd_step * (scale if scale > 0 else 1.0)
 
     def compute_loss(self, X, y, training):
+        """The NG-EBM loss of one batch (see the class docstring for the equation).
+
+        ``gamma * CE + beta * mean_i ||dE/dx (x_i)||_2`` (plus the energy variance when
+        ``energy_var_weight > 0``). With ``beta=0`` no input gradient is taken.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        training : bool
+            ``True`` builds the graph of the gradient-norm term for its parameter gradient
+            (double backprop, or the finite difference); ``False`` (validation) only needs
+            its value.
+
+        Returns
+        -------
+        loss : scalar Tensor
+        logits : Tensor of shape (n, n_classes)
+
+        Examples
+        --------
+        The loss is the weighted sum of the cross-entropy and the mean gradient norm:
+
+        >>> import torch
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.energy import energy_grad_norm
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(beta=0.3, max_epochs=1, module__hidden_sizes=(8,),
+        ...                       random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y[:8], device=clf.device_)
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=True)
+        >>> norms, _, _ = energy_grad_norm(clf.module_, Xt)
+        >>> expected = 0.7 * clf.cross_entropy(logits, yt) + 0.3 * norms.mean()
+        >>> bool(torch.isclose(loss, expected)), loss.requires_grad
+        (True, True)
+        """
         gamma = 1.0 - self.beta if self.gamma is None else self.gamma
         if self.beta == 0:
             # Plain cross-entropy: no input gradient, no double backward.

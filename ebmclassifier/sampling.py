@@ -259,7 +259,31 @@ class UniformStart(nn.Module):
     def sample(
         self, n: int, y: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
-        """Draw ``n`` samples of shape (n, *sample_shape); ``y`` is ignored (unconditional)."""
+        """Draw ``n`` samples uniformly from the box ``[low, high]``.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        y : Tensor of shape (n,), optional
+            Ignored: the start is unconditional (the argument makes it interchangeable with
+            :class:`GaussianStart`).
+        generator : torch.Generator, optional
+            Source of the noise, on the device of ``low``.
+
+        Returns
+        -------
+        Tensor of shape ``(n, *sample_shape)``, float32
+
+        Examples
+        --------
+        >>> import torch
+        >>> start = UniformStart(torch.tensor([-1.0, 0.0]), torch.tensor([1.0, 5.0]))
+        >>> a = start.sample(3, generator=torch.Generator().manual_seed(0))
+        >>> b = start.sample(3, torch.tensor([0, 1, 2]), torch.Generator().manual_seed(0))
+        >>> a.shape, torch.equal(a, b)  # the same seed, the same draw: y plays no part
+        (torch.Size([3, 2]), True)
+        """
         u = torch.rand((n, *self.sample_shape), generator=generator, device=self.low.device)
         return self.low + (self.high - self.low) * u
 
@@ -327,7 +351,36 @@ class GaussianStart(nn.Module):
     def sample(
         self, n: int, y: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
-        """Draw ``n`` samples; from class ``y[i]`` for sample i, else a class by its prior."""
+        """Draw ``n`` samples; from class ``y[i]`` for sample i, else a class by its prior.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        y : Tensor of shape (n,), optional
+            Encoded class of each sample; ``None`` draws the classes from ``exp(log_priors)``.
+        generator : torch.Generator, optional
+            Source of the classes and the noise, on the device of the means.
+
+        Returns
+        -------
+        Tensor of shape ``(n, *sample_shape)``, float32
+            Clamped to ``[low, high]``.
+
+        Examples
+        --------
+        Without ``y``, a class by its prior (here 80% and 20%), and samples clamped to the box:
+
+        >>> import torch
+        >>> means, priors = torch.tensor([[0.0], [5.0]]), torch.tensor([0.8, 0.2])
+        >>> start = GaussianStart(means, torch.zeros(2, 1, 0), torch.ones(2, 1), priors.log(),
+        ...                       (1,), low=torch.tensor([-1.0]), high=torch.tensor([6.0]))
+        >>> x = start.sample(2000, generator=torch.Generator().manual_seed(0))
+        >>> round(float((x > 2.5).float().mean()), 1)  # the share of the second class
+        0.2
+        >>> float(x.min()), float(x.max())
+        (-1.0, 6.0)
+        """
         device = self.means.device
         if y is None:
             probs = self.log_priors.exp()
@@ -522,7 +575,29 @@ class ReplayBuffer(nn.Module):
         self.register_buffer("labels", labels)
 
     def reinitialize(self, generator: torch.Generator | None = None) -> None:
-        """Restart every chain from the start distribution (after a divergence)."""
+        """Restart every chain from the start distribution (after a divergence).
+
+        A class-conditional buffer keeps each entry's class.
+
+        Parameters
+        ----------
+        generator : torch.Generator, optional
+            Source of the new samples, on the buffer's device.
+
+        Returns
+        -------
+        None
+            ``samples`` is overwritten in place.
+
+        Examples
+        --------
+        >>> import torch
+        >>> buf = ReplayBuffer(uniform_start(torch.zeros(2), torch.ones(2)), buffer_size=4)
+        >>> buf.update(torch.arange(4), torch.full((4, 2), 100.0))  # chains that ran away
+        >>> buf.reinitialize(generator=torch.Generator().manual_seed(0))
+        >>> bool(((buf.samples >= 0) & (buf.samples <= 1)).all())  # back in the start's box
+        True
+        """
         self.samples.copy_(self.start.sample(self.buffer_size, y=self.labels, generator=generator))
 
     def draw(
@@ -546,10 +621,23 @@ class ReplayBuffer(nn.Module):
 
         Returns
         -------
-        samples : Tensor of shape (batch_size, *sample_shape)
+        samples : Tensor of shape ``(batch_size, *sample_shape)``
             A copy; write the evolved samples back with :meth:`update`.
         indices : Tensor of shape (batch_size,)
             Positions in the buffer; ``self.labels[indices]`` are their classes if conditional.
+
+        Examples
+        --------
+        >>> import torch
+        >>> start = uniform_start(torch.zeros(2), torch.ones(2))
+        >>> buf = ReplayBuffer(start, buffer_size=9, n_classes=3)
+        >>> x, idx = buf.draw(4, reinit_freq=0.0)  # no restart: copies of stored chains
+        >>> torch.equal(x, buf.samples[idx])
+        True
+        >>> y = torch.tensor([2, 0, 0, 1])
+        >>> x, idx = buf.draw(4, reinit_freq=1.0, y=y)  # chains of the asked classes, restarted
+        >>> torch.equal(buf.labels[idx], y), torch.equal(x, buf.samples[idx])
+        (True, False)
         """
         _check_number("batch_size", batch_size, low=1, integer=True)
         _check_number("reinit_freq", reinit_freq)
@@ -585,5 +673,27 @@ class ReplayBuffer(nn.Module):
 
         ``draw`` samples indices with replacement, as JEM does; where an index repeats, one of
         its evolved samples is kept.
+
+        Parameters
+        ----------
+        indices : Tensor of shape (m,)
+            Positions in the buffer, as returned by :meth:`draw`.
+        samples : Tensor of shape ``(m, *sample_shape)``
+            The evolved chains; detached and cast to the buffer's dtype.
+
+        Returns
+        -------
+        None
+            ``samples`` of the buffer is written in place.
+
+        Examples
+        --------
+        >>> import torch
+        >>> buf = ReplayBuffer(uniform_start(torch.zeros(2), torch.ones(2)), buffer_size=8)
+        >>> x, idx = buf.draw(3, reinit_freq=0.0)
+        >>> evolved = (x + 1).requires_grad_()  # as after Langevin steps
+        >>> buf.update(idx, evolved)
+        >>> torch.equal(buf.samples[idx], x + 1), buf.samples.requires_grad
+        (True, False)
         """
         self.samples[indices] = samples.detach().to(self.samples.dtype)

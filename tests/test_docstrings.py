@@ -2,7 +2,9 @@
 
 Parameters must name every parameter of the signature (``*args`` / ``**kwargs`` excepted; for a
 ``torch.autograd.Function``, those of ``forward``, which ``apply`` takes); functions need
-Returns (Yields for generators); Examples must hold a doctest.
+Returns (Yields for generators); Examples must hold a doctest. The public methods of the
+documented classes are public names too: every one defined in ebmclassifier, on the class or
+on a base class of ours, follows the rules of a function (see :func:`own_methods`).
 
 The public API is what the API reference lists (the ``autosummary`` and ``autodata`` entries of
 ``docs/api/*.rst``) together with ``ebmclassifier.__all__`` and the ``__all__`` of every public
@@ -178,8 +180,39 @@ def missing_sections(obj) -> list[str]:
     return missing
 
 
+# Public methods that are documented elsewhere: an nn.Module's forward is its __call__,
+# documented by the class; an autograd.Function's forward / backward / setup_context are
+# called through apply, whose arguments and result the class documents; extra_repr only feeds
+# repr().
+NOT_DOCUMENTED_METHODS = {"forward", "backward", "setup_context", "extra_repr"}
+
+
+def own_methods(cls, package: str = "ebmclassifier") -> list:
+    """The public methods of ``cls`` defined in ``package``, on ``cls`` or any of its bases.
+
+    Overridden definitions count too (``EBMClassifierBase.compute_loss`` under
+    ``NGEBMClassifier.compute_loss``): each is a documented hook of its own class. Methods
+    that ``cls`` inherits from torch, skorch or scikit-learn are theirs to document.
+    """
+    methods = []
+    for klass in cls.__mro__:
+        for name, attr in vars(klass).items():
+            if name.startswith("_") or name in NOT_DOCUMENTED_METHODS:
+                continue
+            func = attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+            # the module of a decorated method (torch.no_grad) is the wrapped function's
+            if inspect.isfunction(func) and func.__module__.split(".")[0] == package:
+                methods.append(func)
+    return methods
+
+
 def _cases():
-    for qualname, obj in sorted(_documented_objects().items()):
+    cases = dict(_documented_objects())
+    for obj in list(cases.values()):
+        if inspect.isclass(obj):
+            for method in own_methods(obj):
+                cases.setdefault(f"{method.__module__}.{method.__qualname__}", method)
+    for qualname, obj in sorted(cases.items()):
         yield pytest.param(obj, id=qualname)
 
 
@@ -187,6 +220,28 @@ def _cases():
 def test_public_name_has_numpydoc_sections(obj):
     missing = missing_sections(obj)
     assert not missing, f"the docstring lacks: {', '.join(missing)}"
+
+
+def test_own_methods_walks_our_bases_and_skips_the_frameworks():
+    from ebmclassifier import NGEBMClassifier
+    from ebmclassifier.distributed import DataParallelNGEBMClassifier
+    from ebmclassifier.latent.score_function import RunningMeanBaseline
+
+    names = {m.__qualname__ for m in own_methods(DataParallelNGEBMClassifier)}
+    # the mixin's hook, the estimator's override of it and the base's definition
+    assert {
+        "DataParallelMixin.compute_loss",
+        "NGEBMClassifier.compute_loss",
+        "EBMClassifierBase.compute_loss",
+        "EBMClassifierBase.predict_proba",
+    } <= names
+    # skorch's and scikit-learn's own methods, private ones and forward are not ours to check
+    assert not names & {"NeuralNet.get_params", "NeuralNet.forward", "BaseEstimator.get_params"}
+    assert all(not n.split(".")[-1].startswith("_") for n in names)
+    assert "RunningMeanBaseline.update" in {  # through torch.no_grad's wrapper
+        m.__qualname__ for m in own_methods(RunningMeanBaseline)
+    }
+    assert "Module.to" not in {m.__qualname__ for m in own_methods(NGEBMClassifier)}
 
 
 def test_the_reference_lists_every_public_name():
@@ -257,6 +312,38 @@ def test_the_check_sees_a_missing_section():
         "Returns",
         "Examples (with a doctest)",
     ]
+
+
+def test_the_check_sees_a_method_missing_a_section():
+    class Counter:
+        """Counts.
+
+        Examples
+        --------
+        >>> Counter().add(1)
+        1
+        """
+
+        def add(self, step):
+            """Add ``step``.
+
+            Parameters
+            ----------
+            step : int
+
+            Examples
+            --------
+            >>> Counter().add(2)
+            2
+            """
+            return step
+
+        def _private(self):
+            pass
+
+    (add,) = own_methods(Counter, package=__name__.split(".")[0])
+    assert add is Counter.add
+    assert missing_sections(add) == ["Returns"]
 
 
 def test_parse_reference_reads_autosummary_and_autodata():

@@ -221,6 +221,36 @@ verbose, **kwargs
         return self.initialized_instance(component, kwargs)
 
     def initialize_module(self):
+        """Build ``module_`` from ``encoder`` and ``decoder``, fresh for the data's shape.
+
+        A :class:`~ebmclassifier.latent.networks.LatentModel` for
+        ``structure="categorical"``, a :class:`~ebmclassifier.latent.tree_modules.TreeLatentModel`
+        for ``"dependency_tree"``; classes given as ``encoder`` or ``decoder`` receive the
+        sizes they take (see the class parameters).
+
+        Returns
+        -------
+        self
+            The estimator, with a newly initialized ``module_``.
+
+        Raises
+        ------
+        RuntimeError
+            Before the data were seen (``initialize()`` without ``fit``).
+
+        Examples
+        --------
+        >>> from ebmclassifier import LatentStructureClassifier
+        >>> from ebmclassifier.datasets import make_latent_clusters
+        >>> X, y, z = make_latent_clusters(60, n_clusters=3, n_features=10, random_state=0)
+        >>> clf = LatentStructureClassifier(n_latent=3, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.initialize_module() is clf
+        True
+        >>> type(clf.module_).__name__, type(clf.module_.decoder).__name__
+        ('LatentModel', 'BilinearDecoder')
+        >>> tuple(clf.module_.decoder.weight.shape)  # (n_latent, n_classes, n_features)
+        (3, 2, 10)
+        """
         # The base builds ``module_`` from ``module``; here it is assembled from the encoder
         # and the decoder instead, so the base's builder is not called.
         if not hasattr(self, "input_shape_"):
@@ -282,6 +312,43 @@ verbose, **kwargs
     # ------------------------------------------------------------------ training
 
     def compute_loss(self, X, y, training):
+        """The cross-entropy of one batch at the latent chosen by the encoder.
+
+        In training the latent comes from the surrogate chosen by ``gradient``, so that the
+        encoder receives a gradient through the argmax; in validation
+        (``training=False``) it is the deterministic latent of prediction.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        training : bool
+            ``False`` during validation: the deterministic latent, no surrogate.
+
+        Returns
+        -------
+        loss : scalar Tensor
+            The batch mean of the per-sample cross-entropy.
+        logits : Tensor of shape (n, n_classes)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from ebmclassifier import LatentStructureClassifier
+        >>> from ebmclassifier.datasets import make_latent_clusters
+        >>> X, y, z = make_latent_clusters(60, n_clusters=3, n_features=10, random_state=0)
+        >>> clf = LatentStructureClassifier(n_latent=3, max_epochs=2, random_state=0).fit(X, y)
+        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y, device=clf.device_)
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=False)  # the MAP latent
+        >>> bool(torch.allclose(logits, clf.module_(Xt)))
+        True
+        >>> clf.module_.zero_grad()
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=True)
+        >>> loss.backward()  # SPIGOT-CE carries a gradient past the argmax to the encoder
+        >>> bool(clf.module_.encoder.net[1].weight.grad.abs().sum() > 0)
+        True
+        """
         model = self.module_
         if not training:
             logits = model(X)
@@ -336,6 +403,19 @@ verbose, **kwargs
         ndarray of shape (n_samples, n_tokens), int64
             For ``structure="dependency_tree"``: the head of each token (0 = the root, ``m``
             = the m-th token, counting from 1), -1 on padding.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ebmclassifier import LatentStructureClassifier
+        >>> from ebmclassifier.datasets import make_latent_clusters
+        >>> X, y, z = make_latent_clusters(60, n_clusters=3, n_features=10, random_state=0)
+        >>> clf = LatentStructureClassifier(n_latent=3, max_epochs=2, random_state=0).fit(X, y)
+        >>> latent = clf.predict_latent(X)
+        >>> latent.shape, latent.dtype, set(latent) <= {0, 1, 2}
+        ((60,), dtype('int64'), True)
+        >>> np.array_equal(latent, clf.transform(X).argmax(axis=1))  # the mode of the marginals
+        True
         """
         if self.structure == "dependency_tree":
             return self._map_batches(X, self.module_.predict_heads)
@@ -356,6 +436,17 @@ verbose, **kwargs
             For ``structure="dependency_tree"``: the arc marginals, token by token, each
             token's block of ``n_tokens + 1`` giving the probability of each head (root
             first); zero on padding.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ebmclassifier import LatentStructureClassifier
+        >>> from ebmclassifier.datasets import make_latent_clusters
+        >>> X, y, z = make_latent_clusters(60, n_clusters=3, n_features=10, random_state=0)
+        >>> clf = LatentStructureClassifier(n_latent=3, max_epochs=2, random_state=0).fit(X, y)
+        >>> marginals = clf.transform(X)
+        >>> marginals.shape, marginals.dtype, np.allclose(marginals.sum(axis=1), 1)
+        ((60, 3), dtype('float32'), True)
         """
         if self.structure == "dependency_tree":
 

@@ -106,7 +106,32 @@ class LatentModel(nn.Module):
         self.baseline = RunningMeanBaseline()
 
     def latent(self, x: torch.Tensor) -> torch.Tensor:
-        """The deterministic latent (n, K) fed to the decoder at prediction time."""
+        """The deterministic latent (n, K) fed to the decoder at prediction time.
+
+        The MAP one-hot ``onehot(argmax(s))``, or the relaxed point of a relaxation (see
+        :func:`~ebmclassifier.latent.categorical.categorical_latent_eval`).
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, ...)
+            A batch of inputs, as the encoder takes them.
+
+        Returns
+        -------
+        Tensor of shape (n, K)
+            Rows on the probability simplex.
+
+        Examples
+        --------
+        >>> import torch
+        >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
+        >>> z = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="spigot").latent(x)
+        >>> torch.equal(z, torch.eye(3)[encoder(x).argmax(dim=1)])  # the MAP one-hot
+        True
+        >>> relaxed = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="softmax").latent(x)
+        >>> torch.allclose(relaxed, torch.softmax(encoder(x), dim=1))
+        True
+        """
         return categorical_latent_eval(self.encoder(x), self.gradient, self.temperature)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -64,7 +64,27 @@ class RunningMeanBaseline(nn.Module):
 
     @torch.no_grad()
     def update(self, losses: torch.Tensor) -> None:
-        """Fold the per-sample ``losses`` (shape (n,)) of one batch into the running mean."""
+        """Fold the per-sample ``losses`` of one batch into the running mean.
+
+        Parameters
+        ----------
+        losses : Tensor of shape (n,)
+            Per-sample losses; only their mean is used.
+
+        Returns
+        -------
+        None
+            ``value`` and ``n_updates`` are updated in place.
+
+        Examples
+        --------
+        >>> import torch
+        >>> baseline = RunningMeanBaseline(momentum=0.1)
+        >>> for losses in ([2.0, 4.0], [13.0]):
+        ...     baseline.update(torch.tensor(losses))
+        >>> round(float(baseline.value), 4), int(baseline.n_updates)  # 3, then 0.9 * 3 + 0.1 * 13
+        (4.0, 2)
+        """
         batch_mean = losses.mean().to(self.value.dtype)
         weight = 1.0 if int(self.n_updates) == 0 else self.momentum
         self.value.mul_(1.0 - weight).add_(weight * batch_mean)

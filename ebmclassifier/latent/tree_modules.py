@@ -245,7 +245,35 @@ class TreeLatentModel(nn.Module):
         self.baseline = baseline
 
     def latent(self, x: torch.Tensor) -> torch.Tensor:
-        """The deterministic latent (B, N + 1, N + 1) fed to the decoder at prediction time."""
+        """The deterministic latent (B, N + 1, N + 1) fed to the decoder at prediction time.
+
+        The MAP tree's arcs, or the relaxed point of a relaxation (see
+        :func:`~ebmclassifier.latent.tree_latent.tree_latent_eval`).
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, N)
+            Token ids, 0 as padding at the end of each row.
+
+        Returns
+        -------
+        Tensor of shape (B, N + 1, N + 1)
+            ``z[b, h, m]``: the weight of the arc from head ``h`` (0 = the root) to word ``m``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> encoder, decoder = BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8)
+        >>> model = TreeLatentModel(encoder, decoder, gradient="spigot")
+        >>> x = torch.tensor([[3, 4, 0], [5, 6, 7]])  # two sentences, the first padded
+        >>> z = model.latent(x)
+        >>> z[:, :, 1:].sum(dim=1)  # one head per word, none for the padding
+        tensor([[1., 1., 0.],
+                [1., 1., 1.]])
+        >>> relaxed = TreeLatentModel(encoder, decoder, gradient="marginals").latent(x)
+        >>> torch.allclose(relaxed, model.marginals(x))  # a relaxation keeps its relaxed point
+        True
+        """
         return tree_latent_eval(
             self.encoder(x), sequence_lengths(x), self.gradient, self.projective, self.temperature
         )
@@ -254,13 +282,61 @@ class TreeLatentModel(nn.Module):
         return self.decoder(x, self.latent(x))
 
     def predict_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """MAP tree per sentence as heads (B, N): the head of each word, 0 = root, -1 = padding."""
+        """The MAP tree of each sentence, as the head of each word.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, N)
+            Token ids, 0 as padding at the end of each row.
+
+        Returns
+        -------
+        Tensor of shape (B, N), int64
+            The head of each word: 0 = the root, ``m`` = the m-th word (from 1), -1 on
+            padding.
+
+        Examples
+        --------
+        >>> import torch
+        >>> encoder, decoder = BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8)
+        >>> model = TreeLatentModel(encoder, decoder, gradient="spigot")
+        >>> x = torch.tensor([[3, 4, 0], [5, 6, 7]])  # two sentences, the first padded
+        >>> heads = model.predict_heads(x)
+        >>> heads.dtype, heads[0, 2].item()
+        (torch.int64, -1)
+        >>> torch.equal(heads[1], model.latent(x)[1, :, 1:].argmax(dim=0))  # the MAP tree's arcs
+        True
+        """
         lengths = sequence_lengths(x)
         with torch.no_grad():
             arcs = tree_map(self.encoder(x), lengths, self.projective)
         return arcs_to_heads(arcs, lengths)
 
     def marginals(self, x: torch.Tensor) -> torch.Tensor:
-        """Arc marginals (B, N + 1, N + 1) of the encoder's tree distribution."""
+        """Arc marginals of the encoder's tree distribution ``p(z) ∝ exp(<s, z>)``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, N)
+            Token ids, 0 as padding at the end of each row.
+
+        Returns
+        -------
+        Tensor of shape (B, N + 1, N + 1)
+            ``[b, h, m]``: the probability that word ``m`` has head ``h`` (0 = the root).
+
+        Examples
+        --------
+        >>> import torch
+        >>> encoder, decoder = BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8)
+        >>> model = TreeLatentModel(encoder, decoder, gradient="spigot")
+        >>> x = torch.tensor([[3, 4, 0], [5, 6, 7]])  # two sentences, the first padded
+        >>> marginals = model.marginals(x)
+        >>> marginals[:, :, 1:].sum(dim=1).round(decimals=4)  # a distribution over heads
+        tensor([[1., 1., 0.],
+                [1., 1., 1.]])
+        >>> bool(((marginals > 0) & (marginals < 1)).any())  # not one tree: all of them
+        True
+        """
         with torch.no_grad():
             return tree_marginals(self.encoder(x), sequence_lengths(x), self.projective)
