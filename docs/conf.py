@@ -45,7 +45,8 @@ templates_path = ["_templates"]
 # --- API reference
 autosummary_generate = True
 autodoc_typehints = "none"  # the numpydoc sections carry the types
-autodoc_default_options = {"members": False}
+# The templates in _templates/ choose the members: estimator.rst the user-facing methods (not
+# skorch's), class.rst a class's own methods (not forward/backward, which the class documents).
 numpydoc_show_class_members = False  # the class template lists the estimator's own methods
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

@@ -367,3 +367,18 @@ Text.
         ("pkg.mod", "second"),
         ("pkg.mod", "CONSTANT"),
     ]
+
+
+def test_every_autosummary_template_is_where_sphinx_looks():
+    # Sphinx resolves ``:template: NAME`` in templates_path (docs/_templates/NAME) and falls back
+    # to its plain template, silently, when the file is elsewhere: the class pages then list no
+    # methods at all (they did, before the templates moved out of _templates/autosummary/).
+    sources = [*API_DIR.glob("*.rst"), API_DIR.parent / "conf.py"]
+    templates = {
+        name
+        for source in sources
+        for name in re.findall(r":template: (\S+?)(?:\\n|\s)", source.read_text())
+    }
+    assert {"estimator.rst", "class.rst", "function.rst"} <= templates
+    for name in templates:
+        assert (API_DIR.parent / "_templates" / name).is_file(), name
