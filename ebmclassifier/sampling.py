@@ -254,6 +254,7 @@ class UniformStart(nn.Module):
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
+        """The shape of one sample, that of ``low`` and ``high``."""
         return tuple(self.low.shape)
 
     def sample(
@@ -346,6 +347,7 @@ class GaussianStart(nn.Module):
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
+        """The shape of one sample, that of the data the Gaussians were fitted on."""
         return self._sample_shape
 
     def sample(
