@@ -105,10 +105,10 @@ def network_params(network: str) -> dict:
             f"Unknown network {network!r}: use 'default' or 'wrn-D-K' (e.g. 'wrn-28-10', a "
             "WideResNet of depth 28 and widen factor 10)."
         )
-    from .nn import WideResNet
+    from .nn import WideResNet, wide_resnet_blocks_per_group
 
     depth, widen_factor = int(match[1]), int(match[2])
-    WideResNet((3, 32, 32), 2, depth=depth, widen_factor=1)  # a bad depth fails here, early
+    wide_resnet_blocks_per_group(depth)  # a bad depth fails here, before any training
     return {"module": WideResNet, "module__depth": depth, "module__widen_factor": widen_factor}
 
 

@@ -13,7 +13,7 @@ from math import prod
 import torch
 from torch import nn
 
-__all__ = ["MLP", "ConvNet", "WideResNet"]
+__all__ = ["MLP", "ConvNet", "WideResNet", "wide_resnet_blocks_per_group"]
 
 
 class MLP(nn.Module):
@@ -123,6 +123,28 @@ class ConvNet(nn.Module):
 _ACTIVATIONS = {"leaky_relu": lambda: nn.LeakyReLU(0.2), "silu": nn.SiLU, "relu": nn.ReLU}
 
 
+def wide_resnet_blocks_per_group(depth: int) -> int:
+    """Residual blocks in each of a WRN's three groups: ``(depth - 4) / 6``.
+
+    Parameters
+    ----------
+    depth : int
+        ``6 n + 4`` with ``n >= 1``: 10, 16, 22, 28...
+
+    Returns
+    -------
+    n : int
+
+    Examples
+    --------
+    >>> wide_resnet_blocks_per_group(28)
+    4
+    """
+    if depth < 10 or (depth - 4) % 6:
+        raise ValueError(f"depth must be 6 n + 4 with n >= 1 (10, 16, 22, 28...); got {depth}.")
+    return (depth - 4) // 6
+
+
 class _WideBlock(nn.Module):
     """Pre-activation residual block: (norm, act, conv3x3) twice, plus a shortcut.
 
@@ -206,13 +228,11 @@ class WideResNet(nn.Module):
         input_shape = tuple(int(s) for s in input_shape)
         if len(input_shape) != 3:
             raise ValueError(f"WideResNet takes (C, H, W) images; got sample shape {input_shape}.")
-        if depth < 10 or (depth - 4) % 6:
-            raise ValueError(f"depth must be 6 n + 4 with n >= 1 (10, 16, 22, 28...); got {depth}.")
+        blocks_per_group = wide_resnet_blocks_per_group(depth)
         if activation not in _ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
             )
-        blocks_per_group = (depth - 4) // 6
         layers: list[nn.Module] = [nn.Conv2d(input_shape[0], 16, 3, padding=1, bias=not batch_norm)]
         width = 16
         for group, stride in enumerate((1, 2, 2)):
