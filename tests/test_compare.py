@@ -254,15 +254,20 @@ def test_standardizer_is_per_feature_for_flat_data_and_per_channel_for_images():
     np.testing.assert_allclose(layer(torch.from_numpy(images)).numpy(), Z, atol=1e-5)
 
 
-def test_models_train_on_standardized_inputs_and_are_attacked_in_raw_units():
-    seen = {}
+def _recording_registry(seen: dict) -> dict:
+    """A registry whose one model, ``ce``, stores the X it is fitted on in ``seen["X_fit"]``."""
 
     class Recording(SoftmaxRegression):
         def fit(self, X, y):
             seen["X_fit"] = np.asarray(X)
             return super().fit(X, y)
 
-    registry = {"ce": ModelSpec("ce", "records", build=lambda p: Recording(**p))}
+    return {"ce": ModelSpec("ce", "records", build=lambda p: Recording(**p))}
+
+
+def test_models_train_on_standardized_inputs_and_are_attacked_in_raw_units():
+    seen = {}
+    registry = _recording_registry(seen)
     config = CompareConfig(models=("ce",), seeds=1, max_epochs=3, n_attack=20, progress=False)
     results = run_comparison(config, registry=registry)
     # the fit part (80% of the training split) comes from the standardized training split
@@ -310,13 +315,7 @@ def test_images_from_a_file_are_standardized_per_channel_and_attacked_in_raw_uni
     path = tmp_path / "images.npz"
     np.savez(path, X=X, y=y)
     seen = {}
-
-    class Recording(SoftmaxRegression):
-        def fit(self, X, y):
-            seen["X_fit"] = np.asarray(X)
-            return super().fit(X, y)
-
-    registry = {"ce": ModelSpec("ce", "records", build=lambda p: Recording(**p))}
+    registry = _recording_registry(seen)
     config = CompareConfig(
         data=str(path), models=("ce",), seeds=1, max_epochs=30, epsilons=(0.0, 0.3),
         n_attack=None, progress=False,
