@@ -106,7 +106,8 @@ def _add_compare(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-test", type=int, default=None, help="subsample the test split")
     p.add_argument(
         "--no-standardize", action="store_true",
-        help="train on the inputs as given instead of standardizing each feature",
+        help="train on the inputs as given instead of standardizing them (per feature, or "
+        "per channel for images and sequences)",
     )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run_compare_command)
