@@ -289,3 +289,80 @@ def test_load_named_dataset_adds_the_other_data_set_as_ood(cifar10_dir):
     assert set(data.ood) == {"uniform", "inverted", "permuted", "svhn"}
     assert data.ood["svhn"].shape == (3, 3, 32, 32)  # as many as the test split
     assert data.kind == "cifar10" and data.input_range == (0.0, 1.0)
+
+
+# ---------------------------------------------------------------- CIFAR files are untrusted
+
+
+class _WritesAFile:
+    """A pickle payload that would create a file when unpickled with plain ``pickle.load``."""
+
+    def __init__(self, target):
+        self.target = str(target)
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def _write_cifar10(folder, batch_for):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        (folder / name).write_bytes(pickle.dumps(batch_for(name)))
+
+
+def test_cifar_batch_that_would_run_code_is_refused_unread(tmp_path):
+    rng = np.random.default_rng(0)
+    victim = tmp_path / "created_by_the_pickle"
+    good = {b"data": _cifar_rows(rng, 2), b"labels": [1, 2]}
+    evil = {b"data": _cifar_rows(rng, 2), b"labels": [1, 2], b"x": _WritesAFile(victim)}
+    _write_cifar10(tmp_path / "c", lambda name: evil if name == "data_batch_3" else good)
+    # the payload is real: plain pickle would have created the file
+    with pytest.raises(ValueError, match=r"data_batch_3.*global io\.open is not allowed"):
+        load_cifar10(tmp_path / "c")
+    assert not victim.exists()
+    pickle.loads((tmp_path / "c" / "data_batch_3").read_bytes())
+    assert victim.exists()
+
+
+@pytest.mark.parametrize(
+    "batch, match",
+    [
+        ([1, 2, 3], "holds a list, not a dict"),
+        ({b"labels": [1, 2]}, r"lacks the key\(s\) \['data'\]"),
+        ({b"data": np.zeros((2, 3072), np.float32), b"labels": [1, 2]}, "must be uint8"),
+        ({b"data": np.zeros((2, 100), np.uint8), b"labels": [1, 2]}, "rows of 3,072"),
+        ({b"data": np.zeros((2, 3072), np.uint8), b"labels": [1, 2, 3]}, "2 images but 3"),
+        ({b"data": np.zeros((2, 3072), np.uint8), b"labels": [1, 10]}, "outside 0..9"),
+        ({b"data": np.zeros((2, 3072), np.uint8), b"labels": [1.5, 2.0]}, "list of integers"),
+    ],
+)
+def test_malformed_cifar10_batch_names_the_file(tmp_path, batch, match):
+    rng = np.random.default_rng(0)
+    good = {b"data": _cifar_rows(rng, 2), b"labels": [1, 2]}
+    _write_cifar10(tmp_path, lambda name: batch if name == "test_batch" else good)
+    with pytest.raises(ValueError, match="test_batch") as info:
+        load_cifar10(tmp_path)
+    assert info.match(match)
+
+
+def test_truncated_cifar_batch_is_a_value_error(tmp_path):
+    rng = np.random.default_rng(0)
+    good = {b"data": _cifar_rows(rng, 2), b"labels": [1, 2]}
+    _write_cifar10(tmp_path, lambda name: good)
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(ValueError, match="data_batch_1.*not a CIFAR batch"):
+        load_cifar10(tmp_path)
+
+
+def test_cifar100_labels_checked_against_the_label_mode(tmp_path):
+    split = {
+        "data": np.zeros((2, 3072), np.uint8),
+        "fine_labels": [42, 97],
+        "coarse_labels": [8, 25],
+    }
+    for name in ("train", "test"):
+        (tmp_path / name).write_bytes(pickle.dumps(split))
+    assert load_cifar100(tmp_path).y_test.tolist() == [42, 97]
+    with pytest.raises(ValueError, match="'coarse_labels' holds 25, outside 0..19"):
+        load_cifar100(tmp_path, label_mode="coarse")

@@ -31,19 +31,89 @@ def _find_folder(data_dir, required: list[str], subfolder: str, name: str, hint:
     )
 
 
+class _BatchUnpickler(pickle.Unpickler):
+    """An unpickler that builds only builtin containers and numpy arrays.
+
+    The CIFAR "python version" batches are pickles, and a plain ``pickle.load`` runs whatever
+    code a crafted file names. Containers, strings, bytes and numbers are pickle opcodes and
+    need no global; a numpy array needs the few globals below (numpy 1 and 2 spell its module
+    differently). Any other global is refused before anything is built.
+    """
+
+    _ALLOWED = frozenset(
+        (module, name)
+        for prefix in ("numpy.core", "numpy._core")
+        for module, name in (
+            (f"{prefix}.multiarray", "_reconstruct"),
+            (f"{prefix}.multiarray", "scalar"),
+            (f"{prefix}.numeric", "_frombuffer"),
+        )
+    ) | {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
     """A CIFAR batch: a pickled dict (bytes keys when written by Python 2), keys as str.
 
-    Pickle can run code: load only files from a source you trust.
+    Read with :class:`_BatchUnpickler`, so a crafted file cannot run code: anything but
+    builtin containers and numpy arrays is refused with a ``ValueError`` naming the file.
     """
-    with open(path, "rb") as f:
-        batch = pickle.load(f, encoding="bytes")
+    try:
+        with open(path, "rb") as f:
+            batch = _BatchUnpickler(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(
+            f"{str(path)!r} is not a CIFAR batch in the python format ({exc}); only pickled "
+            "dicts of lists and numpy arrays are read. Extract the batch again from the "
+            "official archive."
+        ) from None
+    if not isinstance(batch, dict):
+        raise ValueError(
+            f"{str(path)!r} is not a CIFAR batch: it holds a {type(batch).__name__}, not a dict."
+        )
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
 
 
-def _cifar_images(data) -> np.ndarray:
+def _batch_arrays(batch: dict, path: Path, label_key: str, n_classes: int):
+    """The images and labels of one batch, checked: uint8 rows of 3,072, labels in range."""
+    missing = [k for k in ("data", label_key) if k not in batch]
+    if missing:
+        raise ValueError(
+            f"{str(path)!r} lacks the key(s) {missing!r} of a CIFAR batch; it has "
+            f"{sorted(map(str, batch))!r}."
+        )
+    data = np.asarray(batch["data"])
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        raise ValueError(
+            f"{str(path)!r}: 'data' must be uint8 rows of 3,072 bytes (32x32 pixels, 3 "
+            f"channels). Got dtype {data.dtype} and shape {data.shape}."
+        )
+    try:
+        labels = np.asarray(batch[label_key])
+        ok = labels.ndim == 1 and labels.dtype.kind in "iu"
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{str(path)!r}: {label_key!r} must be a flat list of integers.")
+    if len(labels) != len(data):
+        raise ValueError(
+            f"{str(path)!r}: {len(data)} images but {len(labels)} entries in {label_key!r}; "
+            "the file is truncated or corrupted."
+        )
+    bad = (labels < 0) | (labels >= n_classes)
+    if bad.any():
+        raise ValueError(
+            f"{str(path)!r}: {label_key!r} holds {labels[bad][0]}, outside 0..{n_classes - 1}."
+        )
+    return _cifar_images(data), labels.astype(np.int64)
+
+
+def _cifar_images(data: np.ndarray) -> np.ndarray:
     """Rows of 3,072 uint8 (1,024 red, then green, then blue, row-major) -> (n, 3, 32, 32)."""
-    data = np.asarray(data, dtype=np.uint8)
     return (data.reshape(-1, 3, 32, 32) / np.float32(255.0)).astype(np.float32)
 
 
@@ -79,6 +149,11 @@ def load_cifar10(data_dir) -> Bunch:
     ------
     FileNotFoundError
         Naming the expected files and where they were looked for.
+    ValueError
+        Naming the file, when a batch is not a pickled dict of lists and numpy arrays (a
+        pickle that would build anything else, and so could run code, is refused unread),
+        lacks a key, holds images that are not uint8 rows of 3,072 bytes, or has labels that
+        do not match the images in number or lie outside the classes.
 
     References
     ----------
@@ -107,14 +182,18 @@ def load_cifar10(data_dir) -> Bunch:
         data_dir, _CIFAR10_FILES, "cifar-10-batches-py", "CIFAR-10",
         "Download and extract cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
     )  # fmt: skip
-    train = [_unpickle(folder / f) for f in _CIFAR10_FILES[:-1]]
-    test = _unpickle(folder / "test_batch")
+    train = [
+        _batch_arrays(_unpickle(folder / f), folder / f, "labels", 10) for f in _CIFAR10_FILES[:-1]
+    ]
+    X_test, y_test = _batch_arrays(
+        _unpickle(folder / "test_batch"), folder / "test_batch", "labels", 10
+    )
     meta = _unpickle(folder / "batches.meta") if (folder / "batches.meta").is_file() else {}
     return Bunch(
-        X_train=np.concatenate([_cifar_images(b["data"]) for b in train]),
-        y_train=np.concatenate([np.asarray(b["labels"], dtype=np.int64) for b in train]),
-        X_test=_cifar_images(test["data"]),
-        y_test=np.asarray(test["labels"], dtype=np.int64),
+        X_train=np.concatenate([X for X, _ in train]),
+        y_train=np.concatenate([y for _, y in train]),
+        X_test=X_test,
+        y_test=y_test,
         target_names=_names(meta, "label_names"),
         input_range=(0.0, 1.0),
     )
@@ -144,6 +223,11 @@ def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
     ------
     FileNotFoundError
         Naming the expected files and where they were looked for.
+    ValueError
+        Naming the file, when a batch is not a pickled dict of lists and numpy arrays (a
+        pickle that would build anything else, and so could run code, is refused unread),
+        lacks a key, holds images that are not uint8 rows of 3,072 bytes, or has labels that
+        do not match the images in number or lie outside the classes.
 
     Examples
     --------
@@ -169,14 +253,16 @@ def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
         data_dir, _CIFAR100_FILES, "cifar-100-python", "CIFAR-100",
         "Download and extract cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
     )  # fmt: skip
-    train, test = _unpickle(folder / "train"), _unpickle(folder / "test")
-    meta = _unpickle(folder / "meta") if (folder / "meta").is_file() else {}
     key = f"{label_mode}_labels"
+    n_classes = 100 if label_mode == "fine" else 20
+    X_train, y_train = _batch_arrays(_unpickle(folder / "train"), folder / "train", key, n_classes)
+    X_test, y_test = _batch_arrays(_unpickle(folder / "test"), folder / "test", key, n_classes)
+    meta = _unpickle(folder / "meta") if (folder / "meta").is_file() else {}
     return Bunch(
-        X_train=_cifar_images(train["data"]),
-        y_train=np.asarray(train[key], dtype=np.int64),
-        X_test=_cifar_images(test["data"]),
-        y_test=np.asarray(test[key], dtype=np.int64),
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
+        y_test=y_test,
         target_names=_names(meta, f"{label_mode}_label_names"),
         input_range=(0.0, 1.0),
     )
