@@ -41,6 +41,12 @@ __all__ = [
 # ----------------------------------------------------------------------------- input checks
 
 
+# Rows of predict_proba sum to 1 up to float32 rounding; a larger gap is not a distribution.
+_ROW_SUM_TOL = 1e-3
+# More bins than this leaves nearly all empty; the cap keeps a typo from allocating gigabytes.
+_MAX_BINS = 10_000
+
+
 def encode_labels(y, classes) -> np.ndarray:
     """Column index of each label of ``y`` in ``classes``.
 
@@ -97,8 +103,24 @@ def _check_proba(y_true, y_proba, classes) -> tuple[np.ndarray, np.ndarray]:
             "y_proba must hold probabilities in [0, 1] (finite). Got values in "
             f"[{np.nanmin(y_proba)!r}, {np.nanmax(y_proba)!r}]."
         )
+    row_sums = y_proba.sum(axis=1)
+    off = np.abs(row_sums - 1.0) > _ROW_SUM_TOL
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        raise ValueError(
+            "Each row of y_proba must sum to 1 (a distribution over the classes); row "
+            f"{row} sums to {float(row_sums[row]):.6g}. Pass predict_proba's output, or "
+            "normalise the rows first (y_proba / y_proba.sum(axis=1, keepdims=True))."
+        )
     n_classes = y_proba.shape[1]
     if classes is not None:
+        classes = np.asarray(classes)
+        if len(np.unique(classes)) != len(classes):
+            values, counts = np.unique(classes, return_counts=True)
+            raise ValueError(
+                f"classes must not repeat a label; {values[counts > 1].tolist()!r} occur more "
+                "than once. Pass estimator.classes_."
+            )
         if len(classes) != n_classes:
             raise ValueError(
                 f"classes has {len(classes)} entries but y_proba has {n_classes} columns; "
@@ -121,6 +143,16 @@ def _check_positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1. Got {value!r} instead.")
     return int(value)
+
+
+def _check_n_bins(value) -> int:
+    value = _check_positive_int("n_bins", value)
+    if value > _MAX_BINS:
+        raise ValueError(
+            f"n_bins must be at most {_MAX_BINS:,}: with more bins nearly all are empty and the "
+            f"binning's arrays grow with n_bins. Got {value!r} instead; 10 to 20 is usual."
+        )
+    return value
 
 
 def _top_label(y_true, y_proba, classes) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +209,7 @@ def expected_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=Non
     0.366667
     """
     confidence, correct = _top_label(y_true, y_proba, classes)
-    return float(ECE(bins=_check_positive_int("n_bins", n_bins)).measure(confidence, correct))
+    return float(ECE(bins=_check_n_bins(n_bins)).measure(confidence, correct))
 
 
 def maximum_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=None) -> float:
@@ -213,7 +245,7 @@ def maximum_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=None
     0.4
     """
     confidence, correct = _top_label(y_true, y_proba, classes)
-    return float(MCE(bins=_check_positive_int("n_bins", n_bins)).measure(confidence, correct))
+    return float(MCE(bins=_check_n_bins(n_bins)).measure(confidence, correct))
 
 
 def classwise_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=None) -> float:
@@ -258,7 +290,7 @@ def classwise_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=No
     0.366667
     """
     y_enc, proba = _check_proba(y_true, y_proba, classes)
-    metric = ECE(bins=_check_positive_int("n_bins", n_bins))
+    metric = ECE(bins=_check_n_bins(n_bins))
     # netcal reads a 1-D X with 0/1 y as "p(y=1)" against the observed frequency
     per_class = [
         metric.measure(proba[:, k].copy(), (y_enc == k).astype(np.int64))

@@ -140,11 +140,26 @@ def test_classes_map_labels_to_columns():
         ([0, 1], [[1.5, -0.5], [0.2, 0.8]], {}, r"\[0, 1\]"),
         ([0, 1], [[np.nan, 0.5], [0.2, 0.8]], {}, "finite"),
         ([0, 1], [[0.5, 0.5], [0.2, 0.8]], {"n_bins": 0}, "n_bins"),
+        # issue #14: rows that are no distribution, repeated classes, a huge n_bins
+        ([0, 1], [[0.5, 0.4], [0.2, 0.8]], {}, "row 0 sums to 0.9"),
+        ([0, 1], [[0.9, 0.9], [0.2, 0.8]], {}, "row 0 sums to 1.8"),
+        (["a", "a"], [[0.5, 0.5], [0.2, 0.8]], {"classes": ["a", "a"]}, r"\['a'\] occur more"),
+        ([0, 1], [[0.5, 0.5], [0.2, 0.8]], {"n_bins": 10**9}, "at most 10,000"),
+        ([0, 1], [[0.5, 0.5], [0.2, 0.8]], {"n_bins": True}, "n_bins"),
     ],
 )
 def test_calibration_input_errors(y, proba, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        expected_calibration_error(y, proba, **kwargs)
+    for metric in (expected_calibration_error, maximum_calibration_error):
+        with pytest.raises(ValueError, match=match):
+            metric(y, proba, **kwargs)
+
+
+def test_float32_rounding_of_predict_proba_is_accepted():
+    rng = np.random.default_rng(0)
+    proba = torch.softmax(torch.randn(500, 10, generator=torch.Generator().manual_seed(0)), 1)
+    y = rng.integers(0, 10, 500)
+    assert np.abs(proba.numpy().sum(1) - 1).max() > 0  # float32 rows do not sum exactly to 1
+    assert 0 <= expected_calibration_error(y, proba.numpy()) <= 1
 
 
 def test_ece_scorer_negates_and_works_in_grid_search():
