@@ -261,6 +261,59 @@ def test_load_array_file_errors(tmp_path):
         load_array_file(tmp_path / "ragged.csv")
 
 
+@pytest.mark.parametrize(
+    "name, text, match",
+    [
+        ("empty_label.csv", "a,b,target\n1,2,x\n3,4,\n", "label cell of line 3 is empty"),
+        ("semicolons.csv", "1;2;0\n3;4;1\n", "separated by ';'"),
+        ("labels_only.csv", "target\ncat\ndog\n", "single column"),
+        ("huge.csv", "1,2,0\n1e39,4,1\n", "line 2 holds a value beyond float32"),
+        ("infinite.csv", "1,inf,0\n3,4,1\n", "line 1 holds a value beyond float32"),
+    ],
+)
+def test_malformed_csv_names_the_file_and_row(tmp_path, name, text, match):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=name) as info:
+        load_array_file(tmp_path / name)
+    assert info.match(match)
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        (np.ones((3, 2)) * (1 + 1j), "complex values would lose their imaginary part"),
+        (np.array([[1.0, 1e300], [0, 0], [0, 0]]), "sample 0 of X holds a value beyond float32"),
+        (np.array([["a", "b"], ["c", "d"], ["e", "f"]]), "X must be real numbers"),
+    ],
+)
+def test_npz_features_that_float32_would_change(tmp_path, X, match):
+    np.savez(tmp_path / "bad.npz", X=X, y=np.array([0, 1, 0]))
+    original = X.copy()
+    with pytest.raises(ValueError, match=match):
+        load_array_file(tmp_path / "bad.npz")
+    np.testing.assert_array_equal(X, original)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"not a zip file at all", None],  # None: a real .npz cut in half
+)
+def test_unreadable_npz_is_one_value_error(tmp_path, content):
+    path = tmp_path / "broken.npz"
+    if content is None:
+        np.savez(path, X=np.zeros((50, 4)), y=np.zeros(50))
+        content = path.read_bytes()[: path.stat().st_size // 2]
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="broken.npz.*not a readable .npz"):
+        load_array_file(path)
+
+
+def test_npz_with_pickled_objects_is_refused_unread(tmp_path):
+    np.savez(tmp_path / "objects.npz", X=np.zeros((2, 2)), y=np.array([{"a": 1}, None]))
+    with pytest.raises(ValueError, match="objects.npz.*plain arrays"):
+        load_array_file(tmp_path / "objects.npz")
+
+
 # ----------------------------------------------------------------------------- by name
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import os
 import pickle
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -346,33 +347,36 @@ def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
     )
 
 
-def _parse_labels(values: list[str]) -> np.ndarray:
+def _parse_labels(values: list[str], path: Path, first_row: int) -> np.ndarray:
     """CSV label strings as int64 when all are integers, float when numeric, else str."""
+    empty = [i for i, v in enumerate(values) if not v]
+    if empty:
+        raise ValueError(
+            f"{str(path)!r}: the label cell of line {first_row + empty[0]} is empty; every "
+            "sample needs a label. Fill it in or drop the row."
+        )
     try:
         numbers = np.array([float(v) for v in values])
     except ValueError:
         return np.array(values)
-    if np.all(np.mod(numbers, 1) == 0):
+    if np.all(np.isfinite(numbers)) and np.all(np.mod(numbers, 1) == 0):
         return numbers.astype(np.int64)
     return numbers
 
 
-def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
-    with open(path, newline="") as f:
-        rows = [row for row in csv.reader(f) if row]
-    if not rows:
-        raise ValueError(f"{str(path)!r} is empty.")
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
 
-    def numeric(cell):
-        try:
-            float(cell)
-            return True
-        except ValueError:
-            return False
 
+def _split_header(rows: list[list[str]], target, path: Path):
+    """(header or None, data rows, label column index) of a CSV file's rows."""
     # a first row with any non-numeric cell other than its label is a header
     header = None
-    if not all(numeric(c) for c in rows[0][:-1]) or target is not None or rows[0][-1] == "target":
+    if not all(_numeric(c) for c in rows[0][:-1]) or target is not None or rows[0][-1] == "target":
         header, rows = [c.strip() for c in rows[0]], rows[1:]
     if target is None:
         column = header.index("target") if header and "target" in header else -1
@@ -382,24 +386,102 @@ def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
         column = header.index(target)
     if not rows:
         raise ValueError(f"{str(path)!r} has a header but no data rows.")
+    return header, rows, column
+
+
+def _check_csv_shape(rows: list[list[str]], path: Path, first_row: int) -> int:
+    """The common number of cells per row; at least a feature and a label."""
     n_cols = len(rows[0])
     bad = [i for i, row in enumerate(rows) if len(row) != n_cols]
     if bad:
         raise ValueError(
-            f"{str(path)!r}: every row must have {n_cols} cells; data row {bad[0]} has "
+            f"{str(path)!r}: every row must have {n_cols} cells; line {first_row + bad[0]} has "
             f"{len(rows[bad[0]])}."
         )
-    column = column % n_cols
-    y = _parse_labels([row[column].strip() for row in rows])
-    features = [[c for j, c in enumerate(row) if j != column] for row in rows]
+    if n_cols < 2:
+        other = next((sep for sep in ";\t|" if sep in rows[0][0]), None)
+        hint = (
+            f" The cells look separated by {other!r}: write the file comma-separated."
+            if other
+            else " Add the feature columns."
+        )
+        raise ValueError(
+            f"{str(path)!r}: each row has a single column, so there are no features beside "
+            f"the label; a .csv file needs comma-separated features and a label.{hint}"
+        )
+    return n_cols
+
+
+def _float32_features(features: list[list[str]], header, column: int, path: Path, first_row):
     try:
-        X = np.array(features, dtype=np.float32)
+        X = np.array(features, dtype=np.float64)
     except ValueError:
         label = repr(header[column]) if header else f"{column} (the last)"
         raise ValueError(
             f"{str(path)!r}: every column but the label column {label} must be numeric. "
             "Encode categorical features as numbers first, or name the label with target=."
         ) from None
+    return _as_float32(X, f"{str(path)!r}", lambda i: f"line {first_row + i}")
+
+
+def _as_float32(X: np.ndarray, where: str, row_name) -> np.ndarray:
+    """``X`` as float32, refusing values that float32 cannot hold (they would become inf)."""
+    if X.dtype.itemsize <= 4 and X.dtype.kind == "f":
+        return X.astype(np.float32, copy=False)
+    big = np.abs(X) > np.finfo(np.float32).max
+    if big.any():
+        i = int(np.argwhere(big)[0][0])
+        raise ValueError(
+            f"{where}: {row_name(i)} holds a value beyond float32's range (about 3.4e38) "
+            "or an infinite one; float32 would make it inf. Rescale the features."
+        )
+    return X.astype(np.float32)
+
+
+def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
+    with open(path, newline="") as f:
+        rows = [row for row in csv.reader(f) if row]
+    if not rows:
+        raise ValueError(f"{str(path)!r} is empty.")
+    header, rows, column = _split_header(rows, target, path)
+    first_row = 2 if header else 1  # the file's line number of rows[0] (blank lines aside)
+    column = column % _check_csv_shape(rows, path, first_row)
+    y = _parse_labels([row[column].strip() for row in rows], path, first_row)
+    features = [[c for j, c in enumerate(row) if j != column] for row in rows]
+    return _float32_features(features, header, column, path, first_row), y
+
+
+def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    if not zipfile.is_zipfile(path):
+        # np.load would try a non-zip file as a pickle and suggest loading it unsafely
+        raise ValueError(
+            f"{str(path)!r} is not a readable .npz file (not a zip archive); write it with "
+            "np.savez(path, X=X, y=y)."
+        )
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in ("X", "y") if k not in data.files]
+            if missing:
+                raise ValueError(
+                    f"{str(path)!r} must hold arrays named 'X' and 'y' (np.savez(path, X=X, "
+                    f"y=y)); it holds {data.files!r}."
+                )
+            X, y = data["X"], data["y"]
+    except ValueError as exc:
+        if "must hold arrays" in str(exc):
+            raise
+        raise ValueError(f"{str(path)!r} cannot be read as a .npz of plain arrays: {exc}") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(
+            f"{str(path)!r} is not a readable .npz file ({type(exc).__name__}: {exc}); write it "
+            "with np.savez(path, X=X, y=y)."
+        ) from None
+    if X.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{str(path)!r}: X must be real numbers (bool, int or float). Got dtype {X.dtype!r}"
+            + ("; complex values would lose their imaginary part." if X.dtype.kind == "c" else ".")
+        )
+    X = _as_float32(X, f"{str(path)!r}", lambda i: f"sample {i} of X")
     return X, y
 
 
@@ -430,7 +512,10 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     FileNotFoundError
         If the file does not exist.
     ValueError
-        For another suffix, missing keys or columns, or non-numeric features.
+        Naming the file (and the line or sample) for another suffix, a file that is not a
+        readable zip of plain arrays, missing keys or columns, a single column (e.g. a
+        semicolon-separated file), an empty label cell, non-numeric or complex features, or
+        values that float32 cannot hold.
 
     Examples
     --------
@@ -458,18 +543,7 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     if suffix == ".npz":
         if target is not None:
             raise ValueError("target= applies to .csv files; a .npz file holds arrays X and y.")
-        with np.load(path, allow_pickle=False) as data:
-            missing = [k for k in ("X", "y") if k not in data.files]
-            if missing:
-                raise ValueError(
-                    f"{str(path)!r} must hold arrays named 'X' and 'y' (np.savez(path, X=X, "
-                    f"y=y)); it holds {data.files!r}."
-                )
-            X, y = data["X"], data["y"]
-        try:
-            X = X.astype(np.float32)
-        except (TypeError, ValueError):
-            raise ValueError(f"{str(path)!r}: X must be numeric. Got dtype {X.dtype!r}.") from None
+        X, y = _read_npz(path)
     elif suffix == ".csv":
         X, y = _read_csv(path, target)
     else:
