@@ -206,6 +206,28 @@ def test_load_svhn(tmp_path):
         load_svhn(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "test_split, match",
+    [
+        (None, "not a readable MATLAB file"),
+        ({"X": np.zeros((32, 32, 3, 2), np.uint8)}, r"lacks the variable\(s\) \['y'\]"),
+        ({"X": np.zeros((32, 32, 3, 2)), "y": np.array([[1], [2]])}, "must be uint8"),
+        ({"X": np.zeros((32, 32, 3, 2), np.uint8), "y": np.array([[1], [2], [3]])}, "1..10"),
+        ({"X": np.zeros((32, 32, 3, 2), np.uint8), "y": np.array([[0], [2]])}, "1..10"),
+    ],
+)
+def test_malformed_svhn_file_names_it(tmp_path, test_split, match):
+    good = {"X": np.zeros((32, 32, 3, 2), np.uint8), "y": np.array([[1], [10]])}
+    savemat(tmp_path / "train_32x32.mat", good)
+    if test_split is None:
+        (tmp_path / "test_32x32.mat").write_bytes(b"garbage, not MATLAB")
+    else:
+        savemat(tmp_path / "test_32x32.mat", test_split)
+    with pytest.raises(ValueError, match="test_32x32.mat") as info:
+        load_svhn(tmp_path)
+    assert info.match(match)
+
+
 # ----------------------------------------------------------------------------- user files
 
 

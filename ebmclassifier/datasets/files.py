@@ -271,11 +271,29 @@ def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
 
 def _svhn_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
     from scipy.io import loadmat
+    from scipy.io.matlab import MatReadError
 
-    mat = loadmat(path)
+    try:
+        mat = loadmat(path)
+    except (MatReadError, ValueError, TypeError, OSError, NotImplementedError) as exc:
+        raise ValueError(f"{str(path)!r} is not a readable MATLAB file ({exc}).") from None
+    missing = [k for k in ("X", "y") if k not in mat]
+    if missing:
+        raise ValueError(f"{str(path)!r} lacks the variable(s) {missing!r} of an SVHN split.")
+    X, y = np.asarray(mat["X"]), np.asarray(mat["y"])
+    if X.dtype != np.uint8 or X.shape[:3] != (32, 32, 3):
+        raise ValueError(
+            f"{str(path)!r}: X must be uint8 of shape (32, 32, 3, n). Got dtype {X.dtype} and "
+            f"shape {X.shape}."
+        )
+    if y.size != X.shape[3] or y.dtype.kind not in "iuf" or not np.isin(y, np.arange(1, 11)).all():
+        raise ValueError(
+            f"{str(path)!r}: y must hold one label in 1..10 per image ({X.shape[3]} images); "
+            f"got {y.size} values of dtype {y.dtype}."
+        )
     # X is (32, 32, 3, n) uint8; the digit 0 is stored as label 10
-    X = (np.transpose(mat["X"], (3, 2, 0, 1)) / np.float32(255.0)).astype(np.float32)
-    y = mat["y"].astype(np.int64).ravel()
+    X = (np.transpose(X, (3, 2, 0, 1)) / np.float32(255.0)).astype(np.float32)
+    y = y.astype(np.int64).ravel()
     y[y == 10] = 0
     return X, y
 
@@ -303,6 +321,9 @@ def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
     ------
     FileNotFoundError
         Naming the expected files and where they were looked for.
+    ValueError
+        Naming the file, when it is not a MATLAB file, lacks ``X`` or ``y``, or holds images
+        or labels of the wrong type, shape or range.
 
     References
     ----------
