@@ -32,6 +32,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax 3 shipped into _static/mathjax, so the maths renders with no internet (the
+    # default loads it from a CDN and offline pages show raw LaTeX)
+    "sphinx-mathjax-offline",
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
