@@ -442,6 +442,9 @@ def ood_metrics(scores_in, scores_out) -> dict[str, float]:
     -------
     metrics : dict
         ``{"auroc": ..., "aupr_in": ..., "aupr_out": ..., "fpr95": ...}``, floats in [0, 1].
+        pytorch-ood's ``OODMetrics().compute()`` names the same four values ``"AUROC"``,
+        ``"AUPR-IN"``, ``"AUPR-OUT"`` and ``"FPR95TPR"``, in that order (its scores are
+        oriented as here: higher = more OOD) with the definitions above.
 
     References
     ----------
