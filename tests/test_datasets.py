@@ -1,6 +1,7 @@
 """Loaders on files the tests write in the standard formats; the offline benchmarks."""
 
 import pickle
+import zipfile
 
 import numpy as np
 import pytest
@@ -441,3 +442,13 @@ def test_cifar100_labels_checked_against_the_label_mode(tmp_path):
     assert load_cifar100(tmp_path).y_test.tolist() == [42, 97]
     with pytest.raises(ValueError, match="'coarse_labels' holds 25, outside 0..19"):
         load_cifar100(tmp_path, label_mode="coarse")
+
+
+def test_npz_whose_members_are_not_npy_arrays(tmp_path):
+    # np.load hands back raw bytes for a member that is no .npy array (here a pickle)
+    path = tmp_path / "evil.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("X.npy", pickle.dumps(np.zeros(3)))
+        archive.writestr("y.npy", pickle.dumps(np.zeros(3)))
+    with pytest.raises(ValueError, match="evil.npz.*must be .npy arrays"):
+        load_array_file(path)

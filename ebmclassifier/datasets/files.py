@@ -488,8 +488,14 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
                     f"y=y)); it holds {data.files!r}."
                 )
             X, y = data["X"], data["y"]
+            if not (isinstance(X, np.ndarray) and isinstance(y, np.ndarray)):
+                # np.load hands back the raw bytes of a member that is no .npy array
+                raise ValueError(
+                    f"{str(path)!r}: 'X' and 'y' must be .npy arrays inside the archive "
+                    "(np.savez(path, X=X, y=y)); one of them is something else."
+                )
     except ValueError as exc:
-        if "must hold arrays" in str(exc):
+        if str(path) in str(exc):
             raise
         raise ValueError(f"{str(path)!r} cannot be read as a .npz of plain arrays: {exc}") from None
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
