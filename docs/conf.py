@@ -119,7 +119,8 @@ _JEM_PAGE = "JEM\n===\n\n" + (
 html_theme = "pydata_sphinx_theme"
 html_title = f"ebmclassifier {release}"
 html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]  # long API titles wrap instead of being cut off
 html_show_sourcelink = False
 
 suppress_warnings = ["config.cache"]
