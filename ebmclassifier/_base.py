@@ -36,6 +36,7 @@ from skorch.dataset import get_len, unpack_data
 from torch import nn
 
 from ._data import TensorBatchIterator
+from ._ood import OODDecisionMixin
 from ._validation import ParamChecker
 from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
@@ -84,7 +85,7 @@ def _as_numpy(X):
     return X
 
 
-class EBMClassifierBase(NeuralNetClassifier):
+class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
     """Shared base of the energy-based classifiers (not to be used directly).
 
     Parameters
