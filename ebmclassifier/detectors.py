@@ -1,8 +1,8 @@
 """Post-hoc OOD detectors on a trained classifier's penultimate features.
 
 The detectors a practitioner would try on a plain cross-entropy model instead of training an
-energy-based one: Mahalanobis (Lee et al. 2018), KNN (Sun et al. 2022) and ViM (Wang et al.
-2022). Each is a small scikit-learn estimator built on scikit-learn's own pieces
+energy-based one: Mahalanobis (Lee et al. 2018 [1]_), KNN (Sun et al. 2022 [2]_) and ViM
+(Wang et al. 2022 [3]_). Each is a small scikit-learn estimator built on scikit-learn's own pieces
 (``EmpiricalCovariance`` / ``LedoitWolf``, ``NearestNeighbors``), fitted on features of the
 **training** data only, and scores new features with ``score_ood``: the higher, the more likely
 out-of-distribution, as every estimator's ``score_ood`` (``score_samples`` is its negative,
@@ -91,7 +91,7 @@ def penultimate_features(estimator, X, *, batch_size: int | None = None) -> np.n
     estimator : fitted estimator or torch.nn.Module
         An ebmclassifier estimator whose ``module_`` (or a module that itself) has
         ``penultimate(x)`` and ``last_layer``, as the networks of :mod:`ebmclassifier.nn`.
-    X : array-like or torch.Tensor of shape (n_samples, *input_shape)
+    X : array-like or torch.Tensor of shape (n_samples, ...)
         Input as the estimator takes it (after the same preprocessing as in ``fit``).
     batch_size : int or None, default=None
         ``None`` uses the estimator's ``batch_size`` (``-1``: all at once), or 256 for a module.
@@ -253,6 +253,11 @@ class MahalanobisDetector(_FeatureDetector):
     precision_ : ndarray of shape (n_features, n_features)
     n_features_in_ : int
 
+    References
+    ----------
+    .. [1] Lee, K., Lee, K., Lee, H. and Shin, J. "A Simple Unified Framework for Detecting
+       Out-of-Distribution Samples and Adversarial Attacks". NeurIPS 2018.
+
     Examples
     --------
     >>> import numpy as np
@@ -333,7 +338,7 @@ class MahalanobisDetector(_FeatureDetector):
 class KNNDetector(_FeatureDetector):
     r"""Distance to the k-th nearest training feature after L2 normalisation (Sun et al.).
 
-    Deep nearest neighbours (Sun et al. 2022 [2]_, Sec. 3): features are normalised to unit
+    Deep nearest neighbours (Sun et al. 2022 [1]_, Sec. 3): features are normalised to unit
     length, :math:`z = x / \lVert x \rVert_2`, and a test sample's score is the distance to
     its k-th nearest neighbour among the normalised training features
     :math:`z_1, \dots, z_N`. The paper thresholds :math:`S(z^*) = -\lVert z^* - z_{(k)}
@@ -358,6 +363,11 @@ class KNNDetector(_FeatureDetector):
     nearest_neighbors_ : sklearn.neighbors.NearestNeighbors
         Fitted on the normalised training features.
     n_features_in_ : int
+
+    References
+    ----------
+    .. [1] Sun, Y., Ming, Y., Zhu, X. and Li, Y. "Out-of-Distribution Detection with Deep
+       Nearest Neighbors". ICML 2022.
 
     Examples
     --------
@@ -433,7 +443,7 @@ class KNNDetector(_FeatureDetector):
 class ViMDetector(_FeatureDetector):
     r"""Virtual-logit matching: the feature residual as an extra logit (Wang et al.).
 
-    ViM (Wang et al. 2022 [3]_, Sec. 4). With the last layer ``l(x) = W x + b``:
+    ViM (Wang et al. 2022 [1]_, Sec. 4). With the last layer ``l(x) = W x + b``:
 
     1. New origin :math:`o = -W^{+} b` (``W^+`` the pseudo-inverse), the point whose logits
        are all zero; features are centred there, not at their mean.
@@ -479,6 +489,11 @@ class ViMDetector(_FeatureDetector):
     n_components_ : int
         ``D`` as used.
     n_features_in_ : int
+
+    References
+    ----------
+    .. [1] Wang, H., Li, Z., Feng, L. and Zhang, W. "ViM: Out-Of-Distribution with
+       Virtual-logit Matching". CVPR 2022.
 
     Examples
     --------
@@ -614,7 +629,7 @@ def fit_detector(detector: _FeatureDetector, estimator, X, y=None) -> _FeatureDe
         An unfitted detector (it is fitted in place).
     estimator : fitted estimator or torch.nn.Module
         As for :func:`penultimate_features`.
-    X : array-like of shape (n_samples, *input_shape)
+    X : array-like of shape (n_samples, ...)
         The training input.
     y : array-like of shape (n_samples,) or None, default=None
         The training labels (needed by :class:`MahalanobisDetector`).

@@ -73,7 +73,7 @@ class MLP(nn.Module):
 
         Parameters
         ----------
-        x : torch.Tensor of shape (n, *input_shape)
+        x : torch.Tensor of shape (n, ...)
 
         Returns
         -------
@@ -166,7 +166,7 @@ class ConvNet(nn.Module):
 
         Parameters
         ----------
-        x : torch.Tensor of shape (n, *input_shape)
+        x : torch.Tensor of shape (n, ...)
 
         Returns
         -------
