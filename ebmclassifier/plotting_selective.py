@@ -6,11 +6,10 @@ pyplot state), returns it, and saves a PNG when given ``path``.
 
 from __future__ import annotations
 
-import os
-
 from matplotlib.figure import Figure
 
 from .metrics import aurc, risk_coverage_curve
+from .plotting import _finish
 
 __all__ = ["plot_risk_coverage"]
 
@@ -70,10 +69,4 @@ def plot_risk_coverage(
     ax.set_xlim(0, 1)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    if title is not None:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(os.fspath(path), dpi=100)
-    return fig
+    return _finish(fig, path, ax, title)
