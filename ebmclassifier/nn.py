@@ -3,17 +3,31 @@
 None of the defaults uses batch-norm: it couples the samples of a batch, which breaks the per-sample
 energy gradients that NG-EBM penalises and JEM samples with. SiLU activations keep the energy
 surface smooth, which Langevin sampling and the gradient-norm penalty both prefer.
+
+Penultimate features. Each network ends in one linear layer, ``last_layer``, and computes its
+logits as ``forward(x) = last_layer(penultimate(x))``: ``penultimate(x)`` returns the
+``(n, d)`` features that layer reads (after the last activation, pooling or flattening). The
+post-hoc OOD detectors of :mod:`ebmclassifier.detectors` (Mahalanobis, KNN, ViM) work on these
+features. A user's own module can offer the same two names to be used with them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from math import prod
 
 import torch
 from torch import nn
 
 __all__ = ["MLP", "ConvNet", "WideResNet", "wide_resnet_blocks_per_group"]
+
+
+def _all_but_last(sequential: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """Run ``x`` through every layer of ``sequential`` except the last one."""
+    for layer in islice(sequential, len(sequential) - 1):
+        x = layer(x)
+    return x
 
 
 class MLP(nn.Module):
@@ -32,6 +46,8 @@ class MLP(nn.Module):
     >>> import torch
     >>> MLP(4, 3)(torch.zeros(2, 4)).shape
     torch.Size([2, 3])
+    >>> MLP(4, 3, hidden_sizes=(16, 8)).penultimate(torch.zeros(2, 4)).shape
+    torch.Size([2, 8])
     """
 
     def __init__(
@@ -52,8 +68,35 @@ class MLP(nn.Module):
         layers.append(nn.Linear(width, n_classes))
         self.net = nn.Sequential(*layers)
 
+    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
+        """The features the last linear layer reads: the last hidden layer's activations.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (n, ...)
+
+        Returns
+        -------
+        features : torch.Tensor of shape (n, hidden_sizes[-1])
+            The flattened input when ``hidden_sizes`` is empty.
+
+        Examples
+        --------
+        >>> import torch
+        >>> net = MLP(4, 3, hidden_sizes=(8,))
+        >>> x = torch.randn(5, 4)
+        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
+        True
+        """
+        return _all_but_last(self.net, x)
+
+    @property
+    def last_layer(self) -> nn.Linear:
+        """The final linear layer, from penultimate features to logits."""
+        return self.net[-1]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        return self.last_layer(self.penultimate(x))
 
 
 class ConvNet(nn.Module):
@@ -78,6 +121,8 @@ class ConvNet(nn.Module):
     >>> import torch
     >>> ConvNet((1, 8, 8), 10)(torch.zeros(2, 1, 8, 8)).shape
     torch.Size([2, 10])
+    >>> ConvNet((1, 8, 8), 10, hidden_size=32).penultimate(torch.zeros(2, 1, 8, 8)).shape
+    torch.Size([2, 32])
     """
 
     def __init__(
@@ -116,8 +161,34 @@ class ConvNet(nn.Module):
             nn.Linear(hidden_size, n_classes),
         )
 
+    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
+        """The features the last linear layer reads: the hidden linear layer's activations.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (n, ...)
+
+        Returns
+        -------
+        features : torch.Tensor of shape (n, hidden_size)
+
+        Examples
+        --------
+        >>> import torch
+        >>> net = ConvNet((1, 8), 3, channels=(4,), hidden_size=6)
+        >>> x = torch.randn(5, 1, 8)
+        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
+        True
+        """
+        return _all_but_last(self.head, self.features(x))
+
+    @property
+    def last_layer(self) -> nn.Linear:
+        """The final linear layer, from penultimate features to logits."""
+        return self.head[-1]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
+        return self.last_layer(self.penultimate(x))
 
 
 _ACTIVATIONS = {"leaky_relu": lambda: nn.LeakyReLU(0.2), "silu": nn.SiLU, "relu": nn.ReLU}
@@ -207,6 +278,8 @@ class WideResNet(nn.Module):
     >>> net = WideResNet((3, 32, 32), n_classes=10, depth=10, widen_factor=1)
     >>> net(torch.zeros(2, 3, 32, 32)).shape
     torch.Size([2, 10])
+    >>> net.penultimate(torch.zeros(2, 3, 32, 32)).shape  # 64 k channels, pooled
+    torch.Size([2, 64])
 
     Use it in an estimator (it receives ``input_shape`` and ``n_classes`` from the data):
 
@@ -252,5 +325,31 @@ class WideResNet(nn.Module):
             nn.Linear(width, n_classes),
         )
 
+    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
+        """The features the last linear layer reads: activated, globally average-pooled maps.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (n, C, H, W)
+
+        Returns
+        -------
+        features : torch.Tensor of shape (n, 64 * widen_factor)
+
+        Examples
+        --------
+        >>> import torch
+        >>> net = WideResNet((3, 8, 8), 4, depth=10, widen_factor=1)
+        >>> x = torch.randn(2, 3, 8, 8)
+        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
+        True
+        """
+        return _all_but_last(self.head, self.features(x))
+
+    @property
+    def last_layer(self) -> nn.Linear:
+        """The final linear layer, from penultimate features to logits."""
+        return self.head[-1]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
+        return self.last_layer(self.penultimate(x))

@@ -10,12 +10,14 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 
 from ebmclassifier.metrics import (
+    aurc,
     classwise_calibration_error,
     ece_scorer,
     expected_calibration_error,
     maximum_calibration_error,
     mce_scorer,
     ood_metrics,
+    risk_coverage_curve,
 )
 
 
@@ -258,3 +260,87 @@ def test_ood_metrics_input_errors(scores_in, scores_out):
 def test_ood_metrics_accepts_tensors():
     m = ood_metrics(torch.tensor([0.0, 0.5]), torch.tensor([1.0, 0.2]))
     assert m["auroc"] == pytest.approx(0.75)
+
+
+# ----------------------------------------------------------------------- selective classification
+
+
+def _aurc_of_one_order(error_in_order):
+    """Geifman et al.'s sum for one ranking: mean over k of the error rate of the top k."""
+    errors = np.asarray(error_in_order, dtype=float)
+    return np.mean([errors[:k].sum() / k for k in range(1, errors.size + 1)])
+
+
+def test_risk_coverage_and_aurc_by_hand():
+    # confidences 0.9 (right), 0.8 (wrong), 0.8 (right), 0.6 (wrong)
+    y_true, y_pred, confidence = [0, 1, 1, 0], [0, 0, 1, 1], [0.9, 0.8, 0.8, 0.6]
+    coverage, risk, thresholds = risk_coverage_curve(y_true, y_pred, confidence)
+    np.testing.assert_allclose(coverage, [1 / 4, 3 / 4, 1])
+    np.testing.assert_allclose(risk, [0, 1 / 3, 1 / 2])
+    np.testing.assert_allclose(thresholds, [0.9, 0.8, 0.6])
+    # k = 1..4: 0/1, (0 + 1/2)/2 (half an error expected from the tie), 1/3, 2/4
+    assert aurc(y_true, y_pred, confidence) == pytest.approx((0 + 1 / 4 + 1 / 3 + 1 / 2) / 4)
+    assert aurc(y_true, y_pred, confidence) == pytest.approx(13 / 48)
+
+
+def test_aurc_without_ties_is_the_plain_sum():
+    rng = np.random.default_rng(0)
+    y_true = rng.integers(0, 3, 50)
+    y_pred = np.where(rng.random(50) < 0.7, y_true, (y_true + 1) % 3)
+    confidence = rng.random(50)
+    errors = (y_true != y_pred)[np.argsort(-confidence)]
+    assert aurc(y_true, y_pred, confidence) == pytest.approx(_aurc_of_one_order(errors))
+    coverage, risk, _ = risk_coverage_curve(y_true, y_pred, confidence)
+    np.testing.assert_allclose(coverage, np.arange(1, 51) / 50)
+    assert aurc(y_true, y_pred, confidence) == pytest.approx(risk.mean())
+
+
+def test_aurc_with_ties_is_the_mean_over_tie_orders():
+    import itertools
+
+    confidence = np.array([0.9, 0.5, 0.5, 0.5, 0.2, 0.2, 0.7])
+    error = np.array([1, 0, 1, 1, 0, 1, 0])
+    orders = [
+        p for p in itertools.permutations(range(7)) if np.all(np.diff(confidence[list(p)]) <= 0)
+    ]
+    assert len(orders) == 3 * 2 * 2 * 1  # 3! orders of the 0.5 group times 2! of the 0.2 group
+    expected = np.mean([_aurc_of_one_order(error[list(p)]) for p in orders])
+    y_true = np.zeros(7, dtype=int)
+    assert aurc(y_true, error, confidence) == pytest.approx(expected, rel=1e-12)
+    # and so it does not depend on the order the samples come in
+    shuffled = np.random.default_rng(1).permutation(7)
+    assert aurc(y_true, error[shuffled], confidence[shuffled]) == pytest.approx(expected)
+
+
+def test_selective_metrics_from_probabilities():
+    proba = np.array([[0.7, 0.2, 0.1], [0.1, 0.5, 0.4], [0.3, 0.3, 0.4], [0.05, 0.9, 0.05]])
+    labels = np.array(["a", "b", "c"])
+    y_true = np.array(["a", "c", "c", "b"])
+    y_pred = labels[proba.argmax(axis=1)]
+    expected = aurc(y_true, y_pred, proba.max(axis=1))
+    assert aurc(y_true, proba, classes=labels) == pytest.approx(expected)
+    by_margin = np.sort(proba, axis=1)[:, -1] - np.sort(proba, axis=1)[:, -2]
+    assert aurc(y_true, proba, by_margin, classes=labels) == pytest.approx(
+        aurc(y_true, y_pred, by_margin)
+    )
+    curve = risk_coverage_curve(y_true, proba, classes=labels)
+    for got, want in zip(
+        curve, risk_coverage_curve(y_true, y_pred, proba.max(axis=1)), strict=True
+    ):
+        np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (([0, 1], [0, 1]), "confidence is needed"),
+        (([0, 1], [0, 1], [0.5]), "confidence must be a 1-D array of 2"),
+        (([0, 1], [0, 1], [0.5, np.nan]), "non-finite"),
+        (([0, 1, 1], [0, 1]), "same shape"),
+        (([], [], []), "non-empty"),
+    ],
+)
+def test_selective_metrics_bad_input(args, match):
+    for metric in (aurc, risk_coverage_curve):
+        with pytest.raises(ValueError, match=match):
+            metric(*args)

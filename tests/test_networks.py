@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ebmclassifier import NGEBMClassifier
-from ebmclassifier.nn import WideResNet
+from ebmclassifier.nn import MLP, ConvNet, WideResNet
 
 
 def _n_parameters(module, weights_only=False):
@@ -61,3 +61,52 @@ def test_an_estimator_trains_a_small_wide_resnet():
     assert isinstance(clf.module_, WideResNet)
     assert clf.module_.head[-1].out_features == 2
     assert np.isfinite(clf.predict_proba(X)).all()
+
+
+# ----------------------------------------------------------------------------- penultimate features
+
+_NETWORKS = {
+    "mlp": (lambda: MLP(6, 3, hidden_sizes=(8, 5)), (6,)),
+    "mlp_dropout": (lambda: MLP(6, 3, hidden_sizes=(8,), dropout=0.5).eval(), (6,)),
+    "mlp_linear": (lambda: MLP(6, 3, hidden_sizes=()), (6,)),
+    "conv1d": (lambda: ConvNet((2, 12), 4, channels=(4,), hidden_size=7), (2, 12)),
+    "conv2d": (lambda: ConvNet((1, 8, 8), 4, channels=(4, 6), hidden_size=5), (1, 8, 8)),
+    "wrn": (lambda: WideResNet((3, 8, 8), 4, depth=10, widen_factor=1), (3, 8, 8)),
+    "wrn_bn": (
+        lambda: WideResNet((3, 8, 8), 4, depth=10, widen_factor=1, batch_norm=True).eval(),
+        (3, 8, 8),
+    ),
+}
+
+
+def _sequential_forward(net, x):
+    """The forward pass as release 0.1 wrote it, straight through the containers."""
+    return net.net(x) if isinstance(net, MLP) else net.head(net.features(x))
+
+
+@pytest.mark.parametrize("name", sorted(_NETWORKS))
+def test_forward_is_the_last_layer_of_the_penultimate_features(name):
+    make, shape = _NETWORKS[name]
+    torch.manual_seed(0)
+    net = make()
+    x = torch.randn(5, *shape)
+    features = net.penultimate(x)
+    assert features.shape == (5, net.last_layer.in_features)
+    assert isinstance(net.last_layer, nn.Linear)
+    logits = net(x)
+    assert torch.equal(net.last_layer(features), logits)
+    assert torch.equal(_sequential_forward(net, x), logits)  # the same numbers as before
+
+
+def test_state_dict_keys_are_unchanged():
+    # the keys of release 0.1: pickles and saved state dicts load into today's classes
+    assert list(MLP(6, 3, hidden_sizes=(8, 5)).state_dict()) == [
+        "net.1.weight", "net.1.bias", "net.3.weight", "net.3.bias", "net.5.weight", "net.5.bias",
+    ]  # fmt: skip
+    assert list(ConvNet((1, 8), 3, channels=(4,), hidden_size=5).state_dict()) == [
+        "features.0.weight", "features.0.bias", "features.2.weight", "features.2.bias",
+        "head.1.weight", "head.1.bias", "head.3.weight", "head.3.bias",
+    ]  # fmt: skip
+    keys = list(WideResNet((3, 8, 8), 4, depth=10, widen_factor=1).state_dict())
+    assert keys[:2] == ["features.0.weight", "features.0.bias"]
+    assert keys[-2:] == ["head.4.weight", "head.4.bias"]

@@ -1,0 +1,658 @@
+"""Post-hoc OOD detectors on a trained classifier's penultimate features.
+
+The detectors a practitioner would try on a plain cross-entropy model instead of training an
+energy-based one: Mahalanobis (Lee et al. 2018 [1]_), KNN (Sun et al. 2022 [2]_) and ViM
+(Wang et al. 2022 [3]_). Each is a small scikit-learn estimator built on scikit-learn's own pieces
+(``EmpiricalCovariance`` / ``LedoitWolf``, ``NearestNeighbors``), fitted on features of the
+**training** data only, and scores new features with ``score_ood``: the higher, the more likely
+out-of-distribution, as every estimator's ``score_ood`` (``score_samples`` is its negative,
+scikit-learn's outlier convention). ``x`` below is a sample's penultimate feature vector
+(``module.penultimate(input)``, see :mod:`ebmclassifier.nn`) and ``l(x) = W x + b`` its logits.
+
+The features come from a fitted estimator through :func:`penultimate_features`, in batches;
+:func:`fit_detector` fits a detector on an estimator's training data in one call::
+
+    detector = fit_detector(MahalanobisDetector(), clf, X_train, y_train)
+    scores = detector.score_ood(penultimate_features(clf, X_test))
+
+References
+----------
+.. [1] Lee, K., Lee, K., Lee, H. and Shin, J. "A Simple Unified Framework for Detecting
+   Out-of-Distribution Samples and Adversarial Attacks". NeurIPS 2018.
+.. [2] Sun, Y., Ming, Y., Zhu, X. and Li, Y. "Out-of-Distribution Detection with Deep Nearest
+   Neighbors". ICML 2022.
+.. [3] Wang, H., Li, Z., Feng, L. and Zhang, W. "ViM: Out-Of-Distribution with Virtual-logit
+   Matching". CVPR 2022.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator
+from sklearn.covariance import EmpiricalCovariance, LedoitWolf
+from sklearn.neighbors import NearestNeighbors
+from sklearn.preprocessing import normalize
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from torch import nn
+
+from ._validation import ParamChecker
+
+__all__ = [
+    "DETECTORS",
+    "KNNDetector",
+    "MahalanobisDetector",
+    "ViMDetector",
+    "fit_detector",
+    "last_layer_parameters",
+    "penultimate_features",
+]
+
+_COVARIANCES = {"empirical": EmpiricalCovariance, "ledoit_wolf": LedoitWolf}
+
+
+# ----------------------------------------------------------------------------- features
+
+
+def _feature_module(estimator) -> nn.Module:
+    """The network of a fitted estimator (or a module itself), with the feature protocol."""
+    if isinstance(estimator, nn.Module):
+        module = estimator
+    else:
+        check_is_fitted(estimator)
+        module = getattr(estimator, "module_", None)
+        if not isinstance(module, nn.Module):
+            raise TypeError(
+                f"estimator must be a fitted ebmclassifier estimator (with a module_) or a "
+                f"torch.nn.Module. Got {type(estimator).__name__!r}."
+            )
+    if isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+        module = module.module
+    if not (callable(getattr(module, "penultimate", None)) and hasattr(module, "last_layer")):
+        raise TypeError(
+            f"The network {type(module).__name__!r} has no penultimate(x) method and "
+            "last_layer attribute. Use the library's networks (MLP, ConvNet, WideResNet) or "
+            "give your module both, with forward(x) == last_layer(penultimate(x))."
+        )
+    return module
+
+
+def penultimate_features(estimator, X, *, batch_size: int | None = None) -> np.ndarray:
+    """Penultimate features of ``X`` under a fitted estimator's network, in batches.
+
+    Runs ``estimator.module_.penultimate`` in evaluation mode without gradients, on the device
+    the network lives on, ``batch_size`` samples at a time, so memory stays flat. Train-mode
+    flags of the network are restored afterwards.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or torch.nn.Module
+        An ebmclassifier estimator whose ``module_`` (or a module that itself) has
+        ``penultimate(x)`` and ``last_layer``, as the networks of :mod:`ebmclassifier.nn`.
+    X : array-like or torch.Tensor of shape (n_samples, ...)
+        Input as the estimator takes it (after the same preprocessing as in ``fit``).
+    batch_size : int or None, default=None
+        ``None`` uses the estimator's ``batch_size`` (``-1``: all at once), or 256 for a module.
+
+    Returns
+    -------
+    features : ndarray of shape (n_samples, n_features_penultimate), float32
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_blobs
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+    >>> clf = NGEBMClassifier(beta=0, max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+    >>> features = penultimate_features(clf.fit(X, y), X, batch_size=16)
+    >>> features.shape, features.dtype
+    ((40, 8), dtype('float32'))
+    >>> from scipy.special import logsumexp
+    >>> W, b = last_layer_parameters(clf)  # logits = features @ W.T + b
+    >>> np.allclose(-logsumexp(features @ W.T + b, axis=1), clf.energy(X), atol=1e-5)
+    True
+    """
+    module = _feature_module(estimator)
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu().numpy()
+    X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_features=1)
+    expected = getattr(estimator, "input_shape_", None)
+    if expected is not None and tuple(X.shape[1:]) != tuple(expected):
+        raise ValueError(
+            f"X has samples of shape {tuple(X.shape[1:])}, but the estimator was fitted on "
+            f"samples of shape {tuple(expected)}."
+        )
+    if batch_size is None:
+        batch_size = getattr(estimator, "batch_size", 256)
+    if batch_size == -1:
+        batch_size = len(X)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1 or None. Got {batch_size!r} instead.")
+    return _map_penultimate(module, X, batch_size)
+
+
+def _map_penultimate(module: nn.Module, X: np.ndarray, batch_size: int) -> np.ndarray:
+    """``module.penultimate`` over ``X`` (n, ...) float32 in eval mode, batch by batch."""
+    flags = [(m, m.training) for m in module.modules()]
+    device = next(module.parameters()).device
+    module.eval()
+    try:
+        with torch.no_grad():
+            out = [
+                module.penultimate(torch.from_numpy(X[i : i + batch_size]).to(device)).cpu()
+                for i in range(0, len(X), batch_size)
+            ]
+    finally:
+        for m, training in flags:
+            m.training = training
+    return torch.cat(out).numpy()
+
+
+def last_layer_parameters(estimator) -> tuple[np.ndarray, np.ndarray]:
+    """Weight and bias of the network's last linear layer: ``logits = x @ W.T + b``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or torch.nn.Module
+        As for :func:`penultimate_features`.
+
+    Returns
+    -------
+    weight : ndarray of shape (n_classes, n_features_penultimate), float64
+    bias : ndarray of shape (n_classes,), float64
+        Zeros when the layer has no bias.
+
+    Examples
+    --------
+    >>> from ebmclassifier.nn import MLP
+    >>> W, b = last_layer_parameters(MLP(4, 3, hidden_sizes=(8,)))
+    >>> W.shape, b.shape
+    ((3, 8), (3,))
+    """
+    layer = _feature_module(estimator).last_layer
+    weight = layer.weight.detach().cpu().double().numpy()
+    bias = layer.bias
+    bias = np.zeros(len(weight)) if bias is None else bias.detach().cpu().double().numpy()
+    return weight, bias
+
+
+# ----------------------------------------------------------------------------- detectors
+
+
+def _as_array(features):
+    return features.detach().cpu().numpy() if isinstance(features, torch.Tensor) else features
+
+
+class _FeatureDetector(BaseEstimator):
+    """What every detector shares: feature validation and the two score conventions."""
+
+    def _features(self, features, *, reset: bool) -> np.ndarray:
+        return validate_data(self, _as_array(features), reset=reset, dtype=np.float64)
+
+    def score_samples(self, features) -> np.ndarray:
+        """scikit-learn's outlier convention: ``-score_ood(features)``.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The lower, the more abnormal.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> knn = KNNDetector(n_neighbors=1).fit(np.eye(3))
+        >>> np.allclose(knn.score_samples(np.eye(3)), -knn.score_ood(np.eye(3)))
+        True
+        """
+        return -self.score_ood(features)
+
+
+class MahalanobisDetector(_FeatureDetector):
+    r"""Mahalanobis distance to the closest class mean under a shared covariance (Lee et al.).
+
+    Fits one Gaussian per class with a covariance shared by all classes (Lee et al. 2018 [1]_,
+    Eq. 1), on the training features ``x_i`` with labels ``y_i``:
+
+    .. math::
+        \hat\mu_c = \frac{1}{N_c} \sum_{i: y_i = c} x_i, \qquad
+        \hat\Sigma = \frac{1}{N} \sum_c \sum_{i: y_i = c} (x_i - \hat\mu_c)(x_i - \hat\mu_c)^\top
+
+    and scores the closest class's squared Mahalanobis distance, the paper's confidence score
+    ``M(x)`` (Eq. 2) negated so that higher means more OOD:
+
+    .. math::
+        \mathrm{score\_ood}(x) = -M(x) = \min_c\,(x - \hat\mu_c)^\top \hat\Sigma^{-1}
+        (x - \hat\mu_c)
+
+    The covariance is scikit-learn's ``EmpiricalCovariance(assume_centered=True)`` (exactly
+    :math:`\hat\Sigma`; its precision is a pseudo-inverse) or ``LedoitWolf`` shrinkage of it
+    fitted on the class-centred features. The paper's input preprocessing (a gradient step on
+    the input) and its ensemble over layers are not applied: this scores the features it is
+    given, the variant the OOD literature usually compares against.
+
+    Parameters
+    ----------
+    covariance : {"empirical", "ledoit_wolf"}, default="empirical"
+        ``"ledoit_wolf"`` shrinks the shared covariance (well-conditioned when features are
+        many or samples few).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    means_ : ndarray of shape (n_classes, n_features)
+        :math:`\hat\mu_c`, in the order of ``classes_``.
+    covariance_ : ndarray of shape (n_features, n_features)
+        :math:`\hat\Sigma` (shrunk for ``"ledoit_wolf"``).
+    precision_ : ndarray of shape (n_features, n_features)
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] Lee, K., Lee, K., Lee, H. and Shin, J. "A Simple Unified Framework for Detecting
+       Out-of-Distribution Samples and Adversarial Attacks". NeurIPS 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> features = np.concatenate([rng.normal(0, 1, (50, 2)), rng.normal(5, 1, (50, 2))])
+    >>> detector = MahalanobisDetector().fit(features, np.repeat([0, 1], 50))
+    >>> scores = detector.score_ood([[0.0, 0.0], [5.0, 5.0], [2.5, -4.0]])
+    >>> bool(scores[2] > max(scores[0], scores[1]))
+    True
+    """
+
+    def __init__(self, covariance: str = "empirical") -> None:
+        self.covariance = covariance
+
+    def fit(self, features, y) -> MahalanobisDetector:
+        """Fit class means and the shared covariance on training features.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+            Penultimate features of the training data.
+        y : array-like of shape (n_samples,)
+            Their class labels.
+
+        Returns
+        -------
+        self : MahalanobisDetector
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> detector = MahalanobisDetector().fit([[0.0], [2.0], [10.0], [12.0]], [0, 0, 1, 1])
+        >>> detector.means_.ravel().tolist(), detector.covariance_.tolist()
+        ([1.0, 11.0], [[1.0]])
+        """
+        check = ParamChecker(self)
+        check.choice("covariance", tuple(_COVARIANCES))
+        check.raise_if_any()
+        if y is None:
+            raise ValueError("MahalanobisDetector.fit needs the training labels y; got None.")
+        X, y = validate_data(self, _as_array(features), y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        self.classes_, index = np.unique(y, return_inverse=True)
+        counts = np.bincount(index)
+        self.means_ = np.zeros((len(self.classes_), X.shape[1]))
+        np.add.at(self.means_, index, X)
+        self.means_ /= counts[:, None]
+        estimator = _COVARIANCES[self.covariance](assume_centered=True)
+        self.covariance_estimator_ = estimator.fit(X - self.means_[index])
+        self.covariance_ = estimator.covariance_
+        self.precision_ = estimator.get_precision()
+        return self
+
+    def score_ood(self, features) -> np.ndarray:
+        """Squared Mahalanobis distance to the closest class mean.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The higher, the more likely out-of-distribution.
+
+        Examples
+        --------
+        >>> detector = MahalanobisDetector().fit([[0.0], [2.0], [10.0], [12.0]], [0, 0, 1, 1])
+        >>> detector.score_ood([[1.0], [3.0], [6.0]]).tolist()  # (x - closest mean)^2 / 1
+        [0.0, 4.0, 25.0]
+        """
+        check_is_fitted(self)
+        X = self._features(features, reset=False)
+        distances = [self.covariance_estimator_.mahalanobis(X - mean) for mean in self.means_]
+        return np.min(distances, axis=0)
+
+
+class KNNDetector(_FeatureDetector):
+    r"""Distance to the k-th nearest training feature after L2 normalisation (Sun et al.).
+
+    Deep nearest neighbours (Sun et al. 2022 [1]_, Sec. 3): features are normalised to unit
+    length, :math:`z = x / \lVert x \rVert_2`, and a test sample's score is the distance to
+    its k-th nearest neighbour among the normalised training features
+    :math:`z_1, \dots, z_N`. The paper thresholds :math:`S(z^*) = -\lVert z^* - z_{(k)}
+    \rVert_2`; negated here so that higher means more OOD:
+
+    .. math::
+        \mathrm{score\_ood}(x) = \lVert z - z_{(k)} \rVert_2
+
+    where :math:`z_{(k)}` is the k-th closest of the :math:`z_i` to :math:`z`. Neighbours
+    come from scikit-learn's ``NearestNeighbors`` (exact). A training sample scored against
+    its own training set counts itself as its first neighbour; score held-out data. A zero
+    feature vector stays zero under the normalisation.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=50
+        ``k``; the paper uses 50 on CIFAR-10 (50,000 training samples) and notes it should grow
+        with the training set. At most the number of training samples.
+
+    Attributes
+    ----------
+    nearest_neighbors_ : sklearn.neighbors.NearestNeighbors
+        Fitted on the normalised training features.
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] Sun, Y., Ming, Y., Zhu, X. and Li, Y. "Out-of-Distribution Detection with Deep
+       Nearest Neighbors". ICML 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> train = rng.normal(size=(100, 3)) + [4.0, 0.0, 0.0]  # features pointing along +x
+    >>> knn = KNNDetector(n_neighbors=5).fit(train)
+    >>> scores = knn.score_ood([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]])
+    >>> bool(scores[1] > scores[0])
+    True
+    """
+
+    def __init__(self, n_neighbors: int = 50) -> None:
+        self.n_neighbors = n_neighbors
+
+    def fit(self, features, y=None) -> KNNDetector:
+        """Store the normalised training features in a nearest-neighbour index.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+            Penultimate features of the training data.
+        y : None
+            Ignored; accepted so that every detector fits as ``fit(features, y)``.
+
+        Returns
+        -------
+        self : KNNDetector
+
+        Examples
+        --------
+        >>> knn = KNNDetector(n_neighbors=2).fit([[3.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> knn.nearest_neighbors_.n_samples_fit_
+        3
+        """
+        check = ParamChecker(self)
+        check.integer("n_neighbors", 1)
+        check.raise_if_any()
+        X = self._features(features, reset=True)
+        if self.n_neighbors > len(X):
+            raise ValueError(
+                f"The 'n_neighbors' parameter of KNNDetector must be at most the number of "
+                f"training samples ({len(X)}). Got {self.n_neighbors!r} instead; lower it."
+            )
+        self.nearest_neighbors_ = NearestNeighbors(n_neighbors=self.n_neighbors).fit(normalize(X))
+        return self
+
+    def score_ood(self, features) -> np.ndarray:
+        """Distance of each normalised feature to its k-th nearest normalised training feature.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            In [0, 2]; the higher, the more likely out-of-distribution.
+
+        Examples
+        --------
+        >>> knn = KNNDetector(n_neighbors=1).fit([[1.0, 0.0], [0.0, 1.0]])
+        >>> knn.score_ood([[5.0, 0.0], [-1.0, 0.0]]).round(4).tolist()  # length is ignored
+        [0.0, 1.4142]
+        """
+        check_is_fitted(self)
+        distances, _ = self.nearest_neighbors_.kneighbors(
+            normalize(self._features(features, reset=False))
+        )
+        return distances[:, -1]
+
+
+class ViMDetector(_FeatureDetector):
+    r"""Virtual-logit matching: the feature residual as an extra logit (Wang et al.).
+
+    ViM (Wang et al. 2022 [1]_, Sec. 4). With the last layer ``l(x) = W x + b``:
+
+    1. New origin :math:`o = -W^{+} b` (``W^+`` the pseudo-inverse), the point whose logits
+       are all zero; features are centred there, not at their mean.
+    2. Principal subspace :math:`P` (Eq. 4): the eigenvectors of the ``D`` largest eigenvalues
+       of :math:`\frac{1}{N} \sum_i (x_i - o)(x_i - o)^\top` over the training features.
+       The residual :math:`x^{P^\perp}` is the projection of :math:`x - o` on the
+       complement of :math:`P`.
+    3. Matching constant (Eq. 6), over the training features:
+       :math:`\alpha = \sum_i \max_j l_j(x_i) \,/\, \sum_i \lVert x_i^{P^\perp} \rVert`.
+    4. The virtual logit :math:`l_0 = \alpha \lVert x^{P^\perp} \rVert` joins the logits; the
+       paper's score is its softmax probability
+       :math:`\mathrm{ViM}(x) = e^{l_0} / (e^{l_0} + \sum_{j=1}^{C} e^{l_j})`.
+
+    ``score_ood`` returns its log-odds, the virtual logit plus the energy of the real logits,
+
+    .. math::
+        \mathrm{score\_ood}(x) = \alpha \lVert x^{P^\perp} \rVert - \log \sum_{j=1}^{C}
+        e^{l_j(x)} = \log \frac{\mathrm{ViM}(x)}{1 - \mathrm{ViM}(x)},
+
+    a strictly increasing function of :math:`\mathrm{ViM}(x)` (same ranking, same AUROC)
+    that does not saturate at 0 or 1 in floating point. Higher means more OOD.
+
+    scikit-learn's ``PCA`` is not used for step 2 because it centres at the data mean; the
+    eigenvectors come from ``EmpiricalCovariance(assume_centered=True)`` on :math:`x_i - o`.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        ``D``, the dimension of the principal subspace, ``1 <= D < n_features``. ``None``
+        takes half the feature dimension; the paper sets ``D`` per backbone (e.g. 1000 of
+        2048 features), so tune it for yours.
+
+    Attributes
+    ----------
+    coef_, intercept_ : ndarray of shape (n_classes, n_features), (n_classes,)
+        ``W`` and ``b``, copied in ``fit``.
+    origin_ : ndarray of shape (n_features,)
+        :math:`o = -W^{+} b`.
+    residual_basis_ : ndarray of shape (n_features, n_features - D)
+        Orthonormal basis of the complement of :math:`P`.
+    alpha_ : float
+        :math:`\alpha`.
+    n_components_ : int
+        ``D`` as used.
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] Wang, H., Li, Z., Feng, L. and Zhang, W. "ViM: Out-Of-Distribution with
+       Virtual-logit Matching". CVPR 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> train = np.c_[rng.normal(size=(200, 2)) * 3, rng.normal(size=(200, 2)) * 0.1]
+    >>> W, b = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0]]), np.zeros(2)
+    >>> vim = ViMDetector(n_components=2).fit(train, weight=W, bias=b)
+    >>> scores = vim.score_ood([[3.0, 0, 0, 0], [3.0, 0, 5.0, 0]])  # off the principal plane
+    >>> bool(scores[1] > scores[0])
+    True
+    """
+
+    def __init__(self, n_components: int | None = None) -> None:
+        self.n_components = n_components
+
+    def fit(self, features, y=None, *, weight, bias) -> ViMDetector:
+        """Find the origin, the principal subspace and the matching constant.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+            Penultimate features of the training data.
+        y : None
+            Ignored; accepted so that every detector fits as ``fit(features, y)``.
+        weight : array-like of shape (n_classes, n_features)
+            ``W`` of the last layer (:func:`last_layer_parameters`).
+        bias : array-like of shape (n_classes,)
+            ``b`` of the last layer.
+
+        Returns
+        -------
+        self : ViMDetector
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> vim = ViMDetector(n_components=1).fit(
+        ...     [[1.0, 0.1], [2.0, -0.1], [3.0, 0.2]], weight=[[1.0, 0.0], [0.0, 1.0]],
+        ...     bias=[1.0, 0.0])
+        >>> np.allclose(vim.origin_, [-1.0, 0.0])  # o = -pinv(W) b: all logits are 0 there
+        True
+        """
+        X = self._features(features, reset=True)
+        self.coef_, self.intercept_ = self._check_last_layer(weight, bias, X.shape[1])
+        self.n_components_ = self._check_n_components(X.shape[1])
+        self.origin_ = -np.linalg.pinv(self.coef_) @ self.intercept_
+        centred = X - self.origin_
+        covariance = EmpiricalCovariance(assume_centered=True).fit(centred).covariance_
+        _, eigenvectors = np.linalg.eigh(covariance)  # eigenvalues in ascending order
+        self.residual_basis_ = eigenvectors[:, : X.shape[1] - self.n_components_]
+        residual = np.linalg.norm(centred @ self.residual_basis_, axis=1)
+        # relative to the features' size: what rounding leaves of a zero residual is no residual
+        if not residual.sum() > 1e-10 * np.linalg.norm(centred, axis=1).sum():
+            raise ValueError(
+                f"The training features have no residual outside a principal subspace of "
+                f"{self.n_components_} dimensions (they span at most that many), so ViM's "
+                "alpha is undefined. Lower n_components."
+            )
+        max_logit = (X @ self.coef_.T + self.intercept_).max(axis=1)
+        self.alpha_ = float(max_logit.sum() / residual.sum())
+        return self
+
+    def _check_last_layer(self, weight, bias, n_features: int):
+        weight = check_array(_as_array(weight), dtype=np.float64, input_name="weight")
+        bias = check_array(_as_array(bias), dtype=np.float64, ensure_2d=False, input_name="bias")
+        if weight.shape[1] != n_features or bias.shape != (weight.shape[0],):
+            raise ValueError(
+                f"weight must have shape (n_classes, {n_features}) (one column per feature) and "
+                f"bias shape (n_classes,). Got {weight.shape!r} and {bias.shape!r}; pass "
+                "last_layer_parameters(estimator)."
+            )
+        return weight, bias
+
+    def _check_n_components(self, n_features: int) -> int:
+        if self.n_components is None:
+            if n_features < 2:
+                raise ValueError("ViMDetector needs at least 2 features; got 1.")
+            return n_features // 2
+        check = ParamChecker(self)
+        check.integer("n_components", 1)
+        check.raise_if_any()
+        if self.n_components >= n_features:
+            raise ValueError(
+                f"The 'n_components' parameter of ViMDetector must be below the number of "
+                f"features ({n_features}), leaving a residual. Got {self.n_components!r} instead."
+            )
+        return self.n_components
+
+    def score_ood(self, features) -> np.ndarray:
+        """Virtual logit minus the log-sum-exp of the real logits: ViM's log-odds.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The higher, the more likely out-of-distribution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> vim = ViMDetector(n_components=1).fit(
+        ...     [[1.0, 0.1], [2.0, -0.1], [3.0, 0.2]], weight=[[1.0, 0.0], [0.0, 1.0]],
+        ...     bias=[1.0, 0.0])
+        >>> vim.score_ood([[2.0, 0.0], [2.0, 3.0]]).shape
+        (2,)
+        """
+        check_is_fitted(self)
+        X = self._features(features, reset=False)
+        logits = X @ self.coef_.T + self.intercept_
+        virtual_logit = self.alpha_ * np.linalg.norm(
+            (X - self.origin_) @ self.residual_basis_, axis=1
+        )
+        return virtual_logit - logsumexp(logits, axis=1)
+
+
+#: The detectors by the names ``compare --detectors`` takes.
+DETECTORS = {"mahalanobis": MahalanobisDetector, "knn": KNNDetector, "vim": ViMDetector}
+
+
+def fit_detector(detector: _FeatureDetector, estimator, X, y=None) -> _FeatureDetector:
+    """Fit a detector on the penultimate features of an estimator's training data.
+
+    Only ``X`` (and ``y``) reach the detector: pass the training split, never the data to be
+    scored. ViM also receives the last layer's ``W`` and ``b``.
+
+    Parameters
+    ----------
+    detector : MahalanobisDetector, KNNDetector or ViMDetector
+        An unfitted detector (it is fitted in place).
+    estimator : fitted estimator or torch.nn.Module
+        As for :func:`penultimate_features`.
+    X : array-like of shape (n_samples, ...)
+        The training input.
+    y : array-like of shape (n_samples,) or None, default=None
+        The training labels (needed by :class:`MahalanobisDetector`).
+
+    Returns
+    -------
+    detector
+        The fitted detector; score with
+        ``detector.score_ood(penultimate_features(estimator, X_new))``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_blobs
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+    >>> clf = NGEBMClassifier(beta=0, max_epochs=3, module__hidden_sizes=(8,), random_state=0)
+    >>> clf = clf.fit(X[:40], y[:40])
+    >>> detector = fit_detector(KNNDetector(n_neighbors=5), clf, X[:40], y[:40])
+    >>> detector.score_ood(penultimate_features(clf, X[40:])).shape
+    (20,)
+    """
+    features = penultimate_features(estimator, X)
+    if isinstance(detector, ViMDetector):
+        weight, bias = last_layer_parameters(estimator)
+        return detector.fit(features, y, weight=weight, bias=bias)
+    return detector.fit(features, y)
