@@ -14,9 +14,10 @@ torchvision's transforms draw one set of parameters per call, so on a batch tens
 sample would get the same crop and the same flip; these draw per sample, with one tensor
 operation for the whole batch, so the batch never leaves the device.
 
-**Randomness and reproducibility.** A call with ``generator=g`` (a :class:`torch.Generator`) draws from ``g`` alone, so the same
-seed gives the same output; the draws happen on ``g``'s device and move to the batch's device,
-so a CPU generator gives the same augmentation on any device. Without a generator the draws
+**Randomness and reproducibility.** A call with ``generator=g`` (a
+:class:`torch.Generator`) draws from ``g`` alone, so the same seed gives the same output; the
+draws happen on ``g``'s device and move to the batch's device, so a CPU generator gives the
+same augmentation on any device. Without a generator the draws
 come from torch's global generator of the batch's device (the CUDA default generator for a
 CUDA batch). The estimators seed that generator (all devices) at the start of every epoch
 from ``(random_state, epoch)``, so the augmentations of an epoch depend on the seed and the
