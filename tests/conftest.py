@@ -9,6 +9,16 @@ from sklearn.preprocessing import StandardScaler
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
+def pytest_configure(config):
+    # `pytest -m cuda` runs the tests that need a GPU (benchmarks/gpu_check.py does).
+    config.addinivalue_line("markers", "cuda: needs a CUDA device; skipped without one")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+
+
 @pytest.fixture(scope="session")
 def digits_split():
     """Standardized digits, 70/30 stratified split (the issue's protocol)."""

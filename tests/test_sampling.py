@@ -354,7 +354,7 @@ def test_buffer_moves_with_to():
     assert all(b.device.type == "meta" for b in meta.buffers())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_buffer_trained_on_gpu_unpickles_on_cpu():
     buf = _uniform_buffer().to("cuda")
     g = torch.Generator(device="cuda").manual_seed(0)

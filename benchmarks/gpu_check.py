@@ -1,0 +1,358 @@
+"""The prepared GPU check of issue #18: one command, under 8 minutes on one GPU, one JSON.
+
+    python benchmarks/gpu_check.py --out gpu_check.json             # on a CUDA machine
+    python benchmarks/gpu_check.py --dry-run --out /tmp/dry.json    # CPU, tiny sizes, < 1 min
+
+Stages, in order (each is timed and recorded; a failing stage is reported, not fatal, and the
+JSON is rewritten after every stage, so a run cut short keeps what it measured):
+
+1. ``cuda_tests``: the tests marked ``@pytest.mark.cuda`` (``python -m pytest -m cuda`` on the
+   test files that use the marker); without CUDA they skip.
+2. ``wrn_epoch``: a timed training epoch of WRN-28-10 (no batch-norm) on CIFAR-shaped random
+   data through the public estimators: cross-entropy (``NGEBMClassifier(beta=0)``), NG-EBM
+   with the exact and the finite-difference gradient norm, and JEM (20 SGLD steps, uniform
+   buffer start as in the paper). Each runs ``epochs`` epochs of ``steps`` batches of 64;
+   the first epoch is the warm-up, the median of the others gives the time per step,
+   extrapolated to one CIFAR-10 epoch (50,000 images, 782 steps) and to the papers' 150
+   epochs in GPU hours. Peak GPU memory per method too.
+3. ``pickle_roundtrip``: the GPU-trained NG-EBM and JEM estimators are pickled, then loaded
+   in a subprocess that sees no GPU (``CUDA_VISIBLE_DEVICES=""``), which predicts the same
+   probe images; the JSON gets the largest difference to the GPU's probabilities.
+4. ``bench``: ``python -m ebmclassifier bench --device cuda`` (float32, bf16 autocast and
+   ``torch.compile`` variants of the step benchmark; its JSON is embedded whole).
+
+The other commands run as ``sys.executable -m ...`` subprocesses and the training goes through
+public estimators only, so this script depends on no private name of the library.
+``--dry-run`` takes the same path on the CPU with a WRN-10-1 on 3x8x8 images, 2 steps of 8
+images per epoch and ``bench --quick``; ``tests/test_gpu_check.py`` runs it (without the
+bench stage, whose command ``tests/test_bench.py`` runs). ``--skip`` leaves stages out, e.g.
+to rerun one stage when the device time is short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import pickle
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import ebmclassifier
+from ebmclassifier import JEMClassifier, NGEBMClassifier
+from ebmclassifier.nn import WideResNet
+
+ROOT = Path(__file__).resolve().parents[1]
+CIFAR_TRAIN_IMAGES = 50_000
+PAPER_EPOCHS = 150
+
+#: Sizes of the real run (``device="cuda"``) and of the dry run on the CPU.
+SIZES = {
+    "gpu": {
+        "device": "cuda",
+        "depth": 28,
+        "widen_factor": 10,
+        "image": (3, 32, 32),
+        "batch_size": 64,
+        "steps": 30,
+        "epochs": 3,
+        "sgld_steps": 20,
+        "buffer_size": 10_000,
+        "bench": ["--device", "cuda"],
+    },
+    "dry": {
+        "device": "cpu",
+        "depth": 10,
+        "widen_factor": 1,
+        "image": (3, 8, 8),
+        "batch_size": 8,
+        "steps": 2,
+        "epochs": 2,
+        "sgld_steps": 2,
+        "buffer_size": 64,
+        "bench": ["--quick", "--device", "cpu"],
+    },
+}
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def _run(command: list[str], timeout: float, env: dict | None = None) -> dict:
+    """Run a command from the repository root; its return code and the tail of its output."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        returncode, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as exc:
+        returncode = None
+        output = f"timed out after {timeout:.0f} s\n" + _text(exc.stdout) + _text(exc.stderr)
+    return {
+        "command": " ".join(command),
+        "returncode": returncode,
+        "seconds": time.perf_counter() - started,
+        "output_tail": output[-3000:],
+    }
+
+
+def _text(stream) -> str:
+    return stream.decode(errors="replace") if isinstance(stream, bytes) else (stream or "")
+
+
+def _meta(dry_run: bool, device: torch.device) -> dict:
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "dry_run": dry_run,
+        "device": str(device),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
+        "ebmclassifier": ebmclassifier.__version__,
+        "python": platform.python_version(),
+        "machine": platform.platform(),
+        "cpu_count": os.cpu_count(),
+    }
+    return meta
+
+
+# -------------------------------------------------------------------------- stages
+
+
+def stage_cuda_tests(sizes: dict, timeout: float) -> dict:
+    """``pytest -m cuda`` on the test files that use the marker."""
+    files = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").glob("test_*.py")
+        if "pytest.mark.cuda" in path.read_text()
+    )
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
+    result = _run(command + ["-m", "cuda", *files], timeout)
+    lines = [line for line in result["output_tail"].splitlines() if line.strip()]
+    result["files"] = files
+    result["summary"] = lines[-1] if lines else ""
+    result["ok"] = result["returncode"] == 0
+    return result
+
+
+def _estimators(sizes: dict) -> dict:
+    common = {
+        "module": WideResNet,
+        "module__depth": sizes["depth"],
+        "module__widen_factor": sizes["widen_factor"],
+        "batch_size": sizes["batch_size"],
+        "max_epochs": sizes["epochs"],
+        "lr": 1e-4,
+        "device": sizes["device"],
+        "random_state": 0,
+    }
+    jem = {
+        "sgld_steps": sizes["sgld_steps"],
+        "buffer_size": sizes["buffer_size"],
+        "buffer_init": "uniform",
+    }
+    return {
+        "ce": NGEBMClassifier(beta=0.0, **common),
+        "ngebm_exact": NGEBMClassifier(grad_norm="exact", **common),
+        "ngebm_fd": NGEBMClassifier(grad_norm="finite_difference", **common),
+        "jem": JEMClassifier(**jem, **common),
+    }
+
+
+def _cifar_like(n: int, image: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    X = np.random.default_rng(0).standard_normal((n, *image), dtype=np.float32)
+    return X, np.arange(n) % 10
+
+
+def _timed_fit(estimator, X, y, sizes: dict, device: torch.device) -> dict:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    started = time.perf_counter()
+    estimator.fit(X, y)
+    wall = time.perf_counter() - started
+    epochs = [float(d) for d in estimator.history[:, "dur"]]
+    timed = float(np.median(epochs[1:])) if len(epochs) > 1 else epochs[0]
+    step_s = timed / sizes["steps"]
+    cifar_epoch_s = step_s * math.ceil(CIFAR_TRAIN_IMAGES / sizes["batch_size"])
+    row = {
+        "epoch_seconds": epochs,
+        "step_ms": 1e3 * step_s,
+        "cifar10_epoch_s": cifar_epoch_s,
+        "gpu_hours_150_epochs": cifar_epoch_s * PAPER_EPOCHS / 3600,
+        "fit_wall_s": wall,
+        "final_train_loss": float(estimator.history[-1, "train_loss"]),
+    }
+    if device.type == "cuda":
+        row["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+    if hasattr(estimator, "n_divergences_"):
+        row["n_divergences"] = int(estimator.n_divergences_)
+    return row
+
+
+def stage_wrn_epoch(sizes: dict, device: torch.device, keep: dict) -> dict:
+    """Time each method's epochs; keep the fitted NG-EBM (fd) and JEM for the pickle stage."""
+    X, y = _cifar_like(sizes["batch_size"] * sizes["steps"], sizes["image"])
+    result = {
+        "network": f"wrn-{sizes['depth']}-{sizes['widen_factor']}",
+        "image": list(sizes["image"]),
+        "batch_size": sizes["batch_size"],
+        "steps_per_epoch": sizes["steps"],
+        "epochs": sizes["epochs"],
+        "extrapolated_to": f"{CIFAR_TRAIN_IMAGES} images per epoch, {PAPER_EPOCHS} epochs",
+    }
+    for name, estimator in _estimators(sizes).items():
+        try:
+            result[name] = _timed_fit(estimator, X, y, sizes, device)
+        except Exception as exc:  # one method failing must not hide the others' figures
+            result[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        if name in ("ngebm_fd", "jem"):
+            keep[name] = estimator
+    for name in ("ngebm_exact", "ngebm_fd", "jem"):
+        if "step_ms" in result[name] and "step_ms" in result["ce"]:
+            result[name]["ratio_to_ce"] = result[name]["step_ms"] / result["ce"]["step_ms"]
+    result["ok"] = all("error" not in result[n] for n in ("ce", "ngebm_exact", "ngebm_fd", "jem"))
+    return result
+
+
+def stage_pickle_roundtrip(sizes: dict, keep: dict, timeout: float) -> dict:
+    """Pickle the trained estimators here; predict with them in a process that sees no GPU."""
+    if not keep:
+        return {"ok": False, "error": "no trained estimator to pickle (see wrn_epoch)"}
+    with tempfile.TemporaryDirectory() as folder:
+        probe = _cifar_like(16, sizes["image"])[0]
+        np.save(Path(folder) / "probe.npy", probe)
+        for name, estimator in keep.items():
+            with open(Path(folder) / f"{name}.pkl", "wb") as f:
+                pickle.dump(estimator, f)
+            np.save(Path(folder) / f"{name}_proba.npy", estimator.predict_proba(probe))
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+        command = [sys.executable, str(Path(__file__).resolve()), "--unpickle-check", folder]
+        result = _run(command, timeout, env=env)
+        answer = Path(folder) / "result.json"  # a file: warnings may end its output
+        if answer.exists():
+            result.update(json.loads(answer.read_text()))
+        else:
+            result["error"] = "the CPU-only process wrote no result"
+    diffs = result.get("max_abs_diff", {})
+    result["ok"] = (
+        result["returncode"] == 0
+        and result.get("cuda_available") is False
+        and set(diffs) == set(keep)
+        and all(d < 1e-3 for d in diffs.values())
+    )
+    return result
+
+
+def unpickle_check(folder: str) -> int:
+    """The CPU-only side: load each pickle, predict the probe, write ``result.json``."""
+    probe = np.load(Path(folder) / "probe.npy")
+    out = {"cuda_available": torch.cuda.is_available(), "device_": {}, "max_abs_diff": {}}
+    for path in sorted(Path(folder).glob("*.pkl")):
+        with open(path, "rb") as f:
+            estimator = pickle.load(f)
+        proba = estimator.predict_proba(probe)
+        expected = np.load(Path(folder) / f"{path.stem}_proba.npy")
+        out["device_"][path.stem] = str(estimator.device_)
+        out["max_abs_diff"][path.stem] = float(np.abs(proba - expected).max())
+    (Path(folder) / "result.json").write_text(json.dumps(out))
+    return 0
+
+
+def stage_bench(sizes: dict, timeout: float) -> dict:
+    """``python -m ebmclassifier bench`` with its JSON embedded."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench.json"
+        command = [sys.executable, "-m", "ebmclassifier", "bench", *sizes["bench"]]
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")  # the bench's documented setting
+        result = _run(command + ["--json", str(path)], timeout, env=env)
+        result["result"] = json.loads(path.read_text()) if path.exists() else None
+    result["ok"] = result["returncode"] == 0 and result["result"] is not None
+    return result
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def _summary(report: dict) -> str:
+    lines = [f"GPU check {report['meta']['date']} on {report['meta']['gpu'] or 'CPU (dry run)'}"]
+    for name, stage in report["stages"].items():
+        status = "ok" if stage.get("ok") else "FAILED"
+        lines.append(f"  {name:18s} {status:6s} {stage.get('seconds', 0.0):7.1f} s")
+    wrn = report["stages"].get("wrn_epoch", {})
+    for name in ("ce", "ngebm_exact", "ngebm_fd", "jem"):
+        row = wrn.get(name, {})
+        if "step_ms" in row:
+            lines.append(
+                f"  {wrn['network']} {name:12s} {row['step_ms']:9.1f} ms/step  "
+                f"{row['cifar10_epoch_s']:8.1f} s/CIFAR epoch  "
+                f"{row['gpu_hours_150_epochs']:6.2f} GPU h/150 epochs"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="gpu_check.json", help="the JSON to write")
+    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes, < 1 min")
+    parser.add_argument("--budget", type=float, default=450.0, help="seconds for all stages")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated stages to leave out, e.g. 'bench'"
+    )
+    parser.add_argument("--unpickle-check", metavar="FOLDER", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.unpickle_check:
+        return unpickle_check(args.unpickle_check)
+    sizes = SIZES["dry" if args.dry_run else "gpu"]
+    if not args.dry_run and not torch.cuda.is_available():
+        parser.error("no CUDA device: run it on a GPU machine, or pass --dry-run")
+    device = torch.device(sizes["device"])
+    started = time.perf_counter()
+    report = {"meta": _meta(args.dry_run, device), "stages": {}}
+    keep: dict = {}
+    stages = [
+        ("cuda_tests", lambda left: stage_cuda_tests(sizes, min(left, 240))),
+        ("wrn_epoch", lambda left: stage_wrn_epoch(sizes, device, keep)),
+        ("pickle_roundtrip", lambda left: stage_pickle_roundtrip(sizes, keep, min(left, 120))),
+        ("bench", lambda left: stage_bench(sizes, max(left, 60))),
+    ]
+    skip = {name for name in args.skip.split(",") if name}
+    if skip - {name for name, _ in stages}:
+        parser.error(f"--skip takes stages among {[name for name, _ in stages]}; got {args.skip!r}")
+    for name, stage in stages:
+        if name in skip:
+            continue
+        stage_start = time.perf_counter()
+        try:
+            result = stage(args.budget - (stage_start - started))
+        except Exception as exc:  # record it and go on: the other stages still measure
+            result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        result["seconds"] = time.perf_counter() - stage_start
+        report["stages"][name] = result
+        report["total_seconds"] = time.perf_counter() - started
+        Path(args.out).write_text(json.dumps(report, indent=2))
+    print(_summary(report))
+    print(f"wrote {args.out}")
+    return 0 if all(stage.get("ok") for stage in report["stages"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
