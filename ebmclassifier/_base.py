@@ -992,3 +992,27 @@ class EBMClassifierBase(NeuralNetClassifier):
         True
         """
         return -self.score_ood(X)
+
+    def input_range(self) -> tuple[float, float]:
+        """The smallest and the largest value of the training inputs, over every feature.
+
+        One box for all features (``(0.0, 1.0)`` for images in [0, 1]): the box an attack keeps
+        its inputs in (:func:`~ebmclassifier.metrics.adversarial_accuracy`).
+
+        Returns
+        -------
+        low, high : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> low, high = clf.fit(X, y).input_range()
+        >>> (low, high) == (float(X.astype(np.float32).min()), float(X.astype(np.float32).max()))
+        True
+        """
+        check_is_fitted(self)
+        return float(self.input_min_.min()), float(self.input_max_.max())
