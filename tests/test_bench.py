@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from ebmclassifier import bench
 from ebmclassifier.cli import main
+from ebmclassifier.experiments import bench
 
 METHODS = {"ce", "ngebm_exact", "ngebm_fd", "jem"}
 

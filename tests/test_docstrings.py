@@ -36,8 +36,8 @@ GENERATED_PAGES = {"jem.rst": ("ebmclassifier.jem", ["JEMClassifier"])}
 # Modules without a leading underscore that are not part of the Python API: the command line.
 NOT_API = {
     "ebmclassifier.cli": "the command line, documented by its --help",
-    "ebmclassifier.bench": "the 'bench' command of the command line",
-    "ebmclassifier.demo": "the 'demo' command of the command line",
+    "ebmclassifier.experiments.bench": "the 'bench' command of the command line",
+    "ebmclassifier.experiments.demo": "the 'demo' command of the command line",
 }
 
 _DIRECTIVE = re.compile(r"^\.\. (currentmodule|autodata|autosummary)::\s*(\S*)")

@@ -38,9 +38,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._base import _resolve_device
-from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
-from .nn import MLP, ConvNet
+from .._base import _resolve_device
+from ..energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
+from ..nn import MLP, ConvNet
+from ._command import Command, Option
 
 __all__ = ["interleaved_times", "summarize", "run_bench", "format_bench"]
 
@@ -51,7 +52,7 @@ _SGLD_STEPS, _SGLD_STEP_SIZE, _SGLD_NOISE = 20, 1.0, 0.01
 _BATCH = 64
 
 try:  # the JEM branch's sampler, once it is on main
-    from .sampling import sgld as _library_sgld
+    from ..sampling import sgld as _library_sgld
 except ImportError:  # pragma: no cover - depends on what has landed
     _library_sgld = None
 
@@ -546,7 +547,7 @@ def bench_fit(rounds: int, warmup: int = 1, epochs: int = 2, n_samples: int | No
     dict of grad_norm mode -> {"fit", "hand_loop": summaries of the seconds per epoch,
     "max_abs_weight_difference": between the two trained networks}
     """
-    from .ngebm import NGEBMClassifier
+    from ..ngebm import NGEBMClassifier
 
     X, y = _digits()
     X, y = X[:n_samples], y[:n_samples]
@@ -615,7 +616,7 @@ def bench_inference(rounds: int, warmup: int = 1, copies: int = 5) -> dict:
     -------
     dict of method -> {"estimator", "plain_torch": summaries, with samples per second}
     """
-    from .ngebm import NGEBMClassifier
+    from ..ngebm import NGEBMClassifier
 
     X_train, y_train = _digits()
     est = NGEBMClassifier(max_epochs=1, random_state=0, device="cpu").fit(X_train, y_train)
@@ -782,33 +783,32 @@ def format_bench(result: dict) -> str:
     return "\n".join(lines)
 
 
-def add_parser(subparsers) -> None:
-    """Register ``bench`` on the command line (see :mod:`ebmclassifier.cli`)."""
-    parser = subparsers.add_parser(
-        "bench",
-        help="time CE, NG-EBM and JEM training steps, fit overhead and inference",
-        description=(
-            "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
-            "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
-            "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
-            "when CUDA is present. On a shared machine run it with OMP_NUM_THREADS=1."
+def _run_command(args) -> int:
+    result = run_bench(quick=args.quick, device=args.device)
+    print(format_bench(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
+
+
+COMMAND = Command(
+    name="bench",
+    help="time CE, NG-EBM and JEM training steps, fit overhead and inference",
+    description=(
+        "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
+        "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
+        "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
+        "when CUDA is present. On a shared machine run it with OMP_NUM_THREADS=1."
+    ),
+    options=(
+        Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
+        Option("--json", "also write the figures to PATH as JSON", {"metavar": "PATH"}),
+        Option(
+            "--device",
+            "'auto' adds the GPU section when CUDA is present (default: auto)",
+            {"choices": ("auto", "cpu", "cuda"), "default": "auto"},
         ),
-    )
-    parser.add_argument("--quick", action="store_true", help="a few seconds; for tests only")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
-    parser.add_argument(
-        "--device",
-        choices=("auto", "cpu", "cuda"),
-        default="auto",
-        help="'auto' adds the GPU section when CUDA is present (default: auto)",
-    )
-
-    def run(args) -> int:
-        result = run_bench(quick=args.quick, device=args.device)
-        print(format_bench(result))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(result, f, indent=2)
-        return 0
-
-    parser.set_defaults(func=run)
+    ),
+    run=_run_command,
+)

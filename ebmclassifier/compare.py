@@ -1,0 +1,26 @@
+"""The comparison behind ``python -m ebmclassifier compare``, importable from Python.
+
+The code lives in :mod:`ebmclassifier.experiments.compare`; this module keeps its documented
+names where they were (:class:`CompareConfig`, :func:`run_comparison`, :func:`write_report`,
+:class:`Standardizer`, ...). See ``docs/compare.md`` for what the comparison measures.
+"""
+
+from .experiments.compare import (
+    CompareConfig,
+    ModelSpec,
+    Standardizer,
+    default_models,
+    network_params,
+    run_comparison,
+    write_report,
+)
+
+__all__ = [
+    "CompareConfig",
+    "ModelSpec",
+    "Standardizer",
+    "default_models",
+    "network_params",
+    "run_comparison",
+    "write_report",
+]
