@@ -12,6 +12,7 @@ from ._divergence import Divergence, Snapshot, diagnose_step, parameters_finite
 from ._validation import ParamChecker
 from .energy import energy
 from .exceptions import DivergenceError
+from .losses import jem_loss
 from .sampling import (
     GaussianStart,
     ReplayBuffer,
@@ -368,12 +369,9 @@ random_state, verbose, **kwargs
             return loss, logits
         x0, indices = self.replay_buffer_.draw(len(X), self.reinit_freq)
         samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
-        # data and samples in one forward pass: one large batch is cheaper than two
-        logits_all = self.module_(torch.cat([X, samples]))
-        logits = logits_all[: len(X)]
-        energies = energy(logits_all)
-        e_data, e_samples = energies[: len(X)], energies[len(X) :]
-        loss = self.cross_entropy(logits, y) + self.px_weight * (e_data.mean() - e_samples.mean())
+        loss, logits, e_data, e_samples = jem_loss(
+            self.module_, X, y, samples, px_weight=self.px_weight, criterion=self.cross_entropy
+        )
         divergence = diagnose_step(
             loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
         )
