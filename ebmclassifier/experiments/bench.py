@@ -19,6 +19,10 @@ Timings are interleaved: every round runs each contender once, in a rotating ord
 warm-up rounds, and a ratio is the median over rounds of the per-round ratio, so slow drift
 of a shared machine cancels. Medians and 10th/90th percentiles are reported in milliseconds.
 
+Every step and the hand-written loop train the objectives the estimators train, the functions
+of :mod:`ebmclassifier.losses`, with the library's SGLD and replay buffer
+(:mod:`ebmclassifier.sampling`), on the network ``NGEBMClassifier`` builds for the data.
+
 When CUDA is present (or ``device="cuda"``), the step benchmark also runs on the GPU, with
 variants of the CE and finite-difference steps under bf16 autocast and with ``torch.compile``
 (never the exact mode: its double backward goes through neither).
@@ -26,482 +30,26 @@ variants of the CE and finite-difference steps under bf16 autocast and with ``to
 
 from __future__ import annotations
 
-import copy
 import json
 import platform
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
-from math import prod
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .._base import _resolve_device
-from ..energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
-from ..nn import MLP, ConvNet
+from ..energy import energy_grad_norm
+from ..losses import ngebm_loss
+from ..ngebm import NGEBMClassifier
+from ..nn import MLP
 from ._command import Command, Option
+from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
+from ._timing import compare_times, interleaved_times, summarize
 
 __all__ = ["interleaved_times", "summarize", "run_bench", "format_bench"]
 
-#: The NG-EBM weights of the paper, beta = gamma = 0.5.
-_BETA = 0.5
-#: JEM's sampler as in Grathwohl et al. (2020): 20 SGLD steps, step 1, noise 0.01.
-_SGLD_STEPS, _SGLD_STEP_SIZE, _SGLD_NOISE = 20, 1.0, 0.01
-_BATCH = 64
-
-try:  # the JEM branch's sampler, once it is on main
-    from ..sampling import sgld as _library_sgld
-except ImportError:  # pragma: no cover - depends on what has landed
-    _library_sgld = None
-
-
-# ---------------------------------------------------------------------- timing
-
-
-def interleaved_times(
-    tasks: dict[str, Callable[[], object]],
-    rounds: int,
-    warmup: int = 2,
-    sync: Callable[[], None] = lambda: None,
-) -> dict[str, dict[str, list[float]]]:
-    """Run every task once per round, in a rotating order, and return the seconds per run.
-
-    Two clocks are read around each run: the wall clock and the CPU time of this process.
-    On a shared machine the CPU time is the steadier measure of the work done, since it does
-    not count the time the process waits for a core; on a GPU only the wall clock (after
-    ``sync``) means anything.
-
-    Parameters
-    ----------
-    tasks : dict of name -> callable
-    rounds : int
-        Timed rounds.
-    warmup : int, default=2
-        Untimed rounds first (allocator, caches, lazy initialisation, compilation).
-    sync : callable
-        Called before each clock reading, e.g. ``torch.cuda.synchronize``.
-
-    Returns
-    -------
-    dict of name -> {"wall": list of float, "cpu": list of float}
-        ``rounds`` durations per task and clock, in seconds, round ``r`` at index ``r``.
-
-    Examples
-    --------
-    >>> times = interleaved_times({"a": lambda: None, "b": lambda: None}, rounds=3, warmup=1)
-    >>> len(times["a"]["wall"]), len(times["b"]["cpu"])
-    (3, 3)
-    """
-    names = list(tasks)
-    times = {name: {"wall": [], "cpu": []} for name in names}
-    for r in range(warmup + rounds):
-        # Rotate the order so that no contender always runs first or after the same one.
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            sync()
-            wall, cpu = time.perf_counter(), time.process_time()
-            tasks[name]()
-            sync()
-            if r >= warmup:
-                times[name]["wall"].append(time.perf_counter() - wall)
-                times[name]["cpu"].append(time.process_time() - cpu)
-    return times
-
-
-def summarize(seconds: list[float], reference: list[float] | None = None) -> dict:
-    """Median and 10th/90th percentiles in ms; with ``reference``, the same of the per-round ratio.
-
-    Parameters
-    ----------
-    seconds : list of float
-    reference : list of float or None
-        Durations of the reference task in the same rounds.
-
-    Returns
-    -------
-    dict
-        ``median_ms``, ``p10_ms``, ``p90_ms``, ``n``; and ``ratio``, ``ratio_p10``,
-        ``ratio_p90`` when ``reference`` is given. A ratio is the median over rounds of
-        ``seconds[r] / reference[r]``, so drift that slows a whole round cancels.
-
-    Examples
-    --------
-    >>> summarize([2.0, 2.0, 4.0], reference=[1.0, 1.0, 2.0])["ratio"]
-    2.0
-    """
-    ms = np.asarray(seconds, dtype=np.float64) * 1e3
-    out = {
-        "median_ms": float(np.median(ms)),
-        "p10_ms": float(np.percentile(ms, 10)),
-        "p90_ms": float(np.percentile(ms, 90)),
-        "n": len(ms),
-    }
-    if reference is not None:
-        # A CPU-time reading can be 0 on a coarse clock; keep the ratio finite.
-        ref = np.maximum(np.asarray(reference, dtype=np.float64), 1e-9)
-        ratios = np.asarray(seconds, dtype=np.float64) / ref
-        out["ratio"] = float(np.median(ratios))
-        out["ratio_p10"] = float(np.percentile(ratios, 10))
-        out["ratio_p90"] = float(np.percentile(ratios, 90))
-    return out
-
-
-def _compare(times: dict, reference: str | None, clock: str) -> dict:
-    """Summaries of every task on both clocks; ``ratio`` at the top is from ``clock``."""
-    out = {}
-    for name, clocks in times.items():
-        ref = times[reference] if reference is not None else None
-        entry = {c: summarize(clocks[c], None if ref is None else ref[c]) for c in clocks}
-        entry["clock"] = clock
-        entry["median_ms"] = entry[clock]["median_ms"]
-        if ref is not None:
-            entry["ratio"] = entry[clock]["ratio"]
-        out[name] = entry
-    return out
-
-
-def _sync_for(device: torch.device) -> Callable[[], None]:
-    if device.type == "cuda":
-        return lambda: torch.cuda.synchronize(device)
-    return lambda: None
-
-
-# ---------------------------------------------------------------------- training steps
-
-
-def _fd_step_size(x: torch.Tensor, fd_step: float = 0.01) -> float:
-    """The estimator's rule: ``fd_step`` times the root-mean-square distance from the mean."""
-    scale = float(x.flatten(1).var(dim=0, unbiased=False).sum().sqrt())
-    return fd_step * (scale if scale > 0 else 1.0)
-
-
-def _local_sgld(energy_fn, x0, n_steps, step_size, noise):
-    """A plain SGLD loop (Grathwohl et al. 2020, eq. 11), used until ``sampling`` is on main."""
-    x = x0.detach()
-    for _ in range(n_steps):
-        x.requires_grad_(True)
-        (grad,) = torch.autograd.grad(energy_fn(x).sum(), x)
-        x = (x.detach() - step_size * grad + noise * torch.randn_like(x)).detach()
-    return x
-
-
-def _sgld(energy_fn, x0):
-    if _library_sgld is not None:
-        return _library_sgld(energy_fn, x0, _SGLD_STEPS, _SGLD_STEP_SIZE, _SGLD_NOISE)
-    return _local_sgld(energy_fn, x0, _SGLD_STEPS, _SGLD_STEP_SIZE, _SGLD_NOISE)
-
-
-def _ngebm_loss(model, x, y, mode: str, h: float) -> torch.Tensor:
-    """``NGEBMClassifier.compute_loss`` with beta = gamma = 0.5, on the same energy functions."""
-    if mode == "exact":
-        norms, _, logits = energy_grad_norm(model, x, create_graph=True)
-    else:
-        norms, _, logits = energy_grad_norm_finite_difference(model, x, h)
-    return (1 - _BETA) * F.cross_entropy(logits, y) + _BETA * norms.mean()
-
-
-def make_step_tasks(
-    model: torch.nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    methods: tuple[str, ...] = ("ce", "ngebm_exact", "ngebm_fd", "jem"),
-    autocast_dtype: torch.dtype | None = None,
-    compile_model: bool = False,
-) -> dict[str, Callable[[], object]]:
-    """One training-step closure per method, each on its own copy of ``model`` and its own Adam.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Copied once per method, so every method starts from the same weights.
-    x : Tensor of shape (n, ...), on the model's device
-    y : Tensor of shape (n,), int64
-    methods : tuple of str
-        Any of ``"ce"``, ``"ngebm_exact"``, ``"ngebm_fd"``, ``"jem"``.
-    autocast_dtype : torch.dtype or None
-        Run forward passes under ``torch.autocast`` with this dtype (not for ``ngebm_exact``).
-    compile_model : bool
-        Wrap each copy in ``torch.compile`` (not for ``ngebm_exact``).
-
-    Returns
-    -------
-    dict of name -> callable
-    """
-    if (autocast_dtype is not None or compile_model) and "ngebm_exact" in methods:
-        raise ValueError("bf16 autocast and torch.compile do not go through double backward.")
-    h = _fd_step_size(x)
-    low, high = x.min(), x.max()
-    # JEM's persistent buffer: uniform noise over the data range, 5% of each draw restarted.
-    buffer = torch.rand(10_000, *x.shape[1:], device=x.device) * (high - low) + low
-
-    def autocast():
-        if autocast_dtype is None:
-            return nullcontext()
-        return torch.autocast(x.device.type, dtype=autocast_dtype)
-
-    def task(method: str) -> Callable[[], object]:
-        net = copy.deepcopy(model)
-        fwd = torch.compile(net) if compile_model else net
-        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-
-        def loss_ce():
-            return F.cross_entropy(fwd(x), y)
-
-        def loss_ngebm_exact():
-            return _ngebm_loss(fwd, x, y, "exact", h)
-
-        def loss_ngebm_fd():
-            return _ngebm_loss(fwd, x, y, "fd", h)
-
-        def loss_jem():
-            idx = torch.randint(len(buffer), (len(x),), device=x.device)
-            x0 = buffer[idx]
-            restart = torch.rand(len(x), device=x.device) < 0.05
-            x0 = torch.where(
-                restart.view(-1, *[1] * (x.dim() - 1)),
-                torch.rand_like(x0) * (high - low) + low,
-                x0,
-            )
-            net.eval()
-            samples = _sgld(lambda z: energy(fwd(z)), x0)
-            net.train()
-            buffer[idx] = samples
-            logits_all = fwd(torch.cat([x, samples]))
-            energies = energy(logits_all)
-            n = len(x)
-            return F.cross_entropy(logits_all[:n], y) + energies[:n].mean() - energies[n:].mean()
-
-        loss_fn = {
-            "ce": loss_ce,
-            "ngebm_exact": loss_ngebm_exact,
-            "ngebm_fd": loss_ngebm_fd,
-            "jem": loss_jem,
-        }[method]
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                loss = loss_fn()
-            loss.backward()
-            opt.step()
-
-        return step
-
-    return {method: task(method) for method in methods}
-
-
-def _default_model(input_shape: tuple[int, ...], n_classes: int = 10) -> torch.nn.Module:
-    if len(input_shape) == 1:
-        return MLP(input_shape[0], n_classes)
-    return ConvNet(input_shape, n_classes)
-
-
-def _digits_batch(shape: tuple[int, ...], device: torch.device):
-    X, y = _digits()
-    xb = torch.tensor(X[:_BATCH], device=device).reshape(-1, *shape)
-    return xb, torch.tensor(y[:_BATCH], dtype=torch.long, device=device)
-
-
-def _batch_for(shape: tuple[int, ...], device: torch.device):
-    if prod(shape) == 64:
-        return _digits_batch(shape, device)
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(_BATCH, *shape, generator=gen).to(device)
-    y = torch.randint(10, (_BATCH,), generator=gen).to(device)
-    return x, y
-
-
-#: The settings of the step benchmark: name -> sample shape.
-STEP_SETTINGS = {"mlp_64": (64,), "conv_1x8x8": (1, 8, 8), "conv_3x32x32": (3, 32, 32)}
-
-
-def _phase_tasks(model: torch.nn.Module, x: torch.Tensor) -> dict[str, Callable[[], object]]:
-    """The pieces of a step: a forward pass, and a forward pass with each kind of backward."""
-
-    def forward():
-        return energy(model(x.detach().requires_grad_(True))).sum()
-
-    def forward_input_backward():
-        x_leaf = x.detach().requires_grad_(True)
-        return torch.autograd.grad(energy(model(x_leaf)).sum(), x_leaf)
-
-    def forward_param_backward():
-        model.zero_grad(set_to_none=True)
-        energy(model(x)).sum().backward()
-
-    return {
-        "phase_forward": forward,
-        "phase_forward_input_backward": forward_input_backward,
-        "phase_forward_param_backward": forward_param_backward,
-    }
-
-
-def _fd_floor(times: dict, clock: str) -> float:
-    """The finite-difference step's ratio to CE if it cost exactly its parts, nothing more.
-
-    The finite-difference step is a forward pass and the input gradient (``F + Bx``), a
-    second forward pass (``F``), the parameter backward through both graphs (``2 Btheta``)
-    and the optimizer step ``A``; the CE step is ``F + Btheta + A``. With the phases timed
-    alone, ``F + Bx``, ``F``, ``F + Btheta``: floor = (CE + (F + Bx) + (F + Btheta) - F) / CE.
-    """
-
-    def med(name):
-        return float(np.median(times[name][clock]))
-
-    ce = med("ce")
-    extra = (
-        med("phase_forward_input_backward")
-        + med("phase_forward_param_backward")
-        - med("phase_forward")
-    )
-    return (ce + extra) / ce
-
-
-def _guarded(tasks: dict[str, Callable[[], object]]) -> tuple[dict, dict[str, str]]:
-    """Run each task once; keep those that work, and say why the others failed."""
-    working, errors = {}, {}
-    for name, fn in tasks.items():
-        try:
-            fn()
-        except Exception as exc:  # a variant the platform lacks must not sink the whole run
-            errors[name] = f"{type(exc).__name__}: {exc}"[:500]
-        else:
-            working[name] = fn
-    return working, errors
-
-
-def fd_gradient_agreement(
-    model: torch.nn.Module,
-    x: torch.Tensor,
-    autocast_dtype: torch.dtype | None,
-    fd_steps: tuple[float, ...] = (0.01, 0.1),
-) -> dict[str, float]:
-    """Cosine between the exact float32 penalty gradient and the finite-difference one.
-
-    A finite difference of two nearly equal energies loses digits to rounding: under bf16
-    autocast (8 mantissa bits) the default step can be too small for it.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-    x : Tensor of shape (n, ...)
-    autocast_dtype : torch.dtype or None
-        The finite difference runs under ``torch.autocast`` with this dtype.
-    fd_steps : tuple of float
-        Relative steps, as ``NGEBMClassifier(fd_step=...)``.
-
-    Returns
-    -------
-    dict of str(fd_step) -> cosine similarity of the parameter gradients of mean ||dE/dx||
-    """
-    params = list(model.parameters())
-
-    def flat_grad(norms):
-        return torch.cat([g.flatten() for g in torch.autograd.grad(norms.float().mean(), params)])
-
-    exact = flat_grad(energy_grad_norm(model, x, create_graph=True)[0])
-    out = {}
-    for fd_step in fd_steps:
-        context = (
-            nullcontext()
-            if autocast_dtype is None
-            else torch.autocast(x.device.type, dtype=autocast_dtype)
-        )
-        with context:
-            norms = energy_grad_norm_finite_difference(model, x, _fd_step_size(x, fd_step))[0]
-            approx = flat_grad(norms)
-        out[str(fd_step)] = float(F.cosine_similarity(exact, approx.float(), dim=0))
-    return out
-
-
-def bench_steps(
-    device: torch.device,
-    rounds: int,
-    warmup: int = 2,
-    settings: dict[str, tuple[int, ...]] | None = None,
-    variants: bool = False,
-) -> dict:
-    """Time one training step per method, as ratios to the CE step, for each setting.
-
-    Parameters
-    ----------
-    device : torch.device
-    rounds, warmup : int
-        See :func:`interleaved_times`.
-    settings : dict of name -> sample shape, default=:data:`STEP_SETTINGS`
-    variants : bool, default=False
-        Also time CE and finite-difference steps under bf16 autocast and ``torch.compile``
-        (the GPU section; they are reported as ratios to the plain float32 CE step).
-
-    Returns
-    -------
-    dict of setting -> {method: summary (see :func:`summarize`), "jem_vs_ngebm_fd": the
-    per-round ratio of those two steps, "fd_floor": see :func:`_fd_floor`, "phases": the
-    timed parts of a step, "errors": variants that could not run, "fd_cosine_to_exact":
-    with ``variants``, see :func:`fd_gradient_agreement` (float32 and bf16)}
-    """
-    settings = STEP_SETTINGS if settings is None else settings
-    sync = _sync_for(device)
-    clock = _headline_clock(device)
-    out = {}
-    for name, shape in settings.items():
-        errors: dict[str, str] = {}
-        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
-            torch.manual_seed(0)
-            model = _default_model(shape).to(device)
-            x, y = _batch_for(shape, device)
-            tasks = make_step_tasks(model, x, y)
-            tasks.update(_phase_tasks(copy.deepcopy(model), x))
-            if variants:
-                for tag, kwargs in _variant_kwargs(device).items():
-                    extra = make_step_tasks(model, x, y, methods=("ce", "ngebm_fd"), **kwargs)
-                    working, failed = _guarded({f"{m}_{tag}": fn for m, fn in extra.items()})
-                    tasks.update(working)
-                    errors.update(failed)
-            times = interleaved_times(tasks, rounds, warmup, sync)
-            agreement = {}
-            if variants:
-                agreement = {
-                    "float32": fd_gradient_agreement(model, x, None),
-                    "bf16": fd_gradient_agreement(model, x, torch.bfloat16),
-                }
-        phases = {k: times.pop(k) for k in list(times) if k.startswith("phase_")}
-        out[name] = {
-            "fd_cosine_to_exact": agreement,
-            **_compare(times, "ce", clock),
-            "jem_vs_ngebm_fd": summarize(times["jem"][clock], times["ngebm_fd"][clock]),
-            "fd_floor": _fd_floor({**times, **phases}, clock),
-            "phases": {k: summarize(v[clock]) for k, v in phases.items()},
-            "errors": errors,
-        }
-    return out
-
-
-def _headline_clock(device: torch.device) -> str:
-    return "wall" if device.type == "cuda" else "cpu"
-
-
-def _variant_kwargs(device: torch.device) -> dict[str, dict]:
-    variants = {"bf16": {"autocast_dtype": torch.bfloat16}}
-    if device.type == "cuda":
-        # Compilation on the CPU needs a C++ toolchain and minutes; the GPU section only.
-        variants["compile"] = {"compile_model": True}
-    return variants
-
 
 # ---------------------------------------------------------------------- fit vs hand loop
-
-
-def _digits(copies: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Standardized digits (1,797 x 64), stacked ``copies`` times."""
-    from sklearn.datasets import load_digits
-
-    X, y = load_digits(return_X_y=True)
-    X = ((X - X.mean(0)) / (X.std(0) + 1e-8)).astype(np.float32)
-    return np.tile(X, (copies, 1)), np.tile(y, copies)
 
 
 def _hand_fit(X: np.ndarray, y: np.ndarray, seed: int, epochs: int, grad_norm: str, h: float):
@@ -513,6 +61,7 @@ def _hand_fit(X: np.ndarray, y: np.ndarray, seed: int, epochs: int, grad_norm: s
     """
     X_t = torch.tensor(X)
     y_t = torch.tensor(y, dtype=torch.long)
+    objective = {"beta": BETA, "grad_norm": grad_norm, "step": h}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = MLP(X.shape[1], int(y.max()) + 1)
@@ -521,10 +70,10 @@ def _hand_fit(X: np.ndarray, y: np.ndarray, seed: int, epochs: int, grad_norm: s
         for epoch in range(epochs):
             torch.manual_seed(seed + epoch + 1)
             order = torch.randperm(len(X_t))
-            for start in range(0, len(X_t), _BATCH):
-                idx = order[start : start + _BATCH]
+            for start in range(0, len(X_t), BATCH):
+                idx = order[start : start + BATCH]
                 opt.zero_grad()
-                loss = _ngebm_loss(net, X_t[idx], y_t[idx], grad_norm, h)
+                loss, _ = ngebm_loss(net, X_t[idx], y_t[idx], **objective)
                 loss.backward()
                 opt.step()
     return net
@@ -547,26 +96,23 @@ def bench_fit(rounds: int, warmup: int = 1, epochs: int = 2, n_samples: int | No
     dict of grad_norm mode -> {"fit", "hand_loop": summaries of the seconds per epoch,
     "max_abs_weight_difference": between the two trained networks}
     """
-    from ..ngebm import NGEBMClassifier
-
-    X, y = _digits()
+    X, y = digits()
     X, y = X[:n_samples], y[:n_samples]
     out = {}
     for mode in ("exact", "finite_difference"):
         est = NGEBMClassifier(
-            grad_norm=mode, max_epochs=epochs, random_state=0, device="cpu", batch_size=_BATCH
+            grad_norm=mode, max_epochs=epochs, random_state=0, device="cpu", batch_size=BATCH
         )
         est.fit(X, y)
         seed, h = est.seed_, est.fd_step_size_
-        loss_mode = "exact" if mode == "exact" else "fd"
-        hand = _hand_fit(X, y, seed, epochs, loss_mode, h)
+        hand = _hand_fit(X, y, seed, epochs, mode, h)
         difference = max(
             float((a - b).detach().abs().max())
             for a, b in zip(est.module_.parameters(), hand.parameters(), strict=True)
         )
         tasks = {
             "fit": lambda est=est: est.fit(X, y),
-            "hand_loop": lambda a=(X, y, seed, epochs, loss_mode, h): _hand_fit(*a),
+            "hand_loop": lambda a=(X, y, seed, epochs, mode, h): _hand_fit(*a),
         }
         times = interleaved_times(tasks, rounds, warmup)
         per_epoch = {
@@ -574,7 +120,7 @@ def bench_fit(rounds: int, warmup: int = 1, epochs: int = 2, n_samples: int | No
             for name, clocks in times.items()
         }
         out[mode] = {
-            **_compare(per_epoch, "hand_loop", "cpu"),
+            **compare_times(per_epoch, "hand_loop", "cpu"),
             "max_abs_weight_difference": difference,
             "epochs": epochs,
             "n_samples": len(X),
@@ -616,30 +162,28 @@ def bench_inference(rounds: int, warmup: int = 1, copies: int = 5) -> dict:
     -------
     dict of method -> {"estimator", "plain_torch": summaries, with samples per second}
     """
-    from ..ngebm import NGEBMClassifier
-
-    X_train, y_train = _digits()
+    X_train, y_train = digits()
     est = NGEBMClassifier(max_epochs=1, random_state=0, device="cpu").fit(X_train, y_train)
-    X, _ = _digits(copies)
+    X, _ = digits(copies)
     net = est.module_.eval()
     tasks = {
         "predict_proba": lambda: est.predict_proba(X),
-        "predict_proba_plain": lambda: _plain_predict_proba(net, X, _BATCH),
+        "predict_proba_plain": lambda: _plain_predict_proba(net, X, BATCH),
         "score_ood": lambda: est.score_ood(X),
-        "score_ood_plain": lambda: _plain_approx_mass(net, X, _BATCH),
+        "score_ood_plain": lambda: _plain_approx_mass(net, X, BATCH),
     }
     np.testing.assert_allclose(tasks["predict_proba"](), tasks["predict_proba_plain"](), rtol=1e-5)
     times = interleaved_times(tasks, rounds, warmup)
     out = {}
     for method in ("predict_proba", "score_ood"):
         pair = {"estimator": times[method], "plain_torch": times[f"{method}_plain"]}
-        summary = _compare(pair, "plain_torch", "cpu")
+        summary = compare_times(pair, "plain_torch", "cpu")
         out[method] = {
             **summary,
             "estimator_samples_per_s": len(X) / (summary["estimator"]["median_ms"] / 1e3),
             "plain_samples_per_s": len(X) / (summary["plain_torch"]["median_ms"] / 1e3),
             "n_samples": len(X),
-            "batch_size": _BATCH,
+            "batch_size": BATCH,
         }
     return out
 
@@ -700,12 +244,8 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
         "machine": platform.platform(),
         "device": str(resolved),
         "quick": quick,
-        "batch_size": _BATCH,
-        "sgld": (
-            "ebmclassifier.sampling.sgld"
-            if _library_sgld is not None
-            else "local SGLD loop in ebmclassifier/bench.py"
-        ),
+        "batch_size": BATCH,
+        "sgld": "ebmclassifier.sampling.sgld",
         "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
         "seconds": time.perf_counter() - started,
     }
