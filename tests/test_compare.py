@@ -407,3 +407,35 @@ def test_report_states_divergences(results, tmp_path):
     write_report(results, tmp_path / "some")
     text = (tmp_path / "some/report.md").read_text()
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
+
+
+@pytest.mark.parametrize("name, page", [("compare", "compare.md"), ("bench", "performance.md")])
+def test_every_option_of_a_command_is_in_its_docs_page(name, page):
+    # the options are declared once, in the command; the docs page must not fall behind
+    import re
+    from pathlib import Path
+
+    from ebmclassifier.experiments import commands
+
+    (command,) = [c for c in commands() if c.name == name]
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    missing = [o.flag for o in command.options if not re.search(rf"{o.flag}(?![\w-])", text)]
+    assert not missing, f"docs/{page} does not mention {missing}"
+
+
+def test_the_reproducing_command_line_spells_every_given_option():
+    from ebmclassifier.experiments.compare import COMMAND
+
+    args = cli.build_parser().parse_args(
+        ["compare", "--epsilons", "0,0.05", "--lr", "0.003", "--no-standardize", "--no-progress",
+         "--network", "wrn-16-2", "--models", "ce,ngebm"]
+    )  # fmt: skip
+    assert COMMAND.command_line(args) == (
+        "python -m ebmclassifier compare --data digits --models ce,ngebm --seeds 3 --out report "
+        "--lr 0.003 --device auto --network wrn-16-2 --epsilons 0,0.05 --norm linf "
+        "--attack-steps 10 --n-attack 500 --no-standardize"
+    )
+    config = CompareConfig(**COMMAND.fields(args))
+    assert (config.epsilons, config.standardize, config.progress) == ([0.0, 0.05], False, False)
+    default = cli.build_parser().parse_args(["compare"])
+    assert "--network" not in COMMAND.command_line(default)
