@@ -5,22 +5,5 @@ names where they were (:class:`CompareConfig`, :func:`run_comparison`, :func:`wr
 :class:`Standardizer`, ...). See ``docs/compare.md`` for what the comparison measures.
 """
 
-from .experiments.compare import (
-    CompareConfig,
-    ModelSpec,
-    Standardizer,
-    default_models,
-    network_params,
-    run_comparison,
-    write_report,
-)
-
-__all__ = [
-    "CompareConfig",
-    "ModelSpec",
-    "Standardizer",
-    "default_models",
-    "network_params",
-    "run_comparison",
-    "write_report",
-]
+from .experiments.compare import *  # noqa: F403
+from .experiments.compare import __all__  # noqa: F401
