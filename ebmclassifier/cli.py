@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from . import __version__
 from .experiments import commands
 
 __all__ = ["main", "build_parser"]
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m ebmclassifier",
         description="Energy-based classifiers as scikit-learn estimators.",
     )
+    parser.add_argument("--version", action="version", version=f"ebmclassifier {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for command in commands():
         command.add_to(subparsers)
@@ -53,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status : int
         The exit status: 0 on success, 2 when the data or an option is wrong (missing files,
         an unknown model or network; the message goes to stderr). Without a command the help
-        is printed.
+        is printed. ``--help`` and ``--version`` print and exit, as argparse does.
 
     Examples
     --------
