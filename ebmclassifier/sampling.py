@@ -22,6 +22,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from ._validation import ParamChecker
+
 __all__ = [
     "sgld",
     "proximal_sgld",
@@ -35,14 +37,13 @@ __all__ = [
 EnergyFn = Callable[[Tensor], Tensor]
 
 
-def _check_number(name: str, value, *, low: float = 0.0, integer: bool = False) -> None:
-    """Raise if ``value`` is not a finite number >= ``low`` (an int if ``integer``)."""
-    kind = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind):
-        what = "an int" if integer else "a float"
-        raise TypeError(f"{name} must be {what} >= {low}. Got {value!r} instead.")
-    if not math.isfinite(value) or value < low:
-        raise ValueError(f"{name} must be a finite number >= {low}. Got {value!r} instead.")
+def _check_chain_params(n_steps, step_size, noise, **more) -> ParamChecker:
+    """A checker with the step count, step and noise of a sampler checked; ``more`` for more."""
+    check = ParamChecker.of({"n_steps": n_steps, "step_size": step_size, "noise": noise, **more})
+    check.integer("n_steps", 0)
+    check.real("step_size", 0.0, finite=True)
+    check.real("noise", 0.0, finite=True)
+    return check
 
 
 def _langevin(
@@ -134,9 +135,7 @@ def sgld(
     >>> torch.allclose(x, torch.full((4, 2), 0.5**10))
     True
     """
-    _check_number("n_steps", n_steps, integer=True)
-    _check_number("step_size", step_size)
-    _check_number("noise", noise)
+    _check_chain_params(n_steps, step_size, noise).raise_if_any()
     return _langevin(energy_fn, x0, n_steps, step_size, noise, generator)
 
 
@@ -195,15 +194,14 @@ def proximal_sgld(
     >>> torch.allclose(x, torch.full((3, 2), 0.5))
     True
     """
-    _check_number("n_steps", n_steps, integer=True)
-    _check_number("step_size", step_size)
+    check = _check_chain_params(n_steps, step_size, noise, grad_clip=grad_clip)
     if isinstance(grad_clip, Tensor):
-        if bool(torch.any(grad_clip < 0)) or not bool(torch.isfinite(grad_clip).all()):
-            raise ValueError("grad_clip must be finite and >= 0 in every feature.")
+        ok = bool(torch.isfinite(grad_clip).all()) and not bool(torch.any(grad_clip < 0))
+        check.satisfies("grad_clip", ok, "finite and >= 0 in every feature")
         grad_clip = grad_clip.to(dtype=x0.dtype, device=x0.device)
     else:
-        _check_number("grad_clip", grad_clip)
-    _check_number("noise", noise)
+        check.real("grad_clip", 0.0, finite=True)
+    check.raise_if_any()
     if isinstance(low, Tensor) or isinstance(high, Tensor):
         low = torch.as_tensor(low, dtype=x0.dtype, device=x0.device)
         high = torch.as_tensor(high, dtype=x0.dtype, device=x0.device)
@@ -471,9 +469,10 @@ def informative_start(
             [0., 0., 0.],
             [0., 0., 0.]])
     """
-    if covariance not in ("diag", "lowrank"):
-        raise ValueError(f"covariance must be 'diag' or 'lowrank'. Got {covariance!r} instead.")
-    _check_number("rank", rank, integer=True)
+    check = ParamChecker.of({"covariance": covariance, "rank": rank})
+    check.satisfies("covariance", covariance in ("diag", "lowrank"), "'diag' or 'lowrank'")
+    check.integer("rank", 0)
+    check.raise_if_any()
     y = torch.as_tensor(y).long()
     if X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise ValueError(
@@ -558,14 +557,15 @@ class ReplayBuffer(nn.Module):
         generator: torch.Generator | None = None,
     ):
         super().__init__()
-        _check_number("buffer_size", buffer_size, low=1, integer=True)
-        if n_classes is not None:
-            _check_number("n_classes", n_classes, low=1, integer=True)
-            if buffer_size < n_classes:
-                raise ValueError(
-                    f"A class-conditional buffer needs buffer_size >= n_classes. "
-                    f"Got buffer_size={buffer_size!r}, n_classes={n_classes!r}."
-                )
+        check = ParamChecker.of({"buffer_size": buffer_size, "n_classes": n_classes})
+        check.integer("buffer_size", 1)
+        check.integer("n_classes", 1, allow_none=True)
+        check.raise_if_any()
+        if n_classes is not None and buffer_size < n_classes:
+            raise ValueError(
+                f"A class-conditional buffer needs buffer_size >= n_classes. "
+                f"Got buffer_size={buffer_size!r}, n_classes={n_classes!r}."
+            )
         self.start = start
         self.buffer_size = buffer_size
         self.n_classes = n_classes
@@ -641,10 +641,10 @@ class ReplayBuffer(nn.Module):
         >>> torch.equal(buf.labels[idx], y), torch.equal(x, buf.samples[idx])
         (True, False)
         """
-        _check_number("batch_size", batch_size, low=1, integer=True)
-        _check_number("reinit_freq", reinit_freq)
-        if reinit_freq > 1:
-            raise ValueError(f"reinit_freq must lie in [0, 1]. Got {reinit_freq!r} instead.")
+        check = ParamChecker.of({"batch_size": batch_size, "reinit_freq": reinit_freq})
+        check.integer("batch_size", 1)
+        check.real("reinit_freq", 0.0, 1.0)
+        check.raise_if_any()
         device = self.samples.device
         if y is None:
             indices = torch.randint(
