@@ -156,13 +156,11 @@ random_state, verbose, **kwargs
 
         Examples
         --------
-        The loss is the weighted sum of the cross-entropy and the mean gradient norm:
+        The loss is the weighted sum of the cross-entropy and the mean gradient norm
+        (on ``X, y = make_blobs(40, n_features=4, centers=3, random_state=0)``):
 
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
         >>> from ebmclassifier.energy import energy_grad_norm
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(beta=0.3, max_epochs=1, module__hidden_sizes=(8,),
         ...                       random_state=0).fit(X, y)
         >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
