@@ -37,7 +37,7 @@ import time
 import numpy as np
 import torch
 
-from .._base import _resolve_device
+from .._device import resolve_device
 from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
@@ -217,7 +217,7 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
     >>> result["steps"]["mlp_64"]["ce"]["median_ms"] > 0
     True
     """
-    resolved = _resolve_device(device)
+    resolved = resolve_device(device)
     started = time.perf_counter()
     if quick:
         settings = {k: STEP_SETTINGS[k] for k in ("mlp_64", "conv_1x8x8")}
