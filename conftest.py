@@ -1,4 +1,20 @@
 """Collection of the doctests (``--doctest-modules`` over ``ebmclassifier/``, pyproject.toml)."""
 
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_blobs
+
 # Importing it runs the command line.
 collect_ignore = ["ebmclassifier/__main__.py"]
+
+
+@pytest.fixture(autouse=True)
+def _shared_doctest_names(doctest_namespace):
+    """Names the docstring examples share: ``np``, ``torch`` and a small three-class problem.
+
+    ``X, y = make_blobs(40, n_features=4, centers=3, random_state=0)``, fresh for each
+    example, as the module docstring of ``ebmclassifier._base`` says.
+    """
+    X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+    doctest_namespace.update(np=np, torch=torch, X=X, y=y)

@@ -16,8 +16,8 @@ from netcal.metrics import ECE
 from sklearn.metrics import roc_auc_score
 
 from ebmclassifier import NGEBMClassifier
-from ebmclassifier.demo import _digits_with_noise
 from ebmclassifier.energy import OOD_METHODS
+from ebmclassifier.experiments.demo import _digits_with_noise
 
 
 def main() -> None:

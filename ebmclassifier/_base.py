@@ -1,9 +1,11 @@
-"""The one skorch classifier that every estimator of the library shares.
+"""The estimator face that every estimator of the library shares.
 
-It owns everything that is not the loss: input validation at the public boundary, label
-encoding, the device, seeding, the default network, batched inference and the energy-based
-scores. A subclass implements :meth:`EBMClassifierBase.compute_loss` and checks its own
-parameters in :meth:`EBMClassifierBase._validate_own_params`; nothing else.
+:class:`EBMClassifierBase` is what a user calls: ``fit``, ``partial_fit``, the ``predict``
+family, ``energy``, ``score_ood`` and ``score_samples``. It validates the input once, with
+scikit-learn's own validation (:mod:`._validation`), encodes the labels, resolves the device
+and the seed (:mod:`._device`), builds the default network, and runs inference in batches.
+The training loop is skorch's, extended through its hooks in :mod:`._skorch`; the objective is
+the subclass's :meth:`EBMClassifierBase.compute_loss`, composed from :mod:`.losses`.
 
 Which hooks to override
 -----------------------
@@ -13,79 +15,65 @@ Which hooks to override
 - Should not be overridden: ``fit``, ``partial_fit``, ``train_step_single``,
   ``validation_step`` and the inference methods: they hold the validation and the
   seeding that make the estimators behave as scikit-learn estimators.
+
+The examples of the methods use a small three-class problem,
+``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from math import prod
 from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
-from skorch import NeuralNetClassifier
-from skorch.dataset import get_len, unpack_data
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ._data import TensorBatchIterator
+from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
+from ._device import draw_seed, resolve_device, seeded_rng
 from ._ood import OODDecisionMixin
-from ._validation import ParamChecker
+from ._skorch import SkorchNet
+from ._validation import ParamChecker, check_training_data, check_X
 from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
 from .nn import MLP, ConvNet
 
-__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
+__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator", "default_network"]
+
+# The old name, which ebmclassifier/bench.py still imports from here.
+_resolve_device = resolve_device
 
 
-class ShuffledTensorBatchIterator(TensorBatchIterator):
-    """:class:`TensorBatchIterator` that shuffles by default (the training iterator)."""
-
-    def __init__(self, dataset, batch_size: int = 128, shuffle: bool = True, **kwargs) -> None:
-        super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)
-
-
-def _resolve_device(device) -> torch.device:
-    """Turn the ``device`` parameter into a torch device, or say clearly why not."""
-    if device is None or device == "auto":
-        # Called in fit only, so that importing, constructing and pickling an estimator never
-        # touch CUDA (a parent that did could not fork workers that use it).
-        if not torch.cuda.is_available():
-            return torch.device("cpu")
-        # Under torchrun each process takes its own GPU.
-        local_rank = os.environ.get("LOCAL_RANK", "")
-        if local_rank.isdigit():
-            return torch.device("cuda", int(local_rank) % torch.cuda.device_count())
-        return torch.device("cuda")
+def module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
+    """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
+    ``module_cls.__init__`` takes."""
+    available = {
+        "n_features": prod(input_shape),
+        "n_classes": n_classes,
+        "input_shape": input_shape,
+    }
     try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a device torch knows; use 'auto', 'cpu' or 'cuda[:N]'."
-        ) from exc
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"device={device!r} was requested but CUDA is not available on this machine; "
-            "use device='auto' to fall back to the CPU."
-        )
-    return resolved
+        accepted = inspect.signature(module_cls).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in available.items() if k in accepted}
 
 
-def _as_numpy(X):
-    """Torch tensors go through numpy so that scikit-learn's validation sees every input."""
-    if isinstance(X, torch.Tensor):
-        return X.detach().cpu().numpy()
-    return X
+def default_module(input_shape: tuple[int, ...]) -> type[nn.Module]:
+    """The default network class: ConvNet for ``(C, L)`` / ``(C, H, W)`` samples, else MLP."""
+    return ConvNet if len(input_shape) in (2, 3) else MLP
 
 
-class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
+def default_network(input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
+    """The network ``module=None`` builds for samples of ``input_shape`` (``kwargs``: its own)."""
+    module_cls = default_module(input_shape)
+    return module_cls(**{**module_defaults(module_cls, input_shape, n_classes), **kwargs})
+
+
+class EBMClassifierBase(OODDecisionMixin, SkorchNet):
     """Shared base of the energy-based classifiers (not to be used directly).
 
     Parameters
@@ -124,9 +112,6 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         ``iterator_train__*``, ``iterator_valid__*``, ``callbacks__*`` routed parameters.
     """
 
-    # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled.
-    cuda_dependent_attributes_ = ["input_min_", "input_max_"]
-
     def __init__(
         self,
         module=None,
@@ -163,9 +148,6 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         )
         self.random_state = random_state
         self.ood_method = ood_method
-        # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
-        # fit (or given to the first partial_fit), so it is not offered as a parameter.
-        del self.classes
 
     # ------------------------------------------------------------------ the subclass hooks
 
@@ -187,20 +169,20 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         Returns
         -------
         loss : scalar Tensor
+            Back-propagated in training, unless it has no graph: a step the subclass rejects
+            (as ``JEMClassifier`` does a diverged one) returns it detached, and the optimizer
+            then leaves the weights as they were.
         logits : Tensor of shape (n, n_classes)
 
         Examples
         --------
         A classifier trained with label smoothing, by overriding this hook alone:
 
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> class SmoothedClassifier(EBMClassifierBase):
         ...     def compute_loss(self, X, y, training):
         ...         logits = self.module_(X)
         ...         loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.2)
         ...         return loss, logits
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = SmoothedClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> clf = clf.fit(X, y)
         >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
@@ -242,13 +224,9 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
         >>> from ebmclassifier.exceptions import DivergenceError
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
         >>> try:
         ...     clf.handle_divergence(torch.tensor(float("nan")))
         ... except DivergenceError as err:
@@ -278,12 +256,8 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         Examples
         --------
         >>> import math
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
         >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
         >>> round(float(clf.cross_entropy(logits, torch.tensor([0, 2]))), 4), round(math.log(3), 4)
         (1.0986, 1.0986)
@@ -296,59 +270,17 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         check = ParamChecker(self)
         check.real("lr", 0.0, low_open=True)
         check.integer("max_epochs", 0)
-        if not (
-            isinstance(self.batch_size, Integral)
-            and (self.batch_size >= 1 or self.batch_size == -1)
-        ):
-            check.add(
-                f"The 'batch_size' parameter of {type(self).__name__} must be an int >= 1 or -1 "
-                f"(the whole data set). Got {self.batch_size!r} instead."
-            )
+        batch_size = self.batch_size
+        ok = isinstance(batch_size, Integral) and (batch_size >= 1 or batch_size == -1)
+        check.satisfies("batch_size", ok, "an int >= 1 or -1 (the whole data set)")
         self._validate_own_params(check)
         check.raise_if_any()
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
-        X = validate_data(
-            self, _as_numpy(X), reset=reset, dtype=np.float32, allow_nd=True, ensure_min_features=1
-        )
-        self._check_sample_shape(X, reset=reset)
-        return X
-
-    def _check_sample_shape(self, X: np.ndarray, *, reset: bool) -> None:
-        """Remember the sample shape in fit; afterwards, insist on it."""
-        if reset:
-            self.input_shape_ = tuple(X.shape[1:])
-        elif tuple(X.shape[1:]) != self.input_shape_:
-            raise ValueError(
-                f"X has samples of shape {tuple(X.shape[1:])}, but {type(self).__name__} was "
-                f"fitted on samples of shape {self.input_shape_}."
-            )
+        return check_X(self, X, reset=reset)
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None."
-            )
-        X, y = validate_data(
-            self, _as_numpy(X), _as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
-        )
-        check_classification_targets(y)
-        self._check_sample_shape(X, reset=reset)
-        if reset:
-            encoder = LabelEncoder().fit(y if classes is None else np.asarray(classes))
-            if len(encoder.classes_) < 2:
-                raise ValueError(
-                    f"{type(self).__name__} needs samples of at least 2 classes in the data, but "
-                    f"the data contain only one class: {encoder.classes_.tolist()[0]!r}."
-                )
-            self.label_encoder_ = encoder
-        unseen = np.setdiff1d(np.unique(y), self.label_encoder_.classes_)
-        if len(unseen):
-            raise ValueError(
-                f"y contains labels {unseen.tolist()!r} that were not seen when the estimator "
-                "was first fitted; pass every class to the first partial_fit with classes=..."
-            )
-        return X, self.label_encoder_.transform(y)
+        return check_training_data(self, X, y, reset=reset, classes=classes)
 
     @property
     def classes_(self) -> np.ndarray:
@@ -369,146 +301,29 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         tags.input_tags.sparse = False
         return tags
 
-    # ------------------------------------------------------------------ device and seeding
-
-    @contextmanager
-    def _skorch_device(self) -> Iterator[None]:
-        """skorch reads ``self.device``; show it the resolved device while it works."""
-        requested = self.device
-        self.device = str(self.device_)
-        try:
-            yield
-        finally:
-            self.device = requested
-
-    @contextmanager
-    def _training_context(self) -> Iterator[None]:
-        """The resolved device, and torch's random state seeded and restored afterwards."""
-        with self._skorch_device():
-            if self.random_state is None:
-                yield
-                return
-            devices = [self.device_.index or 0] if self.device_.type == "cuda" else []
-            with torch.random.fork_rng(devices=devices):
-                torch.manual_seed(self.seed_)
-                yield
-
-    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
-        """Start an epoch in ``history`` and seed torch with ``seed_ + epoch``.
-
-        skorch calls it before each epoch. With a ``random_state``, the randomness of an epoch
-        (shuffling, sampling) depends on the seed and the epoch's number alone, so a fit
-        resumed with :meth:`partial_fit` continues as the uninterrupted fit would have.
-
-        Parameters
-        ----------
-        net : EBMClassifierBase
-            The estimator itself (skorch passes the net to its callbacks).
-        dataset_train, dataset_valid : skorch Dataset or None, default=None
-            Unused.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> with torch.random.fork_rng():  # leave this session's random state alone
-        ...     clf.on_epoch_begin(clf)  # as skorch does before epoch 3
-        ...     drawn = torch.rand(2)
-        ...     _ = torch.manual_seed(clf.seed_ + 3)
-        ...     len(clf.history), torch.equal(torch.rand(2), drawn)
-        (3, True)
-        """
-        super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
-        if self.random_state is not None:
-            # Each epoch's randomness depends only on (seed, epoch), so a run resumed from a
-            # checkpoint continues exactly as the uninterrupted run would have.
-            torch.manual_seed(self.seed_ + len(self.history))
-
-    def __setstate__(self, state) -> None:
-        # skorch maps the tensors to the device named in ``state['device']``; give it the one
-        # the estimator was trained on ("auto" is ours, not torch's) and restore the parameter.
-        requested = state.get("device")
-        state["device"] = str(state.get("device_", "cpu"))
-        super().__setstate__(state)
-        if "device_" in state:
-            self.device_ = torch.device(self.device)
-        self.device = requested
-
-    # ------------------------------------------------------------------ the module
-
-    def _module_defaults(self, module_cls) -> dict:
-        """Data-dependent arguments a module class takes and the user did not give."""
-        available = {
-            "n_features": prod(self.input_shape_),
-            "n_classes": len(self.classes_),
-            "input_shape": self.input_shape_,
-        }
-        try:
-            accepted = inspect.signature(module_cls).parameters
-        except (TypeError, ValueError):
-            return {}
-        return {k: v for k, v in available.items() if k in accepted}
+    # ------------------------------------------------------------------ the network
 
     def initialize_module(self):
-        """Build ``module_``, a fresh network for the data's shape and classes.
-
-        skorch calls it from ``initialize``, which :meth:`fit` calls after validating the data.
-        A subclass that needs more modules calls ``super().initialize_module()`` first and adds
-        its own, with names ending in ``_``.
-
-        Returns
-        -------
-        self
-            The estimator, with a newly initialized ``module_``.
-
-        Raises
-        ------
-        RuntimeError
-            Before the data were seen (``initialize()`` without ``fit``).
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> clf.initialize_module() is clf
-        True
-        >>> [tuple(p.shape) for p in clf.module_.parameters()]  # 4 features -> 8 -> 3 classes
-        [(8, 4), (8,), (3, 8), (3,)]
-        """
+        """Build ``module_``, a fresh network for the data's shape and classes."""
         if not hasattr(self, "input_shape_"):
             raise RuntimeError(
                 f"{type(self).__name__} builds its network from the data; call fit(X, y) "
                 "instead of initialize()."
             )
         kwargs = self.get_params_for("module")
-        module = self.module
-        if module is None:
-            module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
+        module = default_module(self.input_shape_) if self.module is None else self.module
         if not isinstance(module, nn.Module):
-            kwargs = {**self._module_defaults(module), **kwargs}
+            kwargs = {**module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
         self.module_ = self.initialized_instance(module, kwargs)
         return self
 
     # ------------------------------------------------------------------ training
 
-    def _get_param_names(self):
-        # skorch lists every attribute not ending in "_"; its private bookkeeping
-        # (``_params_to_validate``) is no parameter, and clone rebuilds it from the kwargs.
-        return [name for name in super()._get_param_names() if not name.startswith("_")]
-
     def fit(self, X, y):
         """Initialize the network and train it on ``(X, y)``.
+
+        With ``max_epochs=0`` the network is built for the data and left untrained, ready
+        for skorch's ``load_params``.
 
         Parameters
         ----------
@@ -523,10 +338,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> labels = np.array(["cat", "dog", "owl"])[y]
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> clf.fit(X, labels) is clf
@@ -534,14 +346,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         >>> clf.classes_.tolist(), clf.n_features_in_, len(clf.history)
         (['cat', 'dog', 'owl'], 4, 2)
         """
-        self._check_params()
-        X, y = self._validate_training_data(X, y, reset=True)
-        self._prepare_fit(X)
-        with self._training_context():
-            if not self.warm_start or not self.initialized_:
-                self.initialize()
-            self._fit_validated(X, y)
-        return self
+        return self._fit(X, y, first=True, initialize=not self.warm_start or not self.initialized_)
 
     def partial_fit(self, X, y, classes=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
@@ -561,9 +366,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         --------
         Two chunks of data, the first without class 2:
 
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> first = y != 2
         >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
         >>> clf = clf.partial_fit(X[first], y[first], classes=[0, 1, 2])
@@ -574,220 +377,34 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         >>> bool((clf.module_.net[1].weight != weights).any())
         True
         """
-        self._check_params()
         first = not (self.initialized_ and hasattr(self, "label_encoder_"))
+        return self._fit(X, y, first=first, initialize=first, classes=classes)
+
+    def _fit(self, X, y, *, first: bool, initialize: bool, classes=None):
+        """Validate, derive what training needs on a ``first`` fit, then train."""
+        self._check_params()
         X, y = self._validate_training_data(X, y, reset=first, classes=classes)
         if first:
             self._prepare_fit(X)
-        with self._training_context():
-            if first:
+        seed = self.seed_ if self.random_state is not None else None
+        with seeded_rng(seed, self.device_):
+            if initialize:
                 self.initialize()
-            self._fit_validated(X, y)
+            # The whole training set moves to the device once; batches are slices of it.
+            # A copy: the user's array may be read-only, and it is never written.
+            self._train(
+                torch.tensor(X, device=self.device_),
+                torch.tensor(y, dtype=torch.long, device=self.device_),
+            )
         return self
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         """Derive what the training needs from the validated data."""
-        self.device_ = _resolve_device(self.device)
+        self.device_ = resolve_device(self.device)
         if self.random_state is not None:
-            self.seed_ = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+            self.seed_ = draw_seed(self.random_state)
         self.input_min_ = torch.as_tensor(X.min(axis=0), device=self.device_)
         self.input_max_ = torch.as_tensor(X.max(axis=0), device=self.device_)
-
-    def _fit_validated(self, X: np.ndarray, y: np.ndarray) -> None:
-        # The whole training set moves to the device once; batches are slices of it.
-        # A copy: the user's array may be read-only, and it is never written.
-        X_t = torch.tensor(X, device=self.device_)
-        y_t = torch.tensor(y, dtype=torch.long, device=self.device_)
-        self.notify("on_train_begin", X=X_t, y=y_t)
-        try:
-            self.fit_loop(X_t, y_t)
-        except KeyboardInterrupt:
-            # Ctrl-C ends training early and leaves a usable estimator, as in skorch.
-            pass
-        self.notify("on_train_end", X=X_t, y=y_t)
-
-    def check_data(self, X, y=None) -> None:
-        """Nothing: skorch's check of the training data, which :meth:`fit` does itself.
-
-        The data are validated once, at the public boundary (:meth:`fit`, :meth:`partial_fit`
-        and the inference methods), as scikit-learn's estimators do; skorch's own check would
-        read ``y`` again.
-
-        Parameters
-        ----------
-        X, y : array-like
-            Ignored.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1)
-        >>> clf.check_data(X, y[:5]) is None  # accepts anything ...
-        True
-        >>> clf.fit(X, y[:5])  # ... because fit checks first
-        Traceback (most recent call last):
-        ...
-        ValueError: Found input variables with inconsistent numbers of samples: [40, 5]
-        """
-
-    def _ensure_training(self, training: bool) -> None:
-        # skorch sets the mode of every module on every batch, which walks all submodules; a
-        # mode changes only between phases (training, validation, inference), so set it then.
-        if self.module_.training != training:
-            self._set_training(training)
-
-    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-        """One pass of ``step_fn`` over ``iterator``, recording the losses in ``history``.
-
-        skorch's loop, with the batch length read directly from the tensor batches that
-        :class:`~ebmclassifier._data.TensorBatchIterator` yields rather than through skorch's
-        generic ``get_len``.
-
-        Parameters
-        ----------
-        iterator : iterable of (X, y) batches, or None
-            ``None`` skips the pass (no validation split).
-        training : bool
-            The mode the network is put in.
-        prefix : {"train", "valid"}
-            Prefix of the history keys: ``<prefix>_loss``, ``<prefix>_batch_size`` per batch
-            and ``<prefix>_batch_count`` for the epoch.
-        step_fn : callable
-            :meth:`train_step` or :meth:`validation_step`.
-        **fit_params
-            Passed to ``step_fn``.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        A validation pass over the training data, in batches of 16:
-
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from skorch.dataset import Dataset
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> data = Dataset(torch.tensor(X, dtype=torch.float32, device=clf.device_),
-        ...                torch.tensor(y, device=clf.device_))
-        >>> batches = clf.set_params(batch_size=16).get_iterator(data, training=False)
-        >>> clf.run_single_epoch(batches, False, prefix="valid", step_fn=clf.validation_step)
-        >>> clf.history[-1, "valid_batch_count"], clf.history[-1, "batches", :, "valid_batch_size"]
-        (3, [16, 16, 8])
-        """
-        if iterator is None:
-            return
-        self._set_training(training)
-        batch_count = 0
-        for batch in iterator:
-            self.notify("on_batch_begin", batch=batch, training=training)
-            step = step_fn(batch, **fit_params)
-            self.history.record_batch(prefix + "_loss", step["loss"].item())
-            Xi = batch[0] if isinstance(batch, (tuple, list)) else batch
-            batch_size = len(Xi) if isinstance(Xi, torch.Tensor) else get_len(Xi)
-            self.history.record_batch(prefix + "_batch_size", batch_size)
-            self.notify("on_batch_end", batch=batch, training=training, **step)
-            batch_count += 1
-        self.history.record(prefix + "_batch_count", batch_count)
-
-    def train_step_single(self, batch, **fit_params):
-        """Forward and backward pass on one training batch; the optimizer step comes after.
-
-        Calls :meth:`compute_loss` with ``training=True`` and back-propagates the loss; a
-        non-finite loss goes to :meth:`handle_divergence` before any weight changes.
-
-        Parameters
-        ----------
-        batch : tuple of (X, y) Tensors
-            On ``device_``; ``y`` holds encoded labels.
-        **fit_params
-            Unused.
-
-        Returns
-        -------
-        dict
-            ``"loss"``: the detached loss; ``"y_pred"``: the detached logits of shape
-            (n, n_classes).
-
-        Examples
-        --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> batch = (torch.tensor(X[:8], dtype=torch.float32, device=clf.device_),
-        ...          torch.tensor(y[:8], device=clf.device_))
-        >>> clf.optimizer_.zero_grad()
-        >>> step = clf.train_step_single(batch)
-        >>> sorted(step), tuple(step["y_pred"].shape)
-        (['loss', 'y_pred'], (8, 3))
-        >>> all(p.grad is not None for p in clf.module_.parameters())  # ready for the step
-        True
-        """
-        self._ensure_training(True)
-        Xi, yi = unpack_data(batch)
-        loss, logits = self.compute_loss(Xi, yi, training=True)
-        loss.backward()
-        # Checked after the backward pass and before the optimizer step, so the weights are
-        # still good: on a GPU reading the loss waits for the device, and here that wait no
-        # longer holds back the queueing of the backward kernels. ``math.isfinite`` of the
-        # float costs a microsecond, ``torch.isfinite`` a tensor and a kernel.
-        if not math.isfinite(loss.item()):
-            self.handle_divergence(loss)
-        return {"loss": loss.detach(), "y_pred": logits.detach()}
-
-    def validation_step(self, batch, **fit_params):
-        """The loss of one validation batch, in evaluation mode, without a backward pass.
-
-        Calls :meth:`compute_loss` with ``training=False``, under ``torch.enable_grad``: the
-        energy terms need input gradients also when validating.
-
-        Parameters
-        ----------
-        batch : tuple of (X, y) Tensors
-            On ``device_``; ``y`` holds encoded labels.
-        **fit_params
-            Unused.
-
-        Returns
-        -------
-        dict
-            ``"loss"``: the detached loss; ``"y_pred"``: the detached logits of shape
-            (n, n_classes).
-
-        Examples
-        --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> batch = (torch.tensor(X[:8], dtype=torch.float32, device=clf.device_),
-        ...          torch.tensor(y[:8], device=clf.device_))
-        >>> with torch.no_grad():  # the gradient-norm term is computed all the same
-        ...     step = clf.validation_step(batch)
-        >>> bool(torch.isfinite(step["loss"])), step["loss"].requires_grad, clf.module_.training
-        (True, False, False)
-        """
-        self._ensure_training(False)
-        Xi, yi = unpack_data(batch)
-        # The energy terms need input gradients, also when validating.
-        with torch.enable_grad():
-            loss, logits = self.compute_loss(Xi, yi, training=False)
-        return {"loss": loss.detach(), "y_pred": logits.detach()}
 
     # ------------------------------------------------------------------ inference
 
@@ -799,7 +416,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         """Validate ``X`` and apply ``fn`` batch by batch, so memory stays flat."""
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        self._set_training(False)
+        self._set_mode(False)
         size = max(1, self._inference_batch_size(len(X)))
         out = []
         for start in range(0, len(X), size):
@@ -816,8 +433,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
         """``fn(logits)`` batch by batch; also for the skorch ``Dataset`` that skorch's
         scoring callbacks pass, through ``forward`` (which they cache)."""
         if isinstance(X, torch.utils.data.Dataset):
-            with self._skorch_device():
-                return fn(self.forward(X)).numpy()
+            return fn(self.forward(X)).numpy()
         return self._map_batches(X, lambda xb: fn(self._logits(xb)))
 
     def predict_proba(self, X) -> np.ndarray:
@@ -834,10 +450,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> proba = clf.fit(X, y).predict_proba(X)
         >>> proba.shape, proba.dtype, np.allclose(proba.sum(axis=1), 1)
@@ -858,10 +471,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> log_proba = clf.fit(X, y).predict_log_proba(X)
         >>> bool((log_proba <= 0).all()), np.allclose(np.exp(log_proba), clf.predict_proba(X))
@@ -883,10 +493,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> labels = np.array(["cat", "dog", "owl"])[y]
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> predicted = clf.fit(X, labels).predict(X)
@@ -912,11 +519,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> energies = clf.fit(X, y).energy(X)
         >>> with torch.no_grad():
@@ -944,10 +547,7 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> clf = clf.fit(X, y)
         >>> clf.score_ood(X).shape  # NG-EBM's default: ood_method="approx_mass"
@@ -983,13 +583,34 @@ class EBMClassifierBase(OODDecisionMixin, NeuralNetClassifier):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> clf = clf.fit(X, y)
         >>> np.array_equal(clf.score_samples(X), -clf.score_ood(X))
         True
         """
         return -self.score_ood(X)
+
+    def input_range(self) -> tuple[float, float]:
+        """The smallest and the largest value of the training inputs, over every feature.
+
+        One box for all features (``(0.0, 1.0)`` for images in [0, 1]): the box an attack keeps
+        its inputs in (:func:`~ebmclassifier.metrics.adversarial_accuracy`).
+
+        Returns
+        -------
+        low, high : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> low, high = clf.fit(X, y).input_range()
+        >>> (low, high) == (float(X.astype(np.float32).min()), float(X.astype(np.float32).max()))
+        True
+        """
+        check_is_fitted(self)
+        return float(self.input_min_.min()), float(self.input_max_.max())

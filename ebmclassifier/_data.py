@@ -13,7 +13,7 @@ import torch
 from skorch.dataset import Dataset
 from torch.utils.data import DataLoader, Subset
 
-__all__ = ["TensorBatchIterator"]
+__all__ = ["ShuffledTensorBatchIterator", "TensorBatchIterator"]
 
 
 def _tensors_of(dataset) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None] | None:
@@ -90,3 +90,10 @@ class TensorBatchIterator:
         for start in range(0, stop, self.batch_size):
             idx = order[start : start + self.batch_size]
             yield X[idx], (y[idx] if y is not None else None)
+
+
+class ShuffledTensorBatchIterator(TensorBatchIterator):
+    """:class:`TensorBatchIterator` that shuffles by default (the training iterator)."""
+
+    def __init__(self, dataset, batch_size: int = 128, shuffle: bool = True, **kwargs) -> None:
+        super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)

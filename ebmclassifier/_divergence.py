@@ -2,20 +2,32 @@
 
 JEM's contrastive loss ``mean E(x_data) - mean E(x_sampled)`` is unbounded below: when the
 sampler falls behind the model, the energies of the samples run off, the loss heads to minus
-infinity and the weights follow. Two small tools: a health check on one training step, and a
-snapshot of everything that must be rolled back together (the module, the optimizer's moments,
-the replay buffer).
+infinity and the weights follow. The tools: a health check on one training step
+(:func:`diagnose_step`) and on a state worth keeping (:func:`state_is_healthy`), a snapshot of
+everything that must be rolled back together (the module, the optimizer's moments, the replay
+buffer), and :class:`RollbackPolicy`, which decides what to roll back to and how much to slow
+down after a divergence.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["Divergence", "diagnose_step", "parameters_finite", "Snapshot"]
+from .energy import energy
+
+__all__ = [
+    "Divergence",
+    "RollbackPolicy",
+    "Snapshot",
+    "diagnose_step",
+    "parameters_finite",
+    "state_is_healthy",
+]
 
 
 class Divergence(NamedTuple):
@@ -124,3 +136,159 @@ class Snapshot:
         for name, obj in objects.items():
             # a deep copy again, so the snapshot survives a second roll-back
             obj.load_state_dict(copy.deepcopy(self.states[name]))
+
+
+def state_is_healthy(
+    module: nn.Module, buffer: nn.Module, max_energy: float, probe: Tensor | None = None
+) -> bool:
+    """Whether the weights and the chains are worth a snapshot.
+
+    Each training step is checked before its optimizer update, so the update of the last step
+    was not: the weights are probed on chains of the buffer, on fresh starts (a roll-back
+    restarts every chain) and on ``probe`` (the last training batch) before they are trusted.
+
+    Parameters
+    ----------
+    module : nn.Module
+        Maps a batch to logits.
+    buffer : ReplayBuffer
+        The persistent chains, with their ``start`` distribution.
+    max_energy : float
+        Largest plausible ``|E(x)|``.
+    probe : Tensor of shape (n, ...) or None, default=None
+        More inputs to evaluate, e.g. the last training batch.
+
+    Returns
+    -------
+    bool
+        True when the parameters, the chains and every probed energy are finite and the
+        energies within ``max_energy``.
+    """
+    if not parameters_finite(module):
+        return False
+    if not bool(torch.isfinite(buffer.samples).all()):
+        return False
+    n = min(64, buffer.buffer_size)
+    probes = [buffer.draw(n, 0.0)[0], buffer.start.sample(n)]
+    if probe is not None:
+        probes.append(probe)
+    with torch.no_grad():
+        e = energy(module(torch.cat(probes)))
+    return bool(torch.isfinite(e).all()) and float(e.abs().max()) <= max_energy
+
+
+@dataclass
+class _Target:
+    """A snapshot to roll back to, and what its roll-backs have cost so far."""
+
+    snapshot: Snapshot
+    restores: int = 0
+    lr_halvings: int = 0  # applied to the learning rate after each restore
+
+
+class RollbackPolicy:
+    """JEM's answer to a diverged training step: roll back, restart the chains, slow down.
+
+    One policy serves one fit. It keeps the last ``kept`` snapshots of the module, the
+    optimizer and the replay buffer (taken at the start of the fit and after each healthy
+    epoch). :meth:`recover` restores the newest (an older one when the newest has failed
+    ``failures_before_older`` times in a row), restarts every chain, and halves the learning
+    rate, once more per roll-back, when the weights rather than the chains ran away after
+    training had moved on from the snapshot. The estimator halves the SGLD step and retries
+    the batch, up to ``max_retries`` times in a row.
+
+    Parameters
+    ----------
+    max_retries : int, default=30
+        Roll-backs in a row on one batch before giving up: each halves the SGLD step, so 30
+        cover a step 1e9 times too large.
+    kept : int, default=3
+        Snapshots kept.
+    failures_before_older : int, default=3
+        Failures in a row after which the newest snapshot is dropped for an older one.
+
+    Attributes
+    ----------
+    recoveries : int
+        Roll-backs done in this fit.
+    probe : Tensor or None
+        The batch of the last healthy step, for :func:`state_is_healthy`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from ebmclassifier.sampling import ReplayBuffer, UniformStart
+    >>> module = torch.nn.Linear(2, 3)
+    >>> optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    >>> buffer = ReplayBuffer(UniformStart(torch.zeros(2), torch.ones(2)), buffer_size=4)
+    >>> policy = RollbackPolicy()
+    >>> policy.take_snapshot(module=module, optimizer=optimizer, buffer=buffer)
+    >>> with torch.no_grad():
+    ...     _ = module.weight.fill_(float("nan"))
+    >>> policy.note(Divergence("non-finite energy of the data", "model"))
+    >>> policy.step_done()  # the step's divergence, handed over once
+    Divergence(reason='non-finite energy of the data', culprit='model')
+    >>> policy.recover(Divergence("non-finite energy of the data", "model"),
+    ...                module=module, optimizer=optimizer, buffer=buffer)
+    >>> bool(torch.isfinite(module.weight).all()), policy.recoveries
+    (True, 1)
+    """
+
+    def __init__(self, max_retries: int = 30, kept: int = 3, failures_before_older: int = 3):
+        self.max_retries = max_retries
+        self.kept = kept
+        self.failures_before_older = failures_before_older
+        self.recoveries = 0
+        self.probe: Tensor | None = None
+        self._targets: list[_Target] = []
+        self._pending: Divergence | None = None
+        self._steps_since_restore = 0
+        self._failures_in_a_row = 0
+
+    def take_snapshot(self, *, module: nn.Module, optimizer, buffer: nn.Module) -> None:
+        """Keep the current state as the newest roll-back target."""
+        snapshot = Snapshot(module=module, optimizer=optimizer, buffer=buffer)
+        self._targets = self._targets[-(self.kept - 1) :] + [_Target(snapshot)]
+        self._steps_since_restore = 0
+        self._failures_in_a_row = 0
+
+    def note(self, divergence: Divergence | None, probe: Tensor | None = None) -> None:
+        """Record how the step went: diverged (the first reason counts), or healthy."""
+        if divergence is None:
+            if probe is not None:
+                self.probe = probe.detach()
+        elif self._pending is None:
+            self._pending = divergence
+
+    def step_done(self) -> Divergence | None:
+        """End of a step: its divergence, if it had one (else the step counts as good)."""
+        divergence, self._pending = self._pending, None
+        if divergence is None:
+            self._steps_since_restore += 1
+            self._failures_in_a_row = 0
+        return divergence
+
+    def recover(self, divergence: Divergence, *, module, optimizer, buffer) -> None:
+        """Roll back to a snapshot, restart every chain, and set the learning rate."""
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row % self.failures_before_older == 0 and len(self._targets) > 1:
+            # The newest snapshot fails at once, again and again: it is itself bad.
+            self._targets.pop()
+        target = self._targets[-1]
+        target.snapshot.restore(module=module, optimizer=optimizer, buffer=buffer)
+        buffer.reinitialize()
+        # With no optimizer step since the last roll-back the weights were good: the sampler
+        # alone ran away. Otherwise, when the model's energies broke or training ran away
+        # from this snapshot before, the learning rate must come down too. Restoring the
+        # optimizer reset its lr to the snapshot's, so every halving since is applied.
+        target.restores += 1
+        if self._steps_since_restore and (divergence.culprit == "model" or target.restores > 1):
+            target.lr_halvings += 1
+        self._steps_since_restore = 0
+        for group in optimizer.param_groups:
+            group["lr"] *= 0.5**target.lr_halvings
+        self.recoveries += 1
+
+    def end_fit(self) -> None:
+        """Drop the snapshots and the probe: a copy of the weights is not worth pickling."""
+        self._targets, self.probe, self._pending = [], None, None

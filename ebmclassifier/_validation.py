@@ -1,29 +1,82 @@
-"""One small helper to check constructor parameters and report every problem at once."""
+"""Validation at the public boundary: parameters, and the data of the estimators.
+
+One checker family for the whole package. :class:`ParamChecker` collects every problem with
+the parameters of an estimator (``ParamChecker(estimator)``) or of a function
+(``ParamChecker.of({"n_steps": n_steps}, owner="sgld")``) and raises them together, in
+scikit-learn's wording; the error is an :class:`InvalidParameterError`, both a ``ValueError``
+and a ``TypeError``, as scikit-learn's is. :func:`check_X` and :func:`check_training_data`
+validate the input of the estimators once, with scikit-learn's own ``validate_data``, so the
+inner code trusts its types.
+"""
 
 from __future__ import annotations
 
 from numbers import Integral, Real
 
-__all__ = ["ParamChecker"]
+import numpy as np
+import torch
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+__all__ = ["InvalidParameterError", "ParamChecker", "check_X", "check_training_data"]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter has a bad type or value (a ``ValueError`` and a ``TypeError``)."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and value == value
 
 
 class ParamChecker:
     """Collect messages about bad parameters, then raise them together.
 
     Messages follow scikit-learn's template: "The 'beta' parameter of NGEBMClassifier must be
-    a float in the range [0, 1]. Got -0.1 instead."
+    a float in the range [0, 1]. Got -0.1 instead." Without an owner (a function's own
+    arguments): "n_steps must be an int >= 0. Got -1 instead."
+
+    Parameters
+    ----------
+    estimator : object
+        Whose attributes are checked; its class names the owner.
     """
 
     def __init__(self, estimator) -> None:
         self.owner = type(estimator).__name__
+        self.values = None
         self.estimator = estimator
         self.messages: list[str] = []
 
-    def _fail(self, name: str, expected: str) -> None:
-        value = getattr(self.estimator, name)
-        self.messages.append(
-            f"The {name!r} parameter of {self.owner} must be {expected}. Got {value!r} instead."
-        )
+    @classmethod
+    def of(cls, values: dict, owner: str | None = None) -> ParamChecker:
+        """A checker of plain values, e.g. a function's arguments, by name."""
+        checker = cls(None)
+        checker.owner, checker.values = owner, dict(values)
+        return checker
+
+    def _value(self, name: str):
+        if self.values is not None:
+            return self.values[name]
+        return getattr(self.estimator, name)
+
+    def _subject(self, name: str) -> str:
+        if self.owner is None:
+            return name
+        return f"The {name!r} parameter of {self.owner}"
+
+    def satisfies(self, name: str, ok: bool, expected: str) -> None:
+        """Record that ``name`` must be ``expected`` unless ``ok`` (any constraint of one's own)."""
+        if not ok:
+            value = self._value(name)
+            self.messages.append(
+                f"{self._subject(name)} must be {expected}. Got {value!r} instead."
+            )
 
     def real(
         self,
@@ -33,42 +86,133 @@ class ParamChecker:
         *,
         allow_none: bool = False,
         low_open: bool = False,
+        finite: bool = False,
     ) -> None:
-        """Check a real number in [low, high] (``(low, high]`` if ``low_open``)."""
-        value = getattr(self.estimator, name)
+        """Check a real number in [low, high] (``(low, high]`` if ``low_open``), not NaN."""
+        value = self._value(name)
         if value is None and allow_none:
             return
-        ok = isinstance(value, Real) and not isinstance(value, bool) and value == value
+        ok = _is_real(value) and not (finite and abs(value) == float("inf"))
         if ok and low is not None:
             ok = value > low if low_open else value >= low
         if ok and high is not None:
             ok = value <= high
-        if not ok:
-            left = "(" if low_open else "["
-            lo = "-inf" if low is None else low
-            hi = "inf" if high is None else high
-            what = f"a float in the range {left}{lo}, {hi}]"
-            self._fail(name, what + (" or None" if allow_none else ""))
+        left = "(" if low_open else "["
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        what = f"a {'finite ' if finite else ''}float in the range {left}{lo}, {hi}]"
+        self.satisfies(name, ok, what + (" or None" if allow_none else ""))
 
     def integer(self, name: str, low: int | None = None, *, allow_none: bool = False) -> None:
-        """Check an integer >= low."""
-        value = getattr(self.estimator, name)
+        """Check an integer >= low (not a bool)."""
+        value = self._value(name)
         if value is None and allow_none:
             return
-        if not (isinstance(value, Integral) and not isinstance(value, bool)) or (
-            low is not None and value < low
-        ):
-            self._fail(name, f"an int >= {low}" + (" or None" if allow_none else ""))
+        ok = _is_int(value) and (low is None or value >= low)
+        what = "an int" if low is None else f"an int >= {low}"
+        self.satisfies(name, ok, what + (" or None" if allow_none else ""))
 
     def choice(self, name: str, options: tuple) -> None:
         """Check membership in a set of options."""
-        if getattr(self.estimator, name) not in options:
-            self._fail(name, "one of " + ", ".join(repr(o) for o in options))
+        ok = self._value(name) in options
+        self.satisfies(name, ok, "one of " + ", ".join(repr(o) for o in options))
 
     def add(self, message: str) -> None:
         """Add a message of one's own (for constraints between parameters)."""
         self.messages.append(message)
 
     def raise_if_any(self) -> None:
+        """Raise an :class:`InvalidParameterError` with every message, if there is any."""
         if self.messages:
-            raise ValueError("\n".join(self.messages))
+            raise InvalidParameterError("\n".join(self.messages))
+
+
+def _as_numpy(X):
+    """Torch tensors go through numpy so that scikit-learn's validation sees every input."""
+    if isinstance(X, torch.Tensor):
+        return X.detach().cpu().numpy()
+    return X
+
+
+def _check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
+    """Remember the sample shape in fit; afterwards, insist on it."""
+    if reset:
+        estimator.input_shape_ = tuple(X.shape[1:])
+    elif tuple(X.shape[1:]) != estimator.input_shape_:
+        raise ValueError(
+            f"X has samples of shape {tuple(X.shape[1:])}, but {type(estimator).__name__} was "
+            f"fitted on samples of shape {estimator.input_shape_}."
+        )
+
+
+def check_X(estimator, X, *, reset: bool) -> np.ndarray:
+    """Validate input samples with scikit-learn's ``validate_data``, as float32.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        ``reset=True`` records ``n_features_in_`` (and ``feature_names_in_``) and
+        ``input_shape_`` on it; otherwise ``X`` must match them.
+    X : array-like of shape (n_samples, ...)
+        numpy, pandas or torch; NaN, inf, empty or non-numeric input is refused.
+    reset : bool
+
+    Returns
+    -------
+    ndarray of float32, of shape (n_samples, *input_shape)
+    """
+    X = validate_data(
+        estimator,
+        _as_numpy(X),
+        reset=reset,
+        dtype=np.float32,
+        allow_nd=True,
+        ensure_min_features=1,
+    )
+    _check_sample_shape(estimator, X, reset=reset)
+    return X
+
+
+def check_training_data(estimator, X, y, *, reset: bool, classes=None):
+    """Validate ``(X, y)`` for training and encode the labels.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        ``reset=True`` fits its ``label_encoder_`` (to ``classes`` when given).
+    X : array-like of shape (n_samples, ...)
+    y : array-like of shape (n_samples,)
+        Class labels of any hashable type, at least two classes when ``reset``.
+    reset : bool
+    classes : array-like or None, default=None
+        Every class, for a first ``partial_fit`` whose ``y`` lacks some.
+
+    Returns
+    -------
+    X : ndarray of float32, of shape (n_samples, *input_shape)
+    y : ndarray of shape (n_samples,)
+        Encoded labels in ``0..n_classes-1``.
+    """
+    name = type(estimator).__name__
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    X, y = validate_data(
+        estimator, _as_numpy(X), _as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
+    )
+    check_classification_targets(y)
+    _check_sample_shape(estimator, X, reset=reset)
+    if reset:
+        encoder = LabelEncoder().fit(y if classes is None else np.asarray(classes))
+        if len(encoder.classes_) < 2:
+            raise ValueError(
+                f"{name} needs samples of at least 2 classes in the data, but the data contain "
+                f"only one class: {encoder.classes_.tolist()[0]!r}."
+            )
+        estimator.label_encoder_ = encoder
+    unseen = np.setdiff1d(np.unique(y), estimator.label_encoder_.classes_)
+    if len(unseen):
+        raise ValueError(
+            f"y contains labels {unseen.tolist()!r} that were not seen when the estimator "
+            "was first fitted; pass every class to the first partial_fit with classes=..."
+        )
+    return X, estimator.label_encoder_.transform(y)

@@ -1,18 +1,22 @@
 """Projected gradient descent (PGD) attacks on a logit module, as plain tensor functions.
 
-The estimator-level wrapper, :func:`ebmclassifier.metrics.adversarial_accuracy`, validates user
-input and loops over batches and epsilons; this module only knows tensors and ``nn.Module``.
+:func:`pgd_attack` attacks one batch; :func:`robust_accuracy` loops over batches and radii.
+The estimator-level adapter, :func:`ebmclassifier.metrics.adversarial_accuracy`, validates user
+input and hands the estimator's network to :func:`robust_accuracy`; this module only knows
+tensors and ``nn.Module``.
 """
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["NORMS", "pgd_attack"]
+__all__ = ["NORMS", "pgd_attack", "robust_accuracy"]
 
 #: The threat models, by name: the L-infinity ball (per coordinate) and the L2 ball.
 NORMS = ("linf", "l2")
@@ -192,3 +196,73 @@ def pgd_attack(
     finally:
         module.train(was_training)
     return (x + delta).detach()
+
+
+def robust_accuracy(
+    module: nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    epsilons: Sequence[float],
+    *,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    batch_size: int = 256,
+    **attack,
+) -> np.ndarray:
+    """Accuracy of ``module`` under :func:`pgd_attack`, for each radius in ``epsilons``.
+
+    Each batch of ``batch_size`` samples is attacked, for each radius, from a random start
+    drawn by a generator seeded with ``seed`` (so every radius starts from the same draws, up
+    to scale); the last iterate counts as robust when ``module`` still predicts the label.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Inputs -> logits, on ``device``. Put in eval mode during the attack, its mode restored.
+    X : ndarray of float32, shape (n, ...)
+        Clean inputs.
+    y : ndarray of int64, shape (n,)
+        Labels 0..n_classes-1.
+    epsilons : sequence of float
+        Radii (>= 0); ``0`` gives the clean accuracy.
+    device : torch.device or str, default="cpu"
+        Where the batches go.
+    seed : int, default=0
+        Seeds the random starts.
+    batch_size : int, default=256
+    **attack
+        ``norm``, ``steps``, ``step_size``, ``random_start``, ``input_min``, ``input_max``: as
+        :func:`pgd_attack` takes them.
+
+    Returns
+    -------
+    accuracies : ndarray of shape (len(epsilons),)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> module = torch.nn.Linear(2, 2, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = module.weight.copy_(torch.eye(2))  # predicts the larger coordinate
+    >>> X = np.array([[1.0, 0.0], [0.0, 0.2]], dtype=np.float32)
+    >>> robust_accuracy(module, X, np.array([0, 1]), [0.0, 0.05, 0.6], steps=5)
+    array([1., 1., 0.])
+    """
+    was_training = module.training
+    module.eval()
+    accuracies = []
+    try:
+        for eps in epsilons:
+            generator = torch.Generator().manual_seed(seed)
+            n_correct = 0
+            for start in range(0, X.shape[0], batch_size):
+                xb = torch.from_numpy(X[start : start + batch_size]).to(device)
+                yb = torch.from_numpy(y[start : start + batch_size]).to(device)
+                x_adv = pgd_attack(module, xb, yb, float(eps), generator=generator, **attack)
+                with torch.no_grad():
+                    n_correct += int((module(x_adv).argmax(dim=1) == yb).sum())
+            accuracies.append(n_correct / X.shape[0])
+    finally:
+        module.train(was_training)
+    return np.asarray(accuracies)

@@ -197,13 +197,13 @@ class DataParallelMixin:
                 f"different data (n_samples, sum, sum of squares per process: {rows!r})."
             )
 
-    def _fit_validated(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _train(self, X: torch.Tensor, y: torch.Tensor) -> None:
         device_ids = [self.device_.index or 0] if self.device_.type == "cuda" else None
         # DDP broadcasts rank 0's parameters, so all processes start from the same weights.
         wrapped = DistributedDataParallel(self.module_, device_ids=device_ids)
         self.module_ = wrapped
         try:
-            super()._fit_validated(X, y)
+            super()._train(X, y)
         finally:
             # The fitted estimator holds the plain network: it pickles and predicts alone.
             self.module_ = wrapped.module
@@ -216,46 +216,6 @@ class DataParallelMixin:
 
         The validation and inference iterators are never sharded: every process evaluates
         the whole validation set.
-
-        Parameters
-        ----------
-        dataset : skorch Dataset
-            The data to iterate over.
-        training : bool, default=False
-            Whether the batches are for training (``iterator_train``, sharded during a
-            data-parallel fit) or for evaluation (``iterator_valid``).
-
-        Returns
-        -------
-        iterable of (X, y) batches
-            A :class:`ShardedBatches` over the estimator's iterator when training
-            data-parallel, else the estimator's iterator.
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> import torch
-        >>> import torch.distributed as dist
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier.distributed import DataParallelNGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> from skorch.dataset import Dataset
-        >>> from torch.nn.parallel import DistributedDataParallel
-        >>> data = Dataset(torch.tensor(X, dtype=torch.float32), torch.tensor(y))
-        >>> clf = DataParallelNGEBMClassifier(max_epochs=1, device="cpu", random_state=0)
-        >>> with tempfile.TemporaryDirectory() as folder:  # a process group of one
-        ...     dist.init_process_group("gloo", init_method=Path(folder, "store").as_uri(),
-        ...                             rank=0, world_size=1)
-        ...     try:
-        ...         clf = clf.fit(X, y)
-        ...         plain = type(clf.get_iterator(data, training=True)).__name__
-        ...         clf.module_ = DistributedDataParallel(clf.module_)  # as during fit
-        ...         kinds = [type(clf.get_iterator(data, training=t)).__name__ for t in (1, 0)]
-        ...     finally:
-        ...         dist.destroy_process_group()
-        >>> plain, kinds
-        ('ShuffledTensorBatchIterator', ['ShardedBatches', 'TensorBatchIterator'])
         """
         iterator = super().get_iterator(dataset, training=training)
         if training and self._data_parallel():
@@ -292,11 +252,7 @@ class DataParallelMixin:
 
         >>> import tempfile
         >>> from pathlib import Path
-        >>> import torch
         >>> import torch.distributed as dist
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier.distributed import DataParallelNGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> from torch.nn.parallel import DistributedDataParallel
         >>> Xt, yt = torch.tensor(X[:8], dtype=torch.float32), torch.tensor(y[:8])
         >>> clf = DataParallelNGEBMClassifier(max_epochs=1, device="cpu", random_state=0)
@@ -331,48 +287,7 @@ class DataParallelMixin:
         return weighted + (global_loss - weighted).detach(), logits
 
     def on_batch_end(self, net, batch=None, training=None, **kwargs) -> None:
-        """Record the global batch's size, not the shard's, in data-parallel training.
-
-        skorch weighs the batch losses by the recorded batch sizes when it averages them over
-        an epoch; with the shard sizes, the processes would disagree on the epoch's loss (and
-        callbacks such as ``EarlyStopping`` on when to stop).
-
-        Parameters
-        ----------
-        net : DataParallelMixin
-            The estimator itself (skorch passes the net to its callbacks).
-        batch : tuple of (X, y) Tensors, optional
-            The batch (this process's shard in training).
-        training : bool, optional
-            Whether it was a training batch.
-        **kwargs
-            What the step returned (``loss``, ``y_pred``).
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> import torch
-        >>> import torch.distributed as dist
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier.distributed import DataParallelNGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = DataParallelNGEBMClassifier(max_epochs=1, batch_size=16, device="cpu",
-        ...                                   random_state=0)
-        >>> with tempfile.TemporaryDirectory() as folder:  # a process group of one
-        ...     dist.init_process_group("gloo", init_method=Path(folder, "store").as_uri(),
-        ...                             rank=0, world_size=1)
-        ...     try:
-        ...         clf = clf.fit(X, y)
-        ...     finally:
-        ...         dist.destroy_process_group()
-        >>> clf.history[-1, "batches", :, "train_batch_size"]  # 40 samples in batches of 16
-        [16, 16, 8]
-        """
+        """Record the global batch's size, not the shard's, in data-parallel training."""
         super().on_batch_end(net, batch=batch, training=training, **kwargs)
         if training and self._data_parallel():
             # skorch weighs the batch losses by the batch sizes when it averages them over an
@@ -385,46 +300,6 @@ class DataParallelMixin:
 
         Every process evaluates the whole validation set, so the validation losses agree
         without communication; ``no_sync`` keeps DDP from expecting a backward pass.
-
-        Parameters
-        ----------
-        batch : tuple of (X, y) Tensors
-            A validation batch, on ``device_``.
-        **fit_params
-            Passed to the estimator's ``validation_step``.
-
-        Returns
-        -------
-        dict
-            ``"loss"`` and ``"y_pred"`` (the logits), detached.
-
-        Examples
-        --------
-        A data-parallel fit with a validation split has the validation losses of the
-        single-process fit:
-
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> import torch
-        >>> import torch.distributed as dist
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier.distributed import DataParallelNGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> import numpy as np
-        >>> from skorch.dataset import ValidSplit
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> options = dict(max_epochs=2, train_split=ValidSplit(4), device="cpu", random_state=0)
-        >>> clf = DataParallelNGEBMClassifier(**options)
-        >>> with tempfile.TemporaryDirectory() as folder:  # a process group of one
-        ...     dist.init_process_group("gloo", init_method=Path(folder, "store").as_uri(),
-        ...                             rank=0, world_size=1)
-        ...     try:
-        ...         clf = clf.fit(X, y)
-        ...     finally:
-        ...         dist.destroy_process_group()
-        >>> single = NGEBMClassifier(**options).fit(X, y)
-        >>> np.allclose(clf.history[:, "valid_loss"], single.history[:, "valid_loss"])
-        True
         """
         sync = self.module_.no_sync() if self._data_parallel() else nullcontext()
         with sync:

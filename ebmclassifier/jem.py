@@ -6,37 +6,30 @@ import warnings
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import EBMClassifierBase
-from ._divergence import Divergence, Snapshot, diagnose_step, parameters_finite
+from ._divergence import (
+    Divergence,
+    RollbackPolicy,
+    diagnose_step,
+    parameters_finite,
+    state_is_healthy,
+)
 from ._validation import ParamChecker
 from .energy import energy
 from .exceptions import DivergenceError
+from .losses import jem_loss
 from .sampling import (
     GaussianStart,
     ReplayBuffer,
+    UniformStart,
     informative_start,
     proximal_sgld,
     sgld,
-    uniform_start,
 )
 
 __all__ = ["JEMClassifier"]
-
-# Roll-backs in a row on one batch before "recover" gives up: each halves the SGLD step, so 30
-# cover a step 1e9 times too large.
-_MAX_RETRIES = 30
-# Snapshots kept, and failures in a row after which the newest is dropped for an older one.
-_KEPT_SNAPSHOTS = 3
-_FAILURES_BEFORE_OLDER = 3
-
-
-class _Diverged(Exception):
-    """Internal signal from ``compute_loss`` to ``train_step``: this step diverged."""
-
-    def __init__(self, divergence: Divergence) -> None:
-        super().__init__(divergence.reason)
-        self.divergence = divergence
 
 
 class JEMClassifier(EBMClassifierBase):
@@ -205,77 +198,24 @@ random_state, verbose, **kwargs
         With ``buffer_init="uniform"`` the buffer holds ``buffer_size`` chains of uniform noise
         over the input range. The informative start needs the labels, which
         :meth:`on_train_begin` receives: until then the buffer is a one-chain placeholder.
-
-        Returns
-        -------
-        self
-            The estimator, with new ``module_`` and ``replay_buffer_``, ``sgld_step_size_``
-            back at ``sgld_step_size`` and ``n_divergences_`` at 0.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = JEMClassifier(buffer_init="uniform", max_epochs=1, sgld_steps=5,
-        ...                     buffer_size=50, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> clf.initialize_module() is clf
-        True
-        >>> tuple(clf.replay_buffer_.samples.shape), clf.sgld_step_size_, clf.n_divergences_
-        ((50, 4), 1.0, 0)
-        >>> low, high = clf.input_min_, clf.input_max_  # the chains start in the input range
-        >>> bool(((clf.replay_buffer_.samples >= low) & (clf.replay_buffer_.samples <= high)).all())
-        True
         """
         super().initialize_module()
         # An informative start needs y: on_train_begin fits it and replaces this one-chain
         # placeholder, which saves building a uniform buffer only to throw it away.
         size = 1 if self.buffer_init == "informative" else self.buffer_size
-        start = uniform_start(self.input_min_, self.input_max_)
+        start = UniformStart(self.input_min_, self.input_max_)
         self.replay_buffer_ = ReplayBuffer(start, size).to(self.device_)
         self.sgld_step_size_ = float(self.sgld_step_size)
         self.n_divergences_ = 0
         return self
 
     def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
-        """Fit the informative start to the training data, and take the first snapshot.
+        """Fit the informative start to the training data; start the fit's roll-back policy.
 
-        Called by :meth:`fit` and :meth:`partial_fit` before the first epoch. With
-        ``buffer_init="informative"``, the placeholder buffer of :meth:`initialize_module` is
-        replaced by ``buffer_size`` chains drawn from class-conditional Gaussians fitted to
-        ``(X, y)`` (a buffer that already has that start, in :meth:`partial_fit`, is kept).
-        Divergences roll back to the snapshot, never to a previous fit's.
-
-        Parameters
-        ----------
-        net : JEMClassifier
-            The estimator itself (skorch passes the net to its callbacks).
-        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
-            The training inputs.
-        y : Tensor of shape (n,)
-            The encoded labels, in ``0..n_classes-1``.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
-        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
-        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
-        >>> _ = clf.initialize_module()  # a fresh network and a one-chain placeholder
-        >>> tuple(clf.replay_buffer_.samples.shape)
-        (1, 4)
-        >>> clf.on_train_begin(clf, X=Xt, y=yt)
-        >>> type(clf.replay_buffer_.start).__name__, tuple(clf.replay_buffer_.samples.shape)
-        ('GaussianStart', (50, 4))
+        With ``buffer_init="informative"`` the placeholder buffer of :meth:`initialize_module`
+        is replaced by chains drawn from class-conditional Gaussians fitted to ``(X, y)`` (a
+        buffer that already has that start, in :meth:`partial_fit`, is kept). Divergences roll
+        back to this fit's snapshots, never to a previous fit's.
         """
         super().on_train_begin(net, X=X, y=y, **kwargs)
         if self.buffer_init == "informative" and not isinstance(
@@ -289,9 +229,8 @@ random_state, verbose, **kwargs
                 rank=self.informative_rank,
             )
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
-        self._snapshots = []  # never roll back into a previous fit
+        self._rollback_ = RollbackPolicy()
         self._take_snapshot()
-        self._recoveries_this_fit = 0
 
     # ------------------------------------------------------------------ the loss
 
@@ -326,8 +265,10 @@ random_state, verbose, **kwargs
 
         In training, ``len(X)`` chains are drawn from the replay buffer, moved by
         ``sgld_steps`` steps of the sampler, and written back; the step is checked for
-        divergence before the buffer is updated. Validation (``training=False``) and
-        ``px_weight=0`` compute the cross-entropy alone.
+        divergence before the buffer is updated, and a diverged step returns its loss
+        without a graph (no gradient, so the optimizer leaves the weights alone) for
+        :meth:`train_step` to roll back. Validation (``training=False``) and ``px_weight=0``
+        compute the cross-entropy alone (:func:`~ebmclassifier.losses.jem_loss`).
 
         Parameters
         ----------
@@ -344,10 +285,7 @@ random_state, verbose, **kwargs
 
         Examples
         --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
         ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
         >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
@@ -364,24 +302,26 @@ random_state, verbose, **kwargs
             logits = self.module_(X)
             loss = self.cross_entropy(logits, y)
             if training and not torch.isfinite(loss):
-                raise _Diverged(Divergence("non-finite loss", "model"))
+                return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
             return loss, logits
         x0, indices = self.replay_buffer_.draw(len(X), self.reinit_freq)
         samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
-        # data and samples in one forward pass: one large batch is cheaper than two
-        logits_all = self.module_(torch.cat([X, samples]))
-        logits = logits_all[: len(X)]
-        energies = energy(logits_all)
-        e_data, e_samples = energies[: len(X)], energies[len(X) :]
-        loss = self.cross_entropy(logits, y) + self.px_weight * (e_data.mean() - e_samples.mean())
+        loss, logits, e_data, e_samples = jem_loss(
+            self.module_, X, y, samples, px_weight=self.px_weight, criterion=self.cross_entropy
+        )
         divergence = diagnose_step(
             loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
         )
         if divergence is not None:
-            raise _Diverged(divergence)
+            return self._diverged(divergence, loss, logits)
         self.replay_buffer_.update(indices, samples)
-        self._probe = X.detach()  # for the health check before the next snapshot
+        self._rollback_.note(None, probe=X)  # for the health check before the next snapshot
         return loss, logits
+
+    def _diverged(self, divergence: Divergence, loss, logits):
+        """Tell the policy, and return the loss without a graph: no gradient, no update."""
+        self._rollback_.note(divergence)
+        return loss.detach(), logits.detach()
 
     # ------------------------------------------------------------------ divergence policy
 
@@ -390,8 +330,8 @@ random_state, verbose, **kwargs
 
         :meth:`compute_loss` checks every step first; this only catches a non-finite loss
         that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
-        once, as the other estimators do, it raises an internal signal that
-        :meth:`train_step` turns into a roll-back (``"recover"``) or the error (``"raise"``).
+        once, as the other estimators do, it notes the divergence, which :meth:`train_step`
+        turns into a roll-back (``"recover"``) or the error (``"raise"``) once the step is over.
 
         Parameters
         ----------
@@ -401,103 +341,45 @@ random_state, verbose, **kwargs
         Returns
         -------
         None
-            It does not return.
 
         Examples
         --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
         ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
-        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
-        >>> try:
-        ...     clf.handle_divergence(torch.tensor(float("nan")))
-        ... except Exception as signal:  # caught by train_step; a user never sees it
-        ...     print(signal)
-        non-finite loss
+        >>> clf.handle_divergence(torch.tensor(float("nan"))) is None  # noted, not raised
+        True
         """
-        # compute_loss checks first; this only catches a non-finite loss that slipped past it
-        raise _Diverged(Divergence("non-finite loss", "model"))
+        self._rollback_.note(Divergence("non-finite loss", "model"))
+
+    def _rollback_objects(self) -> dict:
+        return {"module": self.module_, "optimizer": self.optimizer_, "buffer": self.replay_buffer_}
 
     def _take_snapshot(self) -> None:
-        snapshot = Snapshot(
-            module=self.module_, optimizer=self.optimizer_, buffer=self.replay_buffer_
-        )
-        snapshot.lr_halvings = 0  # applied after each restore of this snapshot
-        snapshot.restores = 0
-        # the last few: when the newest keeps failing, an older one is tried
-        self._snapshots = (getattr(self, "_snapshots", None) or [])[-(_KEPT_SNAPSHOTS - 1) :]
-        self._snapshots.append(snapshot)
-        self._steps_since_restore = 0
-        self._failures_in_a_row = 0
+        self._rollback_.take_snapshot(**self._rollback_objects())
 
     def train_step(self, batch, **fit_params):
-        """One optimizer step on ``batch``, rolled back and retried when it diverges.
+        """skorch's optimizer step on ``batch``, rolled back and retried when it diverges.
 
-        skorch's step (:meth:`train_step_single` and the optimizer) inside the divergence
-        policy: with ``on_divergence="recover"`` a diverged step restores the last snapshot,
-        halves the SGLD step (and the learning rate when the weights ran away) and is retried,
-        up to 30 times in a row; with ``"raise"`` it raises at once.
-
-        Parameters
-        ----------
-        batch : tuple of (X, y) Tensors
-            On ``device_``; ``y`` holds encoded labels.
-        **fit_params
-            Passed to skorch's ``train_step``.
-
-        Returns
-        -------
-        dict
-            ``"loss"`` and ``"y_pred"`` (the logits), detached.
-
-        Raises
-        ------
-        DivergenceError
-            With ``on_divergence="raise"``, or after 30 roll-backs in a row.
-
-        Examples
-        --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
-        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
-        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
-        >>> before = [p.detach().clone() for p in clf.module_.parameters()]
-        >>> step = clf.train_step((Xt, yt))
-        >>> changed = [not torch.equal(a, b) for a, b in zip(before, clf.module_.parameters())]
-        >>> sorted(step), any(changed)  # the optimizer stepped
-        (['loss', 'y_pred'], True)
-        >>> from ebmclassifier import DivergenceError
-        >>> clf = clf.set_params(on_divergence="raise")
-        >>> try:
-        ...     clf.train_step((Xt * float("nan"), yt))  # a batch that breaks the energies
-        ... except DivergenceError as err:
-        ...     print(err)
-        JEMClassifier diverged in epoch 1, batch 1: non-finite energy of the data. Lower ...
+        With ``on_divergence="recover"`` a diverged step restores the last snapshot, halves
+        the SGLD step (and the learning rate when the weights ran away) and is retried, up to
+        30 times in a row; with ``"raise"`` it raises :class:`~ebmclassifier.DivergenceError`.
         """
-        for _ in range(_MAX_RETRIES):
-            try:
-                step = super().train_step(batch, **fit_params)
-                self._steps_since_restore += 1
-                self._failures_in_a_row = 0
+        for _ in range(self._rollback_.max_retries):
+            step = super().train_step(batch, **fit_params)
+            divergence = self._rollback_.step_done()
+            if divergence is None:
                 return step
-            except _Diverged as event:
-                self._handle_divergence(event.divergence)
+            self._handle_divergence(divergence)
         raise DivergenceError(
-            f"{type(self).__name__} kept diverging after {_MAX_RETRIES} roll-backs in a row in "
-            f"epoch {len(self.history)}, each with a halved SGLD step (now "
-            f"{self.sgld_step_size_:g}). Check the input for extreme values, lower lr, or use "
-            "sampler='proximal' and buffer_init='informative'."
+            f"{type(self).__name__} kept diverging after {self._rollback_.max_retries} "
+            f"roll-backs in a row in epoch {len(self.history)}, each with a halved SGLD step "
+            f"(now {self.sgld_step_size_:g}). Check the input for extreme values, lower lr, or "
+            "use sampler='proximal' and buffer_init='informative'."
         )
 
     def _handle_divergence(self, divergence: Divergence) -> None:
+        """Raise, or roll back, halve the SGLD step and record the event in ``history``."""
         epoch, batch = len(self.history), len(self.history[-1]["batches"])
         if self.on_divergence == "raise":
             raise DivergenceError(
@@ -506,160 +388,42 @@ random_state, verbose, **kwargs
                 f"(now {self.lr!r}), try sampler='proximal' or buffer_init='informative', or pass "
                 "on_divergence='recover' to roll back and continue automatically."
             )
-        optimizer = self.optimizer_
-        self._failures_in_a_row += 1
-        if self._failures_in_a_row % _FAILURES_BEFORE_OLDER == 0 and len(self._snapshots) > 1:
-            # The newest snapshot fails at once, again and again: it is itself bad.
-            self._snapshots.pop()
-        snapshot = self._snapshots[-1]
-        snapshot.restore(module=self.module_, optimizer=optimizer, buffer=self.replay_buffer_)
-        self.replay_buffer_.reinitialize()
+        self._rollback_.recover(divergence, **self._rollback_objects())
         self.sgld_step_size_ *= 0.5
-        # With no optimizer step since the last roll-back the weights were good: the sampler
-        # alone ran away. Otherwise, when the model's energies broke or training ran away
-        # from this snapshot before, the learning rate must come down too. Restoring the
-        # optimizer reset its lr to the snapshot's, so every halving since is applied.
-        snapshot.restores += 1
-        if self._steps_since_restore and (divergence.culprit == "model" or snapshot.restores > 1):
-            snapshot.lr_halvings += 1
-        self._steps_since_restore = 0
-        for group in optimizer.param_groups:
-            group["lr"] *= 0.5**snapshot.lr_halvings
         self.n_divergences_ += 1
-        self._recoveries_this_fit += 1
         event = {
             "epoch": epoch,
             "batch": batch,
             "reason": divergence.reason,
             "sgld_step_size": self.sgld_step_size_,
-            "lr": optimizer.param_groups[0]["lr"],
+            "lr": self.optimizer_.param_groups[0]["lr"],
         }
         self.history.record("divergences", self.history[-1].get("divergences", []) + [event])
         if self.verbose:
             print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
 
     def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
-        """Snapshot the network, optimizer and buffer if they pass a health probe.
-
-        skorch calls it after each epoch. The probe evaluates the energies of the last
-        training batch, of chains of the buffer and of fresh starts; the state is kept as
-        the roll-back target only when they are finite and within ``max_energy``.
-
-        Parameters
-        ----------
-        net : JEMClassifier
-            The estimator itself (skorch passes the net to its callbacks).
-        dataset_train, dataset_valid : skorch Dataset or None, default=None
-            Unused.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        A roll-back returns to the state of the last epoch's end:
-
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
-        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
-        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
-        >>> clf.on_train_begin(clf, X=Xt, y=yt)  # as fit does: the first snapshot
-        >>> bias = clf.module_.net[-1].bias
-        >>> with torch.no_grad():
-        ...     _ = bias.fill_(1.0)  # an epoch of training changed the weights
-        >>> clf.on_epoch_end(clf)  # healthy: the new roll-back target
-        >>> with torch.no_grad():
-        ...     _ = bias.fill_(float("nan"))  # the next epoch blew them up
-        >>> import warnings
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")  # "recovered from 1 divergence(s)"
-        ...     clf.on_train_end(clf, X=Xt, y=yt)  # rolls back
-        >>> clf.module_.net[-1].bias.tolist()
-        [1.0, 1.0, 1.0]
-        """
+        """Snapshot the network, optimizer and buffer if they pass a health probe."""
         super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
-        if self._healthy():
+        module, buffer = self.module_, self.replay_buffer_
+        if state_is_healthy(module, buffer, self.max_energy, self._rollback_.probe):
             self._take_snapshot()
-
-    def _healthy(self) -> bool:
-        """Whether the current state is worth a snapshot.
-
-        Each step was checked before its optimizer update, so the update of the last step was
-        not: probe the weights on the last training batch, on buffer chains and on fresh
-        starts (a roll-back restarts every chain) before trusting them.
-        """
-        if not parameters_finite(self.module_):
-            return False
-        buffer = self.replay_buffer_
-        if not bool(torch.isfinite(buffer.samples).all()):
-            return False
-        n = min(64, buffer.buffer_size)
-        probes = [buffer.draw(n, 0.0)[0], buffer.start.sample(n)]
-        if getattr(self, "_probe", None) is not None:
-            probes.append(self._probe)
-        with torch.no_grad():
-            e = energy(self.module_(torch.cat(probes)))
-        return bool(torch.isfinite(e).all()) and float(e.abs().max()) <= self.max_energy
 
     def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
         """Undo a last step that broke the weights, and warn about the fit's recoveries.
 
-        Called at the end of :meth:`fit` and :meth:`partial_fit`. Every step is checked
-        before its optimizer update, so only the last update of a fit can leave non-finite
-        weights unnoticed: they are rolled back to the last snapshot. The snapshots are then
-        dropped (they are not worth pickling), and a ``RuntimeWarning`` says how many
-        divergences this fit recovered from, if any.
-
-        Parameters
-        ----------
-        net : JEMClassifier
-            The estimator itself (skorch passes the net to its callbacks).
-        X, y : Tensor or None, default=None
-            The training data; unused.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
-        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
-        >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
-        >>> clf.on_train_begin(clf, X=Xt, y=yt)  # as fit does: the first snapshot
-        >>> with torch.no_grad():
-        ...     _ = clf.module_.net[-1].weight.fill_(float("nan"))  # the last step blew up
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     clf.on_train_end(clf, X=Xt, y=yt)
-        >>> all(bool(torch.isfinite(p).all()) for p in clf.module_.parameters())
-        True
-        >>> clf.n_divergences_, clf.history[-1, "divergences"][0]["reason"]
-        (1, 'non-finite weights after the last step')
-        >>> print(caught[0].message)
-        JEMClassifier recovered from 1 divergence(s) during fit (see history[:, 'divergences']);
-        the SGLD step is now 0.5.
+        Every step is checked before its optimizer update, so only the last update of a fit
+        can leave non-finite weights unnoticed: they are rolled back to the last snapshot.
         """
         super().on_train_end(net, X=X, y=y, **kwargs)
         if not parameters_finite(self.module_):
             # the very last step blew the weights up: fall back to the last good state
             self._handle_divergence(Divergence("non-finite weights after the last step", "model"))
-        # a copy of the weights and a batch of data: not worth pickling
-        self._snapshots, self._probe = [], None
-        if self._recoveries_this_fit:
+        recoveries = self._rollback_.recoveries
+        self._rollback_.end_fit()
+        if recoveries:
             warnings.warn(
-                f"{type(self).__name__} recovered from {self._recoveries_this_fit} divergence(s) "
+                f"{type(self).__name__} recovered from {recoveries} divergence(s) "
                 "during fit (see history[:, 'divergences']); the SGLD step is now "
                 f"{self.sgld_step_size_:g}.",
                 RuntimeWarning,
@@ -693,9 +457,7 @@ random_state, verbose, **kwargs
         --------
         With the proximal sampler the samples stay in the input range learned in ``fit``:
 
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import JEMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = JEMClassifier(sampler="proximal", max_epochs=1, sgld_steps=5, buffer_size=50,
         ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
         >>> x = clf.sample(6, y=[0, 0, 1, 1, 2, 2], n_steps=10)
@@ -708,11 +470,10 @@ random_state, verbose, **kwargs
         ...
         ValueError: y contains labels [7] that are not in classes_ [0, 1, 2].
         """
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be an int >= 1. Got {n!r} instead.")
+        check = ParamChecker.of({"n": n})
+        check.integer("n", 1)
+        check.raise_if_any()
         if n_steps is None:
             n_steps = max(20, 5 * self.sgld_steps)
         labels = None

@@ -29,7 +29,7 @@ from netcal.metrics import ECE, MCE
 from sklearn.metrics import auc, precision_recall_curve, roc_auc_score, roc_curve
 from sklearn.utils import check_random_state
 
-from .attacks import NORMS, pgd_attack
+from .attacks import NORMS, robust_accuracy
 
 __all__ = [
     "expected_calibration_error",
@@ -674,22 +674,26 @@ def adversarial_accuracy(
     random_start: bool = True,
     random_state=None,
     batch_size: int = 256,
+    *,
+    preprocess: torch.nn.Module | None = None,
+    input_range: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """Accuracy of a fitted estimator under a PGD attack, for each epsilon.
 
     Each sample is attacked with :func:`ebmclassifier.attacks.pgd_attack` on the estimator's
-    own network (``estimator.module_``, its gradients, on ``estimator.device_``), maximising the
-    cross-entropy of the true label inside the ``norm`` ball of radius epsilon, clipped to the
-    training input range when the estimator has one: one box for all features,
-    ``[input_min_.min(), input_max_.max()]`` (``[0, 1]`` for images in [0, 1]). The attack's
-    last iterate counts as robust when the network still predicts the true label.
+    own network (its fitted ``module_``, on its ``device_``), maximising the cross-entropy of
+    the true label inside the ``norm`` ball of radius epsilon, clipped to a box: one range for
+    all features, by default the estimator's training range (``estimator.input_range()``,
+    ``(0.0, 1.0)`` for images in [0, 1]). The attack's last iterate counts as robust when the
+    network still predicts the true label (:func:`ebmclassifier.attacks.robust_accuracy`).
 
     Parameters
     ----------
     estimator : fitted ebmclassifier estimator
-        Needs ``module_`` (inputs -> logits), ``classes_`` and ``device_``.
+        Needs ``module_`` (inputs -> logits), ``classes_``, ``device_`` and ``predict_proba``
+        (which validates ``X``); its ``input_range()``, if it has one, gives the default box.
     X : array-like of shape (n_samples, ...)
-        Inputs, in the shape the estimator's network takes.
+        Inputs, in the shape the estimator takes (before ``preprocess``, if given).
     y : array-like of shape (n_samples,)
         True labels, as in ``estimator.classes_``.
     epsilons : sequence of float
@@ -706,6 +710,14 @@ def adversarial_accuracy(
         Seeds the random starts (same starts for every epsilon, up to scale).
     batch_size : int, default=256
         Samples attacked at once.
+    preprocess : torch.nn.Module or None, default=None
+        A layer applied to ``X`` before the estimator's network, inside the attacked graph, on
+        the estimator's device: the ball and the box are then in the units of ``X``. For an
+        estimator trained on transformed inputs, e.g. standardized ones
+        (:meth:`ebmclassifier.compare.Standardizer.as_module`), attacked in the data's units.
+    input_range : (float, float) or None, default=None
+        The box ``(low, high)``, in the units of ``X``; None: the estimator's
+        ``input_range()``, or no box for an estimator without one.
 
     Returns
     -------
@@ -729,23 +741,7 @@ def adversarial_accuracy(
     >>> bool(acc[0] == clf.score(X, y)), bool(acc[0] >= acc[1] >= acc[2])
     (True, True)
     """
-    for attr in ("module_", "classes_", "device_"):
-        if not hasattr(estimator, attr):
-            raise TypeError(
-                f"adversarial_accuracy needs a fitted ebmclassifier estimator with 'module_', "
-                f"'classes_' and 'device_'; {type(estimator).__name__} has no {attr!r}. "
-                "Call fit first."
-            )
-    X = _as_float32(X)
-    input_shape = getattr(estimator, "input_shape_", None)
-    if input_shape is not None and tuple(X.shape[1:]) != tuple(input_shape):
-        raise ValueError(
-            f"X has samples of shape {tuple(X.shape[1:])}, but the estimator was fitted on "
-            f"samples of shape {tuple(input_shape)}; pass X as it was given to fit."
-        )
-    y_enc = encode_labels(y, estimator.classes_)
-    if y_enc.shape[0] != X.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} samples but y has {y_enc.shape[0]}.")
+    X, y_enc = _attack_data(estimator, X, y)
     epsilons = list(np.atleast_1d(np.asarray(epsilons, dtype=np.float64)))
     if not epsilons or any(not (e >= 0 and np.isfinite(e)) for e in epsilons):
         raise ValueError(
@@ -755,32 +751,37 @@ def adversarial_accuracy(
         raise ValueError(f"norm must be one of {NORMS!r}. Got {norm!r} instead.")
     batch_size = _check_positive_int("batch_size", batch_size)
     seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    if input_range is None and hasattr(estimator, "input_range"):
+        input_range = estimator.input_range()
+    low, high = (None, None) if input_range is None else (float(v) for v in input_range)
+    module = estimator.module_
+    if preprocess is not None:
+        module = torch.nn.Sequential(preprocess, module)
+    return robust_accuracy(
+        module, X, y_enc, epsilons, device=torch.device(estimator.device_), seed=seed,
+        batch_size=batch_size, norm=norm, steps=steps, step_size=step_size,
+        random_start=random_start, input_min=low, input_max=high,
+    )  # fmt: skip
 
-    module, device = estimator.module_, torch.device(estimator.device_)
-    # one box for all features, [min of input_min_, max of input_max_]: the usual [0, 1] for
-    # images; per-feature bounds would freeze pixels that happen to be constant in training
-    input_min = getattr(estimator, "input_min_", None)
-    input_max = getattr(estimator, "input_max_", None)
-    input_min = None if input_min is None else float(torch.as_tensor(input_min).min())
-    input_max = None if input_max is None else float(torch.as_tensor(input_max).max())
-    was_training = module.training
-    module.eval()
-    accuracies = []
-    try:
-        for eps in epsilons:
-            generator = torch.Generator().manual_seed(seed)
-            n_correct = 0
-            for start in range(0, X.shape[0], batch_size):
-                xb = torch.from_numpy(X[start : start + batch_size]).to(device)
-                yb = torch.from_numpy(y_enc[start : start + batch_size]).to(device)
-                x_adv = pgd_attack(
-                    module, xb, yb, float(eps), norm=norm, steps=steps, step_size=step_size,
-                    random_start=random_start, input_min=input_min, input_max=input_max,
-                    generator=generator,
-                )  # fmt: skip
-                with torch.no_grad():
-                    n_correct += int((module(x_adv).argmax(dim=1) == yb).sum())
-            accuracies.append(n_correct / X.shape[0])
-    finally:
-        module.train(was_training)
-    return np.asarray(accuracies)
+
+def _attack_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` as float32 and ``y`` encoded by ``estimator.classes_``, both checked."""
+    for attr in ("module_", "classes_", "device_"):
+        if not hasattr(estimator, attr):
+            raise TypeError(
+                f"adversarial_accuracy needs a fitted ebmclassifier estimator with 'module_', "
+                f"'classes_' and 'device_'; {type(estimator).__name__} has no {attr!r}. "
+                "Call fit first."
+            )
+    X = _as_float32(X)
+    try:  # the estimator's own check of the input, on one sample
+        estimator.predict_proba(X[:1])
+    except ValueError as exc:
+        raise ValueError(
+            f"X has samples of shape {X.shape[1:]}, which {type(estimator).__name__} does not "
+            f"take: {exc} Pass X as it was given to fit."
+        ) from exc
+    y_enc = encode_labels(y, estimator.classes_)
+    if y_enc.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but y has {y_enc.shape[0]}.")
+    return X, y_enc

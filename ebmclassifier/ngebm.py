@@ -6,7 +6,7 @@ import numpy as np
 
 from ._base import EBMClassifierBase
 from ._validation import ParamChecker
-from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
+from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 
 __all__ = ["NGEBMClassifier"]
 
@@ -109,7 +109,7 @@ random_state, verbose, **kwargs
         check.real("beta", 0.0, 1.0 if self.gamma is None else None)
         check.real("gamma", 0.0, allow_none=True)
         check.real("energy_var_weight", 0.0)
-        check.choice("grad_norm", ("exact", "finite_difference"))
+        check.choice("grad_norm", GRAD_NORMS)
         check.real("fd_step", 0.0, low_open=True)
         if getattr(self, "compile", False) and self.grad_norm == "exact" and self.beta != 0:
             # torch.compile's backward cannot itself be differentiated.
@@ -132,8 +132,7 @@ random_state, verbose, **kwargs
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)
-        scale = float(np.sqrt(X.var(axis=0, dtype=np.float64).sum()))
-        self.fd_step_size_ = self.fd_step * (scale if scale > 0 else 1.0)
+        self.fd_step_size_ = fd_step_size(X, self.fd_step)
 
     def compute_loss(self, X, y, training):
         """The NG-EBM loss of one batch (see the class docstring for the equation).
@@ -157,13 +156,11 @@ random_state, verbose, **kwargs
 
         Examples
         --------
-        The loss is the weighted sum of the cross-entropy and the mean gradient norm:
+        The loss is the weighted sum of the cross-entropy and the mean gradient norm
+        (on ``X, y = make_blobs(40, n_features=4, centers=3, random_state=0)``):
 
-        >>> import torch
-        >>> from sklearn.datasets import make_blobs
         >>> from ebmclassifier import NGEBMClassifier
         >>> from ebmclassifier.energy import energy_grad_norm
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
         >>> clf = NGEBMClassifier(beta=0.3, max_epochs=1, module__hidden_sizes=(8,),
         ...                       random_state=0).fit(X, y)
         >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
@@ -174,21 +171,15 @@ random_state, verbose, **kwargs
         >>> bool(torch.isclose(loss, expected)), loss.requires_grad
         (True, True)
         """
-        gamma = 1.0 - self.beta if self.gamma is None else self.gamma
-        if self.beta == 0:
-            # Plain cross-entropy: no input gradient, no double backward.
-            logits = self.module_(X)
-            loss = gamma * self.cross_entropy(logits, y)
-            if self.energy_var_weight:
-                loss = loss + self.energy_var_weight * energy(logits).var(unbiased=False)
-            return loss, logits
-        if self.grad_norm == "exact":
-            norms, energies, logits = energy_grad_norm(self.module_, X, create_graph=training)
-        else:
-            norms, energies, logits = energy_grad_norm_finite_difference(
-                self.module_, X, self.fd_step_size_
-            )
-        loss = gamma * self.cross_entropy(logits, y) + self.beta * norms.mean()
-        if self.energy_var_weight:
-            loss = loss + self.energy_var_weight * energies.var(unbiased=False)
-        return loss, logits
+        return ngebm_loss(
+            self.module_,
+            X,
+            y,
+            beta=self.beta,
+            gamma=self.gamma,
+            energy_var_weight=self.energy_var_weight,
+            grad_norm=self.grad_norm,
+            step=self.fd_step_size_,
+            create_graph=training,
+            criterion=self.cross_entropy,
+        )

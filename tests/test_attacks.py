@@ -1,14 +1,15 @@
 """PGD: stays in the ball, eps=0 is the identity, one step equals FGSM, it hurts an
-undefended model; and the estimator-level adversarial_accuracy on a stand-in estimator."""
+undefended model; and the estimator-level adversarial_accuracy on a fitted estimator."""
 
-from types import SimpleNamespace
+import copy
 
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from ebmclassifier.attacks import pgd_attack
+from ebmclassifier import NGEBMClassifier
+from ebmclassifier.attacks import pgd_attack, robust_accuracy
 from ebmclassifier.metrics import adversarial_accuracy
 
 
@@ -129,17 +130,15 @@ def test_pgd_input_errors(digits_model, kwargs, match):
 
 @pytest.fixture(scope="module")
 def stand_in(digits_model):
-    """A fitted-estimator stand-in: module_, device_, classes_ (strings), input range."""
+    """NGEBMClassifier around the trained MLP (fitted for no epoch, so its weights stay),
+    labels as strings; its input range is the digits' [0, 1]."""
     module, x, y = digits_model
     classes = np.array([f"digit{k}" for k in range(10)])
-    est = SimpleNamespace(
-        module_=module,
-        device_="cpu",
-        classes_=classes,
-        input_min_=torch.zeros(64),
-        input_max_=torch.ones(64),
-    )
-    return est, x.numpy(), classes[y.numpy()]
+    labels = classes[y.numpy()]
+    est = NGEBMClassifier(copy.deepcopy(module), max_epochs=0, device="cpu")
+    est.fit(x.numpy(), labels)
+    assert est.input_range() == (0.0, 1.0)
+    return est, x.numpy(), labels
 
 
 def test_adversarial_accuracy_curve(stand_in, digits_model):
@@ -172,6 +171,38 @@ def test_adversarial_accuracy_input_errors(stand_in):
         adversarial_accuracy(est, X[:2], labels[:2], [0.1], norm="l1")
     with pytest.raises(ValueError, match="samples"):
         adversarial_accuracy(est, X[:3], labels[:2], [0.1])
-    est_shaped = SimpleNamespace(**vars(est), input_shape_=(64,))
     with pytest.raises(ValueError, match=r"shape \(1, 8, 8\)"):
-        adversarial_accuracy(est_shaped, X[:2].reshape(2, 1, 8, 8), labels[:2], [0.1])
+        adversarial_accuracy(est, X[:2].reshape(2, 1, 8, 8), labels[:2], [0.1])
+
+
+def test_robust_accuracy_is_the_accuracy_of_each_attacked_batch(digits_model):
+    # against a loop of pgd_attack, one generator per radius seeded alike, batch by batch
+    module, x, y = digits_model
+    eps, seed, batch = [0.0, 0.1], 7, 150
+    acc = robust_accuracy(module, x.numpy(), y.numpy(), eps, seed=seed, batch_size=batch,
+                          steps=3, input_min=0.0, input_max=1.0)  # fmt: skip
+    for j, e in enumerate(eps):
+        generator = torch.Generator().manual_seed(seed)
+        correct = 0
+        for start in range(0, len(x), batch):
+            xb, yb = x[start : start + batch], y[start : start + batch]
+            x_adv = pgd_attack(module, xb, yb, e, steps=3, input_min=0.0, input_max=1.0,
+                               generator=generator)  # fmt: skip
+            correct += int((module(x_adv).argmax(1) == yb).sum())
+        assert acc[j] == correct / len(x)
+
+
+def test_adversarial_accuracy_attacks_through_preprocess_in_the_units_of_x(stand_in):
+    # an estimator trained on x / 2 attacked on x: the network is preprocess -> module_
+    est, X, labels = stand_in
+    half = torch.nn.Linear(64, 64, bias=False)
+    with torch.no_grad():
+        half.weight.copy_(0.5 * torch.eye(64))
+    X2 = 2 * X[:200]
+    acc = adversarial_accuracy(est, X2, labels[:200], [0.0, 0.1], steps=3, random_state=0,
+                               preprocess=half, input_range=(0.0, 2.0))  # fmt: skip
+    # the same attack on x / 2 with the radius and the box halved
+    same = adversarial_accuracy(est, X[:200], labels[:200], [0.0, 0.05], steps=3,
+                                random_state=0, input_range=(0.0, 1.0))  # fmt: skip
+    np.testing.assert_allclose(acc, same, atol=1 / 200)
+    assert acc[0] == pytest.approx(np.mean(est.predict(X[:200]) == labels[:200]))

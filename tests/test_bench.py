@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from ebmclassifier import bench
 from ebmclassifier.cli import main
+from ebmclassifier.experiments import _steps, bench
 
 METHODS = {"ce", "ngebm_exact", "ngebm_fd", "jem"}
 
@@ -102,7 +102,7 @@ def test_format_bench_mentions_every_setting(quick_result):
 
 def test_variants_of_the_gpu_section_run_on_cpu(one_thread):
     # bf16 autocast also exists on the CPU, so the GPU section's step code is exercised here.
-    out = bench.bench_steps(
+    out = _steps.bench_steps(
         torch.device("cpu"), rounds=1, warmup=0, settings={"mlp_64": (64,)}, variants=True
     )
     row = out["mlp_64"]
@@ -118,7 +118,7 @@ def test_a_failing_variant_is_reported_not_fatal():
     def broken():
         raise RuntimeError("no compiler")
 
-    working, errors = bench._guarded({"ok": lambda: None, "compile": broken})
+    working, errors = _steps._guarded({"ok": lambda: None, "compile": broken})
     assert set(working) == {"ok"}
     assert errors == {"compile": "RuntimeError: no compiler"}
 
@@ -127,7 +127,7 @@ def test_variants_refuse_double_backward():
     model = torch.nn.Linear(3, 2)
     x, y = torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
     with pytest.raises(ValueError, match="double backward"):
-        bench.make_step_tasks(model, x, y, autocast_dtype=torch.bfloat16)
+        _steps.make_step_tasks(model, x, y, autocast_dtype=torch.bfloat16)
 
 
 def test_every_step_task_trains_its_own_copy(one_thread):
@@ -135,7 +135,7 @@ def test_every_step_task_trains_its_own_copy(one_thread):
     model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.SiLU(), torch.nn.Linear(8, 2))
     before = [p.detach().clone() for p in model.parameters()]
     x, y = torch.randn(16, 3), torch.randint(2, (16,))
-    for step in bench.make_step_tasks(model, x, y).values():
+    for step in _steps.make_step_tasks(model, x, y).values():
         step()
     # The caller's model is never trained: each method gets a copy with the same start.
     for p, q in zip(model.parameters(), before, strict=True):
@@ -146,3 +146,19 @@ def test_summarize_ratio_is_the_median_of_per_round_ratios():
     out = bench.summarize([3.0, 1.0, 10.0], reference=[1.0, 1.0, 1.0])
     assert out["ratio"] == 3.0
     assert out["median_ms"] == 3000.0
+
+
+@pytest.mark.parametrize(
+    "method, params",
+    [("ce", {"beta": 0.0}), ("ngebm_exact", {}), ("ngebm_fd", {"grad_norm": "finite_difference"})],
+)
+def test_step_tasks_time_the_objective_the_estimator_trains(method, params):
+    from ebmclassifier import NGEBMClassifier
+    from ebmclassifier.losses import fd_step_size
+
+    x, y = _steps._batch_for((64,), torch.device("cpu"))
+    est = NGEBMClassifier(max_epochs=0, random_state=0, device="cpu", **params)
+    net = est.fit(x.numpy(), y.numpy()).module_
+    timed = _steps._objectives(net, net, x, y, fd_step_size(x))[method]()
+    trained, _ = est.compute_loss(x, y, training=True)
+    torch.testing.assert_close(timed, trained)

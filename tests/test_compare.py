@@ -9,17 +9,18 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ebmclassifier import cli
-from ebmclassifier._report import summarise, write_report
 from ebmclassifier.attacks import pgd_attack
 from ebmclassifier.compare import (
     CompareConfig,
     ModelSpec,
     Standardizer,
-    _RawInputView,
     default_models,
     run_comparison,
+    write_report,
 )
 from ebmclassifier.datasets import load_named_dataset
+from ebmclassifier.experiments.report import summarise
+from ebmclassifier.metrics import adversarial_accuracy
 
 
 class SoftmaxRegression(ClassifierMixin, BaseEstimator):
@@ -161,7 +162,7 @@ def test_report_files(results, tmp_path):
 
 
 def test_cli_compare(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr("ebmclassifier.compare.default_models", _registry)
+    monkeypatch.setattr("ebmclassifier.experiments.compare.default_models", _registry)
     out = tmp_path / "report"
     code = cli.main(
         ["compare", "--data", "digits", "--models", "ce,ce_ts", "--seeds", "1",
@@ -284,26 +285,44 @@ def test_models_train_on_standardized_inputs_and_are_attacked_in_raw_units():
     assert seen["X_fit"].min() >= 0.0 and seen["X_fit"].max() <= 1.0
 
 
-def test_raw_input_view_attacks_inside_the_raw_ball():
+def test_attacks_through_the_standardization_stay_inside_the_raw_ball():
     rng = np.random.default_rng(0)
     X_raw = (rng.uniform(0, 1, size=(40, 6)) * np.linspace(0.1, 1, 6)).astype(np.float32)
     y = (X_raw[:, 0] > X_raw[:, 1]).astype(int)
     standardizer = Standardizer(X_raw)
     model = SoftmaxRegression(max_epochs=20).fit(standardizer.transform(X_raw), y)
-    view = _RawInputView(model, standardizer, (0.0, 1.0))
+    # what compare's attack differentiates: the standardization, then the model's network
+    network = torch.nn.Sequential(standardizer.as_module("cpu"), model.module_)
     x = torch.from_numpy(X_raw)
-    with torch.no_grad():  # the view on raw inputs is the model on standardized ones
+    with torch.no_grad():  # the network on raw inputs is the model on standardized ones
         np.testing.assert_allclose(
-            view.module_(x).numpy(), model._logits(standardizer.transform(X_raw)).numpy(),
+            network(x).numpy(), model._logits(standardizer.transform(X_raw)).numpy(),
             atol=1e-5,
         )  # fmt: skip
-    x_adv = pgd_attack(view.module_, x, torch.from_numpy(y), eps=0.05, norm="linf",
-                       input_min=view.input_min_, input_max=view.input_max_)  # fmt: skip
+    x_adv = pgd_attack(network, x, torch.from_numpy(y), eps=0.05, norm="linf",
+                       input_min=0.0, input_max=1.0)  # fmt: skip
     # the ball is in raw units: every raw feature moves at most 0.05 (in standardized units
     # the low-variance features would have moved up to 0.05 / their std)
     assert float((x_adv - x).abs().max()) <= 0.05 + 1e-6
     assert float((x_adv - x).abs().max()) > 0.04
     assert float(x_adv.min()) >= 0.0 and float(x_adv.max()) <= 1.0
+    # adversarial_accuracy with the standardization as preprocess runs that same attack
+    acc = adversarial_accuracy(
+        model,
+        X_raw,
+        y,
+        [0.0, 0.05],
+        random_state=0,
+        preprocess=standardizer.as_module("cpu"),
+        input_range=(0.0, 1.0),
+    )
+    seed = int(np.random.RandomState(0).randint(np.iinfo(np.int32).max))
+    x_adv = pgd_attack(network, x, torch.from_numpy(y), eps=0.05, input_min=0.0, input_max=1.0,
+                       generator=torch.Generator().manual_seed(seed))  # fmt: skip
+    with torch.no_grad():
+        expected = float((network(x_adv).argmax(1).numpy() == y).mean())
+    clean = model.predict(standardizer.transform(X_raw))
+    assert acc[1] == expected and acc[0] == float(np.mean(clean == y))
 
 
 def test_images_from_a_file_are_standardized_per_channel_and_attacked_in_raw_units(tmp_path):
@@ -388,3 +407,35 @@ def test_report_states_divergences(results, tmp_path):
     write_report(results, tmp_path / "some")
     text = (tmp_path / "some/report.md").read_text()
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
+
+
+@pytest.mark.parametrize("name, page", [("compare", "compare.md"), ("bench", "performance.md")])
+def test_every_option_of_a_command_is_in_its_docs_page(name, page):
+    # the options are declared once, in the command; the docs page must not fall behind
+    import re
+    from pathlib import Path
+
+    from ebmclassifier.experiments import commands
+
+    (command,) = [c for c in commands() if c.name == name]
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    missing = [o.flag for o in command.options if not re.search(rf"{o.flag}(?![\w-])", text)]
+    assert not missing, f"docs/{page} does not mention {missing}"
+
+
+def test_the_reproducing_command_line_spells_every_given_option():
+    from ebmclassifier.experiments.compare import COMMAND
+
+    args = cli.build_parser().parse_args(
+        ["compare", "--epsilons", "0,0.05", "--lr", "0.003", "--no-standardize", "--no-progress",
+         "--network", "wrn-16-2", "--models", "ce,ngebm"]
+    )  # fmt: skip
+    assert COMMAND.command_line(args) == (
+        "python -m ebmclassifier compare --data digits --models ce,ngebm --seeds 3 --out report "
+        "--lr 0.003 --device auto --network wrn-16-2 --epsilons 0,0.05 --norm linf "
+        "--attack-steps 10 --n-attack 500 --no-standardize"
+    )
+    config = CompareConfig(**COMMAND.fields(args))
+    assert (config.epsilons, config.standardize, config.progress) == ([0.0, 0.05], False, False)
+    default = cli.build_parser().parse_args(["compare"])
+    assert "--network" not in COMMAND.command_line(default)

@@ -74,7 +74,7 @@ def test_pickles_before_and_after_fit(small_blobs):
     [("1", 2, "cuda:1"), ("3", 2, "cuda:1"), (None, 2, "cuda")],
 )
 def test_auto_device_follows_local_rank(monkeypatch, local_rank, n_gpus, expected):
-    from ebmclassifier._base import _resolve_device
+    from ebmclassifier._device import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: n_gpus)
@@ -82,7 +82,7 @@ def test_auto_device_follows_local_rank(monkeypatch, local_rank, n_gpus, expecte
         monkeypatch.delenv("LOCAL_RANK", raising=False)
     else:
         monkeypatch.setenv("LOCAL_RANK", local_rank)
-    assert _resolve_device("auto") == torch.device(expected)
+    assert resolve_device("auto") == torch.device(expected)
 
 
 def _blobs(n: int = 60):
@@ -194,6 +194,50 @@ def test_data_parallel_refuses_estimators_not_ready_for_it(small_blobs):
 
     with pytest.raises(ValueError, match="DataParallelJEM has not been made ready"):
         DataParallelJEM(random_state=0).fit(*small_blobs)
+
+
+@pytest.fixture()
+def group_of_one(tmp_path):
+    """A gloo process group of this one process."""
+    if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
+        pytest.skip("this torch build has no torch.distributed with the gloo backend")
+    if torch.distributed.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    store = (tmp_path / "store").as_uri()
+    torch.distributed.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+    yield
+    torch.distributed.destroy_process_group()
+
+
+def test_only_the_training_batches_are_sharded(small_blobs, group_of_one):
+    from skorch.dataset import Dataset
+    from torch.nn.parallel import DistributedDataParallel
+
+    X, y = small_blobs
+    data = Dataset(torch.as_tensor(X), torch.as_tensor(y))
+    clf = DataParallelNGEBMClassifier(max_epochs=1, device="cpu", random_state=0).fit(X, y)
+    assert type(clf.get_iterator(data, training=True)).__name__ == "ShuffledTensorBatchIterator"
+    clf.module_ = DistributedDataParallel(clf.module_)  # as during fit
+    assert isinstance(clf.get_iterator(data, training=True), ShardedBatches)
+    assert type(clf.get_iterator(data, training=False)).__name__ == "TensorBatchIterator"
+
+
+def test_history_records_the_global_batch_sizes(small_blobs, group_of_one):
+    X, y = small_blobs
+    clf = DataParallelNGEBMClassifier(max_epochs=1, batch_size=64, device="cpu", random_state=0)
+    clf.fit(X, y)
+    assert clf.history[-1, "batches", :, "train_batch_size"] == [64, 64, 22]
+
+
+def test_data_parallel_validation_losses_are_the_single_process_ones(small_blobs, group_of_one):
+    from skorch.dataset import ValidSplit
+
+    X, y = small_blobs
+    options = dict(max_epochs=2, train_split=ValidSplit(4), device="cpu", random_state=0)
+    options.update(module__hidden_sizes=(8,))
+    clf = DataParallelNGEBMClassifier(**options).fit(X, y)
+    single = NGEBMClassifier(**options).fit(X, y)
+    np.testing.assert_allclose(clf.history[:, "valid_loss"], single.history[:, "valid_loss"])
 
 
 def test_data_parallel_needs_a_process_group(small_blobs):

@@ -277,3 +277,129 @@ def test_diagnose_step_blames_model_or_sampler(case, culprit):
     }
     found = diagnose_step(low=torch.zeros(2), high=torch.ones(2), max_energy=1e4, **args)
     assert (found is None) if culprit is None else (found.culprit == culprit)
+
+
+# ---------------------------------------------------------------- skorch hooks and the policy
+
+SMALL = dict(max_epochs=1, sgld_steps=5, buffer_size=50, module__hidden_sizes=(8,), random_state=0)
+
+
+@pytest.fixture()
+def blobs40():
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+    return X, y, torch.tensor(X, dtype=torch.float32), torch.tensor(y)
+
+
+def test_initialize_module_starts_a_uniform_buffer_in_the_input_range(blobs40):
+    X, y, _, _ = blobs40
+    clf = JEMClassifier(buffer_init="uniform", **SMALL).fit(X, y)
+    assert clf.initialize_module() is clf
+    chains = clf.replay_buffer_.samples
+    assert tuple(chains.shape) == (50, 4)
+    assert clf.sgld_step_size_ == 1.0 and clf.n_divergences_ == 0
+    assert ((chains >= clf.input_min_) & (chains <= clf.input_max_)).all()
+
+
+def test_on_train_begin_replaces_the_placeholder_by_the_informative_start(blobs40):
+    X, y, Xt, yt = blobs40
+    clf = JEMClassifier(**SMALL).fit(X, y)
+    clf.initialize_module()  # a fresh network and a one-chain placeholder
+    assert tuple(clf.replay_buffer_.samples.shape) == (1, 4)
+    clf.on_train_begin(clf, X=Xt, y=yt)
+    assert isinstance(clf.replay_buffer_.start, GaussianStart)
+    assert tuple(clf.replay_buffer_.samples.shape) == (50, 4)
+
+
+def test_train_step_steps_and_the_raise_policy_keeps_the_weights(blobs40):
+    X, y, Xt, yt = blobs40
+    clf = JEMClassifier(**SMALL).fit(X, y)
+    clf.on_train_begin(clf, X=Xt, y=yt)
+    before = [p.detach().clone() for p in clf.module_.parameters()]
+    step = clf.train_step((Xt, yt))
+    assert sorted(step) == ["loss", "y_pred"]
+    assert any(not torch.equal(a, b) for a, b in zip(before, clf.module_.parameters(), strict=True))
+    clf.set_params(on_divergence="raise")
+    good = [p.detach().clone() for p in clf.module_.parameters()]
+    with pytest.raises(DivergenceError, match="non-finite energy of the data. Lower"):
+        clf.train_step((Xt * float("nan"), yt))  # a batch that breaks the energies
+    for p, g in zip(clf.module_.parameters(), good, strict=True):
+        assert torch.equal(p, g)  # the diverged step computed no gradient
+
+
+def test_on_epoch_end_snapshots_a_healthy_state_that_on_train_end_restores(blobs40):
+    X, y, Xt, yt = blobs40
+    clf = JEMClassifier(**SMALL).fit(X, y)
+    clf.on_train_begin(clf, X=Xt, y=yt)  # as fit does: the first snapshot
+    bias = clf.module_.net[-1].bias
+    with torch.no_grad():
+        bias.fill_(1.0)  # an epoch of training changed the weights
+    clf.on_epoch_end(clf)  # healthy: the new roll-back target
+    with torch.no_grad():
+        bias.fill_(float("nan"))  # the next epoch blew them up
+    with pytest.warns(RuntimeWarning, match=r"recovered from 1 divergence\(s\)"):
+        clf.on_train_end(clf, X=Xt, y=yt)
+    assert clf.module_.net[-1].bias.tolist() == [1.0, 1.0, 1.0]
+    assert clf.n_divergences_ == 1
+    assert clf.history[-1, "divergences"][0]["reason"] == "non-finite weights after the last step"
+    assert clf.sgld_step_size_ == 0.5
+
+
+def test_on_epoch_end_refuses_to_snapshot_an_unhealthy_state(blobs40):
+    X, y, Xt, yt = blobs40
+    clf = JEMClassifier(**SMALL).fit(X, y)
+    clf.on_train_begin(clf, X=Xt, y=yt)
+    first = [p.detach().clone() for p in clf.module_.parameters()]
+    with torch.no_grad():
+        clf.module_.net[-1].bias.fill_(1e6)  # finite, but energies far beyond max_energy
+    clf.on_epoch_end(clf)
+    with torch.no_grad():
+        clf.module_.net[-1].bias.fill_(float("nan"))
+    with pytest.warns(RuntimeWarning):
+        clf.on_train_end(clf, X=Xt, y=yt)
+    for p, f in zip(clf.module_.parameters(), first, strict=True):
+        assert torch.equal(p, f)
+
+
+def test_handle_divergence_notes_instead_of_raising(fitted):
+    assert fitted.handle_divergence(torch.tensor(float("nan"))) is None
+    assert fitted._rollback_.step_done() == Divergence("non-finite loss", "model")
+    assert fitted._rollback_.step_done() is None  # handed over once
+
+
+def _policy_state():
+    module = torch.nn.Linear(2, 3)
+    optimizer = torch.optim.SGD(module.parameters(), lr=1.0)
+    start = GaussianStart(
+        torch.zeros(1, 2), torch.zeros(1, 2, 0), torch.ones(1, 2), torch.zeros(1), (2,)
+    )
+    from ebmclassifier.sampling import ReplayBuffer
+
+    return {"module": module, "optimizer": optimizer, "buffer": ReplayBuffer(start, 4)}
+
+
+def test_rollback_policy_falls_back_to_an_older_snapshot_and_halves_the_lr():
+    from ebmclassifier._divergence import RollbackPolicy
+
+    objects = _policy_state()
+    module, optimizer = objects["module"], objects["optimizer"]
+    policy = RollbackPolicy(kept=2, failures_before_older=2)
+    values = []
+    for value in (1.0, 2.0, 3.0):  # three snapshots, the oldest dropped
+        with torch.no_grad():
+            module.bias.fill_(value)
+        policy.take_snapshot(**objects)
+        values.append(value)
+    policy.step_done()  # a good step since the snapshot
+    model = Divergence("weights", "model")
+    policy.recover(model, **objects)
+    assert module.bias.tolist() == [3.0] * 3 and optimizer.param_groups[0]["lr"] == 0.5
+    policy.recover(model, **objects)  # second failure in a row: the older snapshot
+    assert module.bias.tolist() == [2.0] * 3 and optimizer.param_groups[0]["lr"] == 1.0
+    sampler = Divergence("chains", "sampler")
+    policy.recover(sampler, **objects)  # no step since: the sampler alone, lr as it was
+    assert module.bias.tolist() == [2.0] * 3 and optimizer.param_groups[0]["lr"] == 1.0
+    assert policy.recoveries == 3
+    policy.end_fit()
+    assert policy.probe is None and policy.step_done() is None

@@ -12,7 +12,8 @@ from skorch.dataset import Dataset
 from skorch.helper import predefined_split
 
 from ebmclassifier import DivergenceError, NGEBMClassifier
-from ebmclassifier import ngebm as ngebm_module
+from ebmclassifier import losses as losses_module
+from ebmclassifier.energy import energy_grad_norm
 
 FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
 
@@ -121,8 +122,9 @@ def test_beta_zero_skips_the_input_gradient(small_blobs, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("the gradient norm must not be computed when beta=0")
 
-    monkeypatch.setattr(ngebm_module, "energy_grad_norm", fail)
-    monkeypatch.setattr(ngebm_module, "energy_grad_norm_finite_difference", fail)
+    # NGEBMClassifier's loss is losses.ngebm_loss, which computes the norms through these
+    monkeypatch.setattr(losses_module, "energy_grad_norm", fail)
+    monkeypatch.setattr(losses_module, "energy_grad_norm_finite_difference", fail)
     NGEBMClassifier(beta=0.0, **FAST).fit(X, y)
     with pytest.raises(AssertionError, match="must not be computed"):
         NGEBMClassifier(beta=0.1, **FAST).fit(X, y)
@@ -142,7 +144,7 @@ def test_validation_loss_is_the_training_objective(small_blobs, grad_norm):
     clf.module_.eval()
     loss, _ = clf.compute_loss(X_valid, y_valid, training=False)
     gamma = 1 - clf.beta
-    norms, energies, logits = ngebm_module.energy_grad_norm(clf.module_, X_valid)
+    norms, energies, logits = energy_grad_norm(clf.module_, X_valid)
     by_hand = (
         gamma * torch.nn.functional.cross_entropy(logits, y_valid)
         + clf.beta * norms.mean()

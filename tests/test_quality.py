@@ -9,7 +9,7 @@ from sklearn.neural_network import MLPClassifier
 
 from ebmclassifier import NGEBMClassifier
 from ebmclassifier.cli import main
-from ebmclassifier.demo import format_demo, run_demo
+from ebmclassifier.experiments.demo import format_demo, run_demo
 
 
 def test_default_accuracy_is_that_of_mlpclassifier(digits_split):

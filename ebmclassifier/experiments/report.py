@@ -1,4 +1,4 @@
-"""Tables, verdicts, report.md, results.json and figures from the runs of :mod:`.compare`.
+"""Tables, verdicts, report.md, results.json and figures from the runs of ``compare``.
 
 Every number is summarised over seeds as ``median [min, max]``.
 """
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .plotting import plot_accuracy_vs_epsilon, plot_ood_histograms, plot_reliability_diagram
+from ..plotting import plot_accuracy_vs_epsilon, plot_ood_histograms, plot_reliability_diagram
+
+__all__ = ["write_report"]
 
 SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
 _NORMS = {"linf": "L-inf", "l2": "L2"}
@@ -341,23 +343,42 @@ def write_report(results: dict, out, command: str = "") -> dict:
     >>> print(printed["main"].splitlines()[0])
     | model | accuracy | ECE | NLL | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
     """
-    import torch
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(results)
-    tabs = tables(results, summary)
-    lines_verdict = verdicts(results, summary)
-    figures = write_figures(results, out)
-    data, cfg = results["data"], results["config"]
-    env = {
+    printed = {
+        **tables(results, summary),
+        "verdicts": verdicts(results, summary),
+        "figures": write_figures(results, out),
+    }
+    env = _environment()
+    md = [
+        *_header(results, env, command),
+        *_summary_section(results, summary, printed),
+        *_detail_sections(results, printed),
+    ]
+    (out / "report.md").write_text("\n".join(md))
+    payload = {**results, "summary": summary, "environment": env, "command": command}
+    (out / "results.json").write_text(json.dumps(_jsonable(payload), indent=2))
+    return printed
+
+
+def _environment() -> dict:
+    import torch
+
+    return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": torch.cuda.is_available(),
         "torch_threads": torch.get_num_threads(),
         "machine": platform.machine(),
     }
-    md = [
+
+
+def _header(results: dict, env: dict, command: str) -> list[str]:
+    """The title, the command, the data, the seeds and environment, the models."""
+    data, cfg = results["data"], results["config"]
+    return [
         f"# ebmclassifier compare: {data['name']}",
         "",
         f"Command: `{command}`" if command else "",
@@ -393,9 +414,15 @@ def write_report(results: dict, out, command: str = "") -> dict:
             for f in results.get("failures", [])
         ],
         "",
+    ]
+
+
+def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
+    """The main table, the temperatures, the divergences and the verdicts."""
+    return [
         "## Summary",
         "",
-        tabs["main"],
+        printed["main"],
         "",
         *[
             f"`{m}`: fitted temperature T = {_fmt(s['scalars']['temperature'], 2)} "
@@ -413,21 +440,28 @@ def write_report(results: dict, out, command: str = "") -> dict:
         ],
         "",
         "Accuracy and calibration on the test split (ECE: top-label, "
-        f"{cfg['n_bins']} equal-width bins). `cost x CE`: seconds per epoch over the CE "
-        "model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
+        f"{results['config']['n_bins']} equal-width bins). `cost x CE`: seconds per epoch over "
+        "the CE model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
         "predictions, so its accuracy and robustness are those of `ce`.",
         "",
         "## What the numbers say",
         "",
-        *[f"- {line}" for line in lines_verdict],
+        *[f"- {line}" for line in printed["verdicts"]],
         "",
+    ]
+
+
+def _detail_sections(results: dict, printed: dict) -> list[str]:
+    """The OOD tables, the robustness table and the figures."""
+    data, cfg = results["data"], results["config"]
+    return [
         "## OOD detection: AUROC (higher is better; OOD is the positive class)",
         "",
-        tabs["ood_auroc"],
+        printed["ood_auroc"],
         "",
         "## OOD detection: FPR at 95% TPR (lower is better)",
         "",
-        tabs["ood_fpr95"],
+        printed["ood_fpr95"],
         "",
         "AUPR-in and AUPR-out are in results.json. Scores: `energy` E(x) = -logsumexp f(x), "
         "`max_softmax` -max p(y|x), `approx_mass` ||dE/dx||.",
@@ -435,14 +469,10 @@ def write_report(results: dict, out, command: str = "") -> dict:
         f"## Robustness: accuracy under {_NORMS[cfg['norm']]} PGD ({cfg['attack_steps']} steps, "
         f"random start) on {data['n_attacked']} test samples",
         "",
-        tabs["robust"],
+        printed["robust"],
         "",
         "## Figures",
         "",
-        *[f"![{name}]({name})" for name in figures],
+        *[f"![{name}]({name})" for name in printed["figures"]],
         "",
     ]
-    (out / "report.md").write_text("\n".join(md))
-    payload = {**results, "summary": summary, "environment": env, "command": command}
-    (out / "results.json").write_text(json.dumps(_jsonable(payload), indent=2))
-    return {**tabs, "verdicts": lines_verdict, "figures": figures}

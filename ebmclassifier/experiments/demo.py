@@ -16,9 +16,10 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
-from .energy import OOD_METHODS
-from .metrics import expected_calibration_error, ood_metrics
-from .ngebm import NGEBMClassifier
+from ..energy import OOD_METHODS
+from ..metrics import expected_calibration_error, ood_metrics
+from ..ngebm import NGEBMClassifier
+from ._command import Command, Option
 
 __all__ = ["run_demo", "format_demo"]
 
@@ -124,3 +125,25 @@ def format_demo(rows: list[dict]) -> str:
         "AUROC 0.5 = chance"
     )
     return "\n".join(lines)
+
+
+def _run_command(args) -> int:
+    rows = run_demo(range(args.seeds), max_epochs=args.epochs, progress=not args.quiet)
+    print(format_demo(rows))
+    return 0
+
+
+COMMAND = Command(
+    name="demo",
+    help="NG-EBM vs cross-entropy on the digits: accuracy, calibration, OOD detection",
+    description=(
+        "Train NGEBMClassifier and its beta=0 (cross-entropy) baseline on standardized "
+        "load_digits for a few seeds; print accuracy, ECE and OOD AUROC against uniform noise."
+    ),
+    options=(
+        Option("--seeds", "number of seeds (default: 3)", {"type": int, "default": 3}),
+        Option("--epochs", "epochs per fit (default: 50)", {"type": int, "default": 50}),
+        Option("--quiet", "no progress bar", {"action": "store_true"}),
+    ),
+    run=_run_command,
+)

@@ -1,0 +1,121 @@
+"""Timing in rounds: every contender once per round, in a rotating order, and ratios taken
+round by round, so that the slow drift of a shared machine cancels (``bench``'s clock).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+__all__ = ["interleaved_times", "summarize"]
+
+
+def interleaved_times(
+    tasks: dict[str, Callable[[], object]],
+    rounds: int,
+    warmup: int = 2,
+    sync: Callable[[], None] = lambda: None,
+) -> dict[str, dict[str, list[float]]]:
+    """Run every task once per round, in a rotating order, and return the seconds per run.
+
+    Two clocks are read around each run: the wall clock and the CPU time of this process.
+    On a shared machine the CPU time is the steadier measure of the work done, since it does
+    not count the time the process waits for a core; on a GPU only the wall clock (after
+    ``sync``) means anything.
+
+    Parameters
+    ----------
+    tasks : dict of name -> callable
+    rounds : int
+        Timed rounds.
+    warmup : int, default=2
+        Untimed rounds first (allocator, caches, lazy initialisation, compilation).
+    sync : callable
+        Called before each clock reading, e.g. ``torch.cuda.synchronize``.
+
+    Returns
+    -------
+    dict of name -> {"wall": list of float, "cpu": list of float}
+        ``rounds`` durations per task and clock, in seconds, round ``r`` at index ``r``.
+
+    Examples
+    --------
+    >>> times = interleaved_times({"a": lambda: None, "b": lambda: None}, rounds=3, warmup=1)
+    >>> len(times["a"]["wall"]), len(times["b"]["cpu"])
+    (3, 3)
+    """
+    names = list(tasks)
+    times = {name: {"wall": [], "cpu": []} for name in names}
+    for r in range(warmup + rounds):
+        # Rotate the order so that no contender always runs first or after the same one.
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            sync()
+            wall, cpu = time.perf_counter(), time.process_time()
+            tasks[name]()
+            sync()
+            if r >= warmup:
+                times[name]["wall"].append(time.perf_counter() - wall)
+                times[name]["cpu"].append(time.process_time() - cpu)
+    return times
+
+
+def summarize(seconds: list[float], reference: list[float] | None = None) -> dict:
+    """Median and 10th/90th percentiles in ms; with ``reference``, the same of the per-round ratio.
+
+    Parameters
+    ----------
+    seconds : list of float
+    reference : list of float or None
+        Durations of the reference task in the same rounds.
+
+    Returns
+    -------
+    dict
+        ``median_ms``, ``p10_ms``, ``p90_ms``, ``n``; and ``ratio``, ``ratio_p10``,
+        ``ratio_p90`` when ``reference`` is given. A ratio is the median over rounds of
+        ``seconds[r] / reference[r]``, so drift that slows a whole round cancels.
+
+    Examples
+    --------
+    >>> summarize([2.0, 2.0, 4.0], reference=[1.0, 1.0, 2.0])["ratio"]
+    2.0
+    """
+    ms = np.asarray(seconds, dtype=np.float64) * 1e3
+    out = {
+        "median_ms": float(np.median(ms)),
+        "p10_ms": float(np.percentile(ms, 10)),
+        "p90_ms": float(np.percentile(ms, 90)),
+        "n": len(ms),
+    }
+    if reference is not None:
+        # A CPU-time reading can be 0 on a coarse clock; keep the ratio finite.
+        ref = np.maximum(np.asarray(reference, dtype=np.float64), 1e-9)
+        ratios = np.asarray(seconds, dtype=np.float64) / ref
+        out["ratio"] = float(np.median(ratios))
+        out["ratio_p10"] = float(np.percentile(ratios, 10))
+        out["ratio_p90"] = float(np.percentile(ratios, 90))
+    return out
+
+
+def compare_times(times: dict, reference: str | None, clock: str) -> dict:
+    """Summaries of every task on both clocks; ``ratio`` at the top is from ``clock``."""
+    out = {}
+    for name, clocks in times.items():
+        ref = times[reference] if reference is not None else None
+        entry = {c: summarize(clocks[c], None if ref is None else ref[c]) for c in clocks}
+        entry["clock"] = clock
+        entry["median_ms"] = entry[clock]["median_ms"]
+        if ref is not None:
+            entry["ratio"] = entry[clock]["ratio"]
+        out[name] = entry
+    return out
+
+
+def sync_for(device: torch.device) -> Callable[[], None]:
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None

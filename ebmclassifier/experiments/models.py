@@ -1,0 +1,145 @@
+"""The models of ``compare``: how each is built, which OOD scores it has, which network."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..jem import JEMClassifier
+from ..ngebm import NGEBMClassifier
+from ..nn import WideResNet, wide_resnet_blocks_per_group
+
+__all__ = ["ModelSpec", "default_models", "network_params"]
+
+OOD_SCORES = ("energy", "max_softmax", "approx_mass")
+
+_WRN = re.compile(r"wrn-(\d+)-(\d+)")
+
+
+def network_params(network: str) -> dict:
+    """The estimator parameters that select ``network`` for every model.
+
+    Parameters
+    ----------
+    network : str
+        ``"default"`` (the estimators' own choice from the data's shape: an MLP or a small
+        ConvNet) or ``"wrn-D-K"``, a :class:`~ebmclassifier.nn.WideResNet` of depth ``D`` and
+        widen factor ``K`` without batch-norm (``"wrn-28-10"`` is the papers' network).
+
+    Returns
+    -------
+    params : dict
+        ``{}`` for the default, else ``module``, ``module__depth`` and ``module__widen_factor``.
+
+    Examples
+    --------
+    >>> params = network_params("wrn-28-10")
+    >>> params["module"].__name__, params["module__depth"], params["module__widen_factor"]
+    ('WideResNet', 28, 10)
+    >>> network_params("default")
+    {}
+    """
+    if network == "default":
+        return {}
+    match = _WRN.fullmatch(network)
+    if match is None:
+        raise ValueError(
+            f"Unknown network {network!r}: use 'default' or 'wrn-D-K' (e.g. 'wrn-28-10', a "
+            "WideResNet of depth 28 and widen factor 10)."
+        )
+    depth, widen_factor = int(match[1]), int(match[2])
+    wide_resnet_blocks_per_group(depth)  # a bad depth fails here, before any training
+    return {"module": WideResNet, "module__depth": depth, "module__widen_factor": widen_factor}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model of the comparison: how to build it and which OOD scores it has.
+
+    Parameters
+    ----------
+    name : str
+        The name ``--models`` uses.
+    description : str
+        One line for the report.
+    build : callable or None
+        ``build(params)`` returns an unfitted estimator from the shared training parameters
+        (``random_state``, ``max_epochs``, ``device``, ``verbose``, ``callbacks``, and ``lr`` /
+        ``batch_size`` when set).
+    scores : tuple of str
+        The ``score_ood`` methods to measure.
+    calibrates : str or None
+        If set, the model is not trained: it recalibrates the fitted model of that name by
+        temperature scaling on the held-out calibration split.
+    unavailable : str or None
+        Why the model cannot run here (e.g. a package it needs is missing); it is then skipped.
+
+    Examples
+    --------
+    A model of one's own joins the comparison through a registry (here NG-EBM with a
+    larger ``beta``):
+
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> spec = ModelSpec(
+    ...     "ngebm_b2", "NG-EBM, beta=2", build=lambda params: NGEBMClassifier(beta=2.0, **params)
+    ... )
+    >>> registry = {**default_models(), "ngebm_b2": spec}
+    >>> registry["ngebm_b2"].build({"max_epochs": 1}).beta
+    2.0
+    """
+
+    name: str
+    description: str
+    build: Callable[[dict], object] | None = None
+    scores: tuple[str, ...] = OOD_SCORES
+    calibrates: str | None = None
+    unavailable: str | None = None
+
+
+def default_models() -> dict[str, ModelSpec]:
+    """The models ``compare`` knows: ``ce``, ``ngebm``, ``jem`` and each one temperature-scaled.
+
+    ``<name>_ts`` trains nothing: it recalibrates the fitted ``<name>`` by temperature scaling
+    on the held-out calibration split (``ce_ts`` is the usual fix for calibration the energy
+    methods are judged against; ``ngebm_ts`` and ``jem_ts`` show what the same fix does to
+    them).
+
+    Returns
+    -------
+    registry : dict of str to ModelSpec
+
+    Examples
+    --------
+    >>> registry = default_models()
+    >>> list(registry)
+    ['ce', 'ce_ts', 'ngebm', 'ngebm_ts', 'jem', 'jem_ts']
+    >>> registry["ce"].build({"max_epochs": 1}).beta, registry["ce_ts"].calibrates
+    (0.0, 'ce')
+    """
+    return {
+        "ce": ModelSpec(
+            "ce", "cross-entropy only (NGEBMClassifier with beta=0)",
+            build=lambda params: NGEBMClassifier(beta=0.0, **params),
+        ),
+        "ce_ts": _temperature_scaled("ce"),
+        "ngebm": ModelSpec(
+            "ngebm", "NG-EBM, beta=gamma=0.5",
+            build=lambda params: NGEBMClassifier(beta=0.5, **params),
+        ),
+        "ngebm_ts": _temperature_scaled("ngebm"),
+        "jem": ModelSpec(
+            "jem", "JEM (SGLD from a replay buffer)", build=lambda params: JEMClassifier(**params)
+        ),
+        "jem_ts": _temperature_scaled("jem"),
+    }  # fmt: skip
+
+
+def _temperature_scaled(base: str) -> ModelSpec:
+    return ModelSpec(
+        f"{base}_ts",
+        f"{base} recalibrated by temperature scaling on the held-out split "
+        f"(CalibratedClassifierCV(FrozenEstimator({base}), method='temperature'))",
+        scores=("max_softmax",),
+        calibrates=base,
+    )

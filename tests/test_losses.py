@@ -1,0 +1,132 @@
+"""The objectives of losses.py against hand computations and per-sample autograd loops."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ebmclassifier import losses
+from ebmclassifier.losses import fd_step_size, jem_loss, ngebm_loss
+
+
+def _net(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 4)
+    ).double()
+
+
+def _batch(n=6, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 3, generator=g, dtype=torch.float64), torch.randint(4, (n,), generator=g)
+
+
+def _energy(net, x):
+    return -torch.logsumexp(net(x), dim=1)
+
+
+def _norms_by_loop(net, x):
+    """||dE/dx_i|| one sample at a time, differentiable in the parameters."""
+    norms = []
+    for xi in x:
+        xi = xi[None].clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(_energy(net, xi).sum(), xi, create_graph=True)
+        norms.append(g.flatten().norm())
+    return torch.stack(norms)
+
+
+def _param_grad(net, loss):
+    grads = torch.autograd.grad(loss, list(net.parameters()), retain_graph=True)
+    return torch.cat([g.flatten() for g in grads])
+
+
+@pytest.mark.parametrize("beta, gamma, var_weight", [(0.5, None, 0.0), (0.3, 2.0, 0.7)])
+def test_ngebm_loss_exact_is_the_equation_with_a_per_sample_loop(beta, gamma, var_weight):
+    net, (x, y) = _net(), _batch()
+    loss, logits = ngebm_loss(net, x, y, beta=beta, gamma=gamma, energy_var_weight=var_weight)
+    g = 1 - beta if gamma is None else gamma
+    e = _energy(net, x)
+    by_hand = (
+        g * F.cross_entropy(net(x), y)
+        + beta * _norms_by_loop(net, x).mean()
+        + var_weight * ((e.mean() - e) ** 2).mean()
+    )
+    torch.testing.assert_close(loss, by_hand)
+    torch.testing.assert_close(logits, net(x))
+    # the parameter gradient through the double backward, too
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, by_hand))
+
+
+def test_ngebm_loss_finite_difference_has_the_exact_value_and_the_difference_gradient():
+    net, (x, y) = _net(), _batch()
+    h = 1e-3
+    loss, _ = ngebm_loss(net, x, y, grad_norm="finite_difference", step=h)
+    exact, _ = ngebm_loss(net, x, y)
+    torch.testing.assert_close(loss, exact)
+    # by hand: v = dE/dx / ||dE/dx|| held constant, d||g||/dtheta ~ d/dtheta (E(x + h v) - E(x)) / h
+    x_leaf = x.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(_energy(net, x_leaf).sum(), x_leaf)
+    v = (g / g.norm(dim=1, keepdim=True)).detach()
+    difference = (_energy(net, x + h * v) - _energy(net, x)) / h
+    surrogate = 0.5 * F.cross_entropy(net(x), y) + 0.5 * difference.mean()
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, surrogate))
+    # and it approximates the exact gradient for a small step
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, exact), atol=1e-4, rtol=0)
+
+
+def test_ngebm_loss_beta_zero_takes_no_input_gradient(monkeypatch):
+    net, (x, y) = _net(), _batch()
+
+    def fail(*args, **kwargs):
+        raise AssertionError("no input gradient when beta=0")
+
+    monkeypatch.setattr(losses, "energy_grad_norm", fail)
+    monkeypatch.setattr(losses, "energy_grad_norm_finite_difference", fail)
+    loss, _ = ngebm_loss(net, x, y, beta=0.0, energy_var_weight=0.5)
+    e = _energy(net, x)
+    torch.testing.assert_close(loss, F.cross_entropy(net(x), y) + 0.5 * e.var(unbiased=False))
+    with pytest.raises(AssertionError, match="no input gradient"):
+        ngebm_loss(net, x, y, beta=0.1)
+
+
+def test_ngebm_loss_uses_the_given_criterion_and_create_graph():
+    net, (x, y) = _net(), _batch()
+    weights = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)
+    loss, logits = ngebm_loss(
+        net, x, y, criterion=torch.nn.CrossEntropyLoss(weight=weights), create_graph=False
+    )
+    norms = _norms_by_loop(net, x)
+    expected = 0.5 * F.cross_entropy(logits, y, weight=weights) + 0.5 * norms.mean()
+    torch.testing.assert_close(loss, expected.detach())
+
+
+def test_ngebm_loss_rejects_unknown_modes():
+    net, (x, y) = _net(), _batch()
+    with pytest.raises(ValueError, match="grad_norm must be one of"):
+        ngebm_loss(net, x, y, grad_norm="magic")
+    with pytest.raises(ValueError, match="needs the step h"):
+        ngebm_loss(net, x, y, grad_norm="finite_difference")
+
+
+def test_jem_loss_is_cross_entropy_plus_the_contrastive_term():
+    net, (x, y) = _net(), _batch()
+    samples = torch.randn(9, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    loss, logits, e_data, e_samples = jem_loss(net, x, y, samples, px_weight=0.7)
+    by_hand = F.cross_entropy(net(x), y) + 0.7 * (
+        _energy(net, x).mean() - _energy(net, samples).mean()
+    )
+    torch.testing.assert_close(loss, by_hand)
+    torch.testing.assert_close(logits, net(x))
+    torch.testing.assert_close(e_data, _energy(net, x))
+    torch.testing.assert_close(e_samples, _energy(net, samples))
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, by_hand))
+
+
+def test_fd_step_size_is_the_rms_distance_from_the_mean():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2, 3)).astype(np.float32) * 3
+    flat = X.reshape(50, -1).astype(np.float64)
+    rms = np.sqrt(np.mean(np.sum((flat - flat.mean(0)) ** 2, axis=1)))
+    assert fd_step_size(X, fd_step=0.02) == pytest.approx(0.02 * rms, rel=1e-12)
+    assert fd_step_size(torch.as_tensor(X), fd_step=0.02) == fd_step_size(X, fd_step=0.02)
+    assert fd_step_size(np.full((4, 3), 7.0), fd_step=0.05) == 0.05

@@ -1,0 +1,154 @@
+"""The skorch side of the estimators (ebmclassifier/_skorch.py): its hooks and overrides."""
+
+import pickle
+
+import numpy as np
+import pytest
+import skorch
+import torch
+from skorch.callbacks import Callback
+from skorch.dataset import Dataset, ValidSplit
+
+from ebmclassifier import NGEBMClassifier
+from ebmclassifier._skorch import SKORCH_VERSIONS
+
+FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(small_blobs):
+    X, y = small_blobs
+    return NGEBMClassifier(**FAST).fit(X, y)
+
+
+def _tensors(clf, X, y, n=8):
+    return (
+        torch.tensor(X[:n], dtype=torch.float32, device=clf.device_),
+        torch.tensor(y[:n], device=clf.device_),
+    )
+
+
+def test_skorch_is_a_version_the_overrides_were_written_for():
+    installed = tuple(int(part) for part in skorch.__version__.split(".")[:2])
+    tested = ", ".join(f"{major}.{minor}" for major, minor in SKORCH_VERSIONS)
+    assert installed in SKORCH_VERSIONS, (
+        f"skorch {skorch.__version__} is installed, but ebmclassifier/_skorch.py was written "
+        f"for skorch {tested}. Check skorch's changes to NeuralNet.partial_fit and fit_loop "
+        "(the order of the notifications, run_single_epoch), __setstate__ (the device it maps "
+        "to), _get_param_names, initialize / set_params / load_params (their use of "
+        "self.device), infer, train_step and train_step_single; run the whole test suite; "
+        "then add the version to SKORCH_VERSIONS and to the skorch range in pyproject.toml."
+    )
+
+
+# ---------------------------------------------------------------- the device
+
+
+def test_save_params_load_params_round_trip_with_device_auto(fitted, small_blobs, tmp_path):
+    X, y = small_blobs
+    files = {name: tmp_path / f"{name}.pt" for name in ("f_params", "f_optimizer")}
+    fitted.save_params(**files, f_history=tmp_path / "history.json")
+    # max_epochs=0: fit validates the data and builds the network, without training
+    fresh = NGEBMClassifier(**{**FAST, "max_epochs": 0}).fit(X, y)
+    assert not np.allclose(fresh.predict_proba(X), fitted.predict_proba(X))
+    fresh.load_params(**files, f_history=tmp_path / "history.json")
+    np.testing.assert_array_equal(fresh.predict_proba(X), fitted.predict_proba(X))
+    assert fresh.device == "auto" and fresh.device_ == fitted.device_
+    assert len(fresh.history) == len(fitted.history)
+    # the optimizer's state and the history came along: one more epoch trains both alike
+    original = pickle.loads(pickle.dumps(fitted)).set_params(max_epochs=1).partial_fit(X, y)
+    fresh.set_params(max_epochs=1).partial_fit(X, y)
+    np.testing.assert_array_equal(fresh.predict_proba(X), original.predict_proba(X))
+
+
+def test_set_params_reinitializes_a_fitted_module_on_its_device(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).fit(X, y)
+    clf.set_params(module__hidden_sizes=(4,))
+    assert clf.module_.net[1].out_features == 4
+    assert next(clf.module_.parameters()).device.type == clf.device_.type
+    assert clf.device == "auto"
+    clf.set_params(device="cpu")
+    assert clf.get_params()["device"] == "cpu"
+
+
+class _DeviceSeen(Callback):
+    def on_batch_end(self, net, **kwargs):
+        net.devices_seen_.add(net.device)
+
+
+def test_the_device_parameter_stays_as_given_during_fit(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST, callbacks=[_DeviceSeen()])
+    clf.devices_seen_ = set()
+    clf.fit(X, y)
+    assert clf.devices_seen_ == {"auto"} and clf.device == "auto"
+
+
+def test_scoring_callbacks_predict_through_infer(small_blobs):
+    # skorch's default valid_acc scores the validation Dataset through forward() and infer()
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST, train_split=ValidSplit(5)).fit(X, y)
+    assert all(0.0 <= acc <= 1.0 for acc in clf.history[:, "valid_acc"])
+    Xt, yt = _tensors(clf, X, y)
+    with torch.no_grad():
+        torch.testing.assert_close(clf.infer(Xt), clf.module_(Xt))
+
+
+# ---------------------------------------------------------------- the training loop
+
+
+def test_check_data_leaves_validation_to_fit(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST)
+    assert clf.check_data(X, y[:5]) is None
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        clf.fit(X, y[:5])
+
+
+def test_on_epoch_begin_seeds_torch_with_the_epoch(fitted):
+    with torch.random.fork_rng():
+        fitted.on_epoch_begin(fitted)  # as skorch does before epoch 3
+        drawn = torch.rand(2)
+        torch.manual_seed(fitted.seed_ + 3)
+        assert len(fitted.history) == 3 and torch.equal(torch.rand(2), drawn)
+    fitted.history = fitted.history[:-1]
+
+
+def test_initialize_module_builds_the_network_for_the_data(fitted):
+    assert fitted.initialize_module() is fitted
+    shapes = [tuple(p.shape) for p in fitted.module_.parameters()]
+    assert shapes == [(8, 4), (8,), (3, 8), (3,)]  # 4 features -> 8 -> 3 classes
+    with pytest.raises(RuntimeError, match=r"call fit\(X, y\) instead of initialize"):
+        NGEBMClassifier().initialize()
+
+
+def test_train_step_single_back_propagates_without_stepping(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).fit(X, y)
+    before = [p.detach().clone() for p in clf.module_.parameters()]
+    clf.optimizer_.zero_grad()
+    step = clf.train_step_single(_tensors(clf, X, y))
+    assert sorted(step) == ["loss", "y_pred"] and tuple(step["y_pred"].shape) == (8, 3)
+    assert not step["loss"].requires_grad and clf.module_.training
+    assert all(p.grad is not None for p in clf.module_.parameters())
+    for p, b in zip(clf.module_.parameters(), before, strict=True):
+        assert torch.equal(p, b)
+
+
+def test_validation_step_is_in_eval_mode_without_a_graph(fitted, small_blobs):
+    X, y = small_blobs
+    with torch.no_grad():  # the gradient-norm term is computed all the same
+        step = fitted.validation_step(_tensors(fitted, X, y))
+    assert bool(torch.isfinite(step["loss"])) and not step["loss"].requires_grad
+    assert not fitted.module_.training
+
+
+def test_history_records_the_validation_batches(small_blobs):
+    X, y = small_blobs
+    data = Dataset(torch.as_tensor(X[:40]), torch.as_tensor(y[:40]))
+    clf = NGEBMClassifier(
+        **FAST, batch_size=16, train_split=lambda dataset, y=None: (dataset, data)
+    ).fit(X, y)
+    assert clf.history[-1, "valid_batch_count"] == 3
+    assert clf.history[-1, "batches", :, "valid_batch_size"] == [16, 16, 8]
