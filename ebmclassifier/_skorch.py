@@ -44,8 +44,9 @@ from ._device import pickled_tensor_device, seed_epoch
 
 __all__ = ["SKORCH_VERSIONS", "SkorchNet"]
 
-#: The (major, minor) skorch versions the overrides below were written for and tested with.
-SKORCH_VERSIONS = ((1, 4),)
+#: The (major, minor) skorch versions the overrides below were written for (against 1.4.0) and
+#: tested with (the suite passes on 1.2.0, 1.3.1 and 1.4.0; 1.1 fails to unpickle on torch 2.6+).
+SKORCH_VERSIONS = ((1, 2), (1, 3), (1, 4))
 
 
 class SkorchNet(NeuralNetClassifier):
