@@ -41,13 +41,10 @@ from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
 from .nn import MLP, ConvNet
 
-__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator", "default_network"]
+# ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
+__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
 
-# The old name, which ebmclassifier/bench.py still imports from here.
-_resolve_device = resolve_device
-
-
-def module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
+def _module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
     """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
     ``module_cls.__init__`` takes."""
     available = {
@@ -60,17 +57,6 @@ def module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) ->
     except (TypeError, ValueError):
         return {}
     return {k: v for k, v in available.items() if k in accepted}
-
-
-def default_module(input_shape: tuple[int, ...]) -> type[nn.Module]:
-    """The default network class: ConvNet for ``(C, L)`` / ``(C, H, W)`` samples, else MLP."""
-    return ConvNet if len(input_shape) in (2, 3) else MLP
-
-
-def default_network(input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
-    """The network ``module=None`` builds for samples of ``input_shape`` (``kwargs``: its own)."""
-    module_cls = default_module(input_shape)
-    return module_cls(**{**module_defaults(module_cls, input_shape, n_classes), **kwargs})
 
 
 class EBMClassifierBase(OODDecisionMixin, SkorchNet):
@@ -311,9 +297,11 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
                 "instead of initialize()."
             )
         kwargs = self.get_params_for("module")
-        module = default_module(self.input_shape_) if self.module is None else self.module
+        module = self.module
+        if module is None:  # ConvNet for (C, L) / (C, H, W) samples, else an MLP
+            module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
         if not isinstance(module, nn.Module):
-            kwargs = {**module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
+            kwargs = {**_module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
         self.module_ = self.initialized_instance(module, kwargs)
         return self
 

@@ -1,9 +1,10 @@
-"""The skorch side of the estimators: the one module that extends skorch.
+"""The skorch side of the estimators: the one module that touches skorch's internals.
 
-:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. Each
-method here is one skorch calls (a hook) or one that overrides skorch's; no other module of
-the package overrides a skorch method other than the estimator face (``fit``, ``predict``,
-...) or names a private skorch attribute.
+:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. The
+hooks all estimators share and every override of skorch's own code are here; elsewhere the
+estimators only override documented hooks (``initialize_module``, ``train_step``, ``on_*``,
+``get_iterator``) and the estimator face (``fit``, ``predict``, ...), and no other module
+names a private skorch attribute.
 
 Hooks, as skorch's customization guide documents them
 ------------------------------------------------------
@@ -25,7 +26,8 @@ Overrides that follow skorch's own code, for the versions in :data:`SKORCH_VERSI
   device they were trained on.
 - ``_train``: skorch's ``partial_fit`` on validated tensors, called past the estimator's own
   ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
-  and Ctrl-C handling run unchanged.
+  and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
+  ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from ._device import pickled_tensor_device, seed_epoch
 
 __all__ = ["SKORCH_VERSIONS", "SkorchNet"]
 
-#: The (major, minor) skorch versions the overrides below were written for and tested with.
-SKORCH_VERSIONS = ((1, 4),)
+#: The (major, minor) skorch versions the overrides below were written for (against 1.4.0) and
+#: tested with (the suite passes on 1.2.0, 1.3.1 and 1.4.0; 1.1 fails to unpickle on torch 2.6+).
+SKORCH_VERSIONS = ((1, 2), (1, 3), (1, 4))
 
 
 class SkorchNet(NeuralNetClassifier):
