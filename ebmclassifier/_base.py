@@ -37,6 +37,7 @@ from ._device import draw_seed, resolve_device, seeded_rng
 from ._ood import OODDecisionMixin
 from ._skorch import SkorchNet
 from ._validation import ParamChecker, check_training_data, check_X
+from .augment import check_augmentation
 from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
 from .nn import MLP, ConvNet
@@ -92,6 +93,14 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         torch's global random state is left as it was.
     ood_method : {"energy", "max_softmax", "approx_mass"}
         The default method of :meth:`score_ood` and :meth:`score_samples`.
+    augmentation : callable or None, default=None
+        Applied to each *training* batch on the device before the loss, so the energy terms
+        (the gradient norm, JEM's data term) see the augmented batch; never at predict,
+        ``score_ood`` or validation time. A callable ``batch -> batch`` of the same shape,
+        dtype and device, e.g. :func:`ebmclassifier.augment.paper_augmentation`; it draws from
+        torch's random state, which a ``random_state`` seeds per epoch, so fits stay
+        reproducible. Checked once on a training batch at the start of ``fit``
+        (:func:`ebmclassifier.augment.check_augmentation`).
     verbose : int, default=0
     **kwargs
         Other skorch parameters, and ``module__*``, ``optimizer__*``, ``criterion__*``,
@@ -114,6 +123,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         device: str = "auto",
         random_state=None,
         ood_method: str = "energy",
+        augmentation=None,
         verbose: int = 0,
         **kwargs,
     ) -> None:
@@ -134,6 +144,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         )
         self.random_state = random_state
         self.ood_method = ood_method
+        self.augmentation = augmentation
 
     # ------------------------------------------------------------------ the subclass hooks
 
@@ -259,6 +270,11 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         batch_size = self.batch_size
         ok = isinstance(batch_size, Integral) and (batch_size >= 1 or batch_size == -1)
         check.satisfies("batch_size", ok, "an int >= 1 or -1 (the whole data set)")
+        check.satisfies(
+            "augmentation",
+            self.augmentation is None or callable(self.augmentation),
+            "None or a callable mapping a training batch to a batch of the same shape",
+        )
         self._validate_own_params(check)
         check.raise_if_any()
 
@@ -380,11 +396,36 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
                 self.initialize()
             # The whole training set moves to the device once; batches are slices of it.
             # A copy: the user's array may be read-only, and it is never written.
-            self._train(
-                torch.tensor(X, device=self.device_),
-                torch.tensor(y, dtype=torch.long, device=self.device_),
-            )
+            X_t = torch.tensor(X, device=self.device_)
+            if self.augmentation is not None:
+                check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
+            self._train(X_t, torch.tensor(y, dtype=torch.long, device=self.device_))
         return self
+
+    def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
+        """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
+
+        Called by the training step only, never at inference or validation.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
+
+        Returns
+        -------
+        Tensor of the same shape, dtype and device
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.augment import GaussianNoise
+        >>> clf = NGEBMClassifier(augmentation=GaussianNoise(std=0.1), max_epochs=1)
+        >>> clf = clf.fit(X, y)
+        >>> xb = torch.zeros(3, 4)
+        >>> float(clf.augment_batch(xb).std()) > 0, clf.predict(np.zeros((3, 4))).shape
+        (True, (3,))
+        """
+        return X if self.augmentation is None else self.augmentation(X)
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         """Derive what the training needs from the validated data."""

@@ -157,7 +157,7 @@ class SkorchNet(NeuralNetClassifier):
         if not self.module_.training:  # inference in a callback switched the modes
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
-        loss, logits = self.compute_loss(Xi, yi, training=True)
+        loss, logits = self.compute_loss(self.augment_batch(Xi), yi, training=True)
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
