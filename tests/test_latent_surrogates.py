@@ -8,6 +8,7 @@ import torch
 from entmax import sparsemax
 
 from ebmclassifier.latent import categorical_latent, categorical_latent_eval, project_simplex
+from ebmclassifier.latent.categorical.simplex import SimplexProjection
 from ebmclassifier.latent.relaxations import (
     gumbel_softmax,
     gumbel_straight_through,
@@ -16,7 +17,6 @@ from ebmclassifier.latent.relaxations import (
     sparsemax_relaxation,
 )
 from ebmclassifier.latent.score_function import RunningMeanBaseline, score_function_sample
-from ebmclassifier.latent.simplex import SimplexProjection
 
 # ---------------------------------------------------------------- independent references (numpy)
 

@@ -1,8 +1,11 @@
-"""Euclidean projection onto the probability simplex (sparsemax), batched over rows.
+"""The probability simplex, the polytope of a categorical latent: argmax, softmax, sparsemax.
 
 The simplex is the marginal polytope of a categorical latent variable: its vertices are the
-one-hot vectors, its points are averages of them. SPIGOT and SPIGOT-CE pull a gradient step back
-onto it; the sparsemax relaxation is the same projection applied to the encoder scores.
+one-hot vectors, its points are averages of them. :class:`Simplex` gives the surrogates their
+oracles: MAP = ``onehot(argmax(s))``, marginals = ``softmax(s)``, projection = sparsemax
+(:func:`project_simplex`, the Euclidean projection, batched over rows). SPIGOT and SPIGOT-CE
+pull a gradient step back onto the simplex with it; the sparsemax relaxation is the same
+projection applied to the encoder scores.
 
 References
 ----------
@@ -15,10 +18,14 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["SimplexProjection", "project_simplex"]
+from ..polytope import Polytope
+
+__all__ = ["Simplex", "SimplexProjection", "one_hot_argmax", "project_simplex"]
 
 
 def _simplex_threshold(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,3 +130,69 @@ def project_simplex(v: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"project_simplex expects a tensor with at least 1 dimension; got {v!r}.")
     shape = v.shape
     return SimplexProjection.apply(v.reshape(-1, shape[-1])).reshape(shape)
+
+
+def one_hot_argmax(scores: torch.Tensor) -> torch.Tensor:
+    """MAP one-hot vector of each row of ``scores`` (shape (n, K)), ties to the lowest index.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n, K)
+
+    Returns
+    -------
+    Tensor of shape (n, K)
+        ``onehot(argmax(s))`` per row, in the dtype of ``scores``; not differentiable.
+
+    Examples
+    --------
+    >>> import torch
+    >>> one_hot_argmax(torch.tensor([[0.1, 2.0, -1.0]]))
+    tensor([[0., 1., 0.]])
+    """
+    return _one_hot(scores.argmax(dim=-1, keepdim=True), scores)
+
+
+def _one_hot(index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """One-hot rows shaped like ``like`` from ``index`` of shape (n, 1)."""
+    return torch.zeros_like(like).scatter_(-1, index, 1.0)
+
+
+@dataclass(frozen=True)
+class Simplex(Polytope):
+    """The probability simplex ``{p >= 0, sum(p) = 1}`` over K values, the last dimension.
+
+    ==============  ===========================================================
+    ``map``         ``onehot(argmax(s))`` (:func:`one_hot_argmax`)
+    ``marginals``   ``softmax(s)``
+    ``project``     ``sparsemax(v)`` (:func:`project_simplex`)
+    ``sample``      ``onehot(z)``, ``z ~ Categorical(softmax(s))``
+    ==============  ===========================================================
+
+    Every coordinate is a part of every sample's structures, so ``sizes`` is ignored (pass
+    None) and :meth:`restrict` is the identity. The oracles' contract is that of
+    :class:`~ebmclassifier.latent.polytope.Polytope`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> simplex = Simplex()
+    >>> s = torch.tensor([[1.0, 0.0, -1.0]])
+    >>> simplex.map(s, None), simplex.marginals(s, None)
+    (tensor([[1., 0., 0.]]), tensor([[0.6652, 0.2447, 0.0900]]))
+    """
+
+    # The oracles' docstrings are those of Polytope (inspect.getdoc inherits them).
+
+    def map(self, scores, sizes):
+        return one_hot_argmax(scores)
+
+    def marginals(self, scores, sizes):
+        return torch.softmax(scores, dim=-1)
+
+    def project(self, point, sizes):
+        return project_simplex(point)
+
+    def sample(self, scores, sizes, generator=None):
+        p = torch.softmax(scores, dim=-1)
+        return _one_hot(torch.multinomial(p, 1, generator=generator), p)

@@ -25,8 +25,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .tree_latent import tree_latent_eval
-from .trees import arcs_to_heads, tree_map, tree_marginals
+from ..networks import LatentModel
+from ..polytope import Polytope
+from ._arcs import arcs_to_heads
+from ._tokens import as_token_ids
+from .polytope import TreePolytope
 
 __all__ = ["BiLSTMArcScorer", "TreeGCNDecoder", "TreeLatentModel", "sequence_lengths"]
 
@@ -46,7 +49,7 @@ def sequence_lengths(x: torch.Tensor) -> torch.Tensor:
     Raises
     ------
     ValueError
-        For an empty row or a padding id before a token.
+        For an empty row, a padding id before a token, or a negative id.
 
     Examples
     --------
@@ -54,17 +57,13 @@ def sequence_lengths(x: torch.Tensor) -> torch.Tensor:
     >>> sequence_lengths(torch.tensor([[3, 1, 0], [2, 0, 0]]))
     tensor([2, 1])
     """
-    present = x > 0
-    lengths = present.sum(dim=1)
-    positions = torch.arange(x.shape[1], device=x.device)
-    bad_rows = (lengths == 0) | (present != (positions[None, :] < lengths[:, None])).any(dim=1)
-    if bool(bad_rows.any()):
-        bad = int(bad_rows.nonzero()[0])
-        raise ValueError(
-            "Each sequence must hold at least one token id > 0, with the padding id 0 only "
-            f"at the end; row {bad} is {x[bad].tolist()!r}."
-        )
-    return lengths
+    as_token_ids(x.detach().cpu().numpy())
+    return _token_lengths(x)
+
+
+def _token_lengths(x: torch.Tensor) -> torch.Tensor:
+    """:func:`sequence_lengths` of token ids that are known to be well formed (no check)."""
+    return (x > 0).sum(dim=1)
 
 
 class BiLSTMArcScorer(nn.Module):
@@ -121,7 +120,7 @@ class BiLSTMArcScorer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tokens = x.long()
-        lengths = sequence_lengths(tokens)
+        lengths = _token_lengths(tokens)
         emb = self.embedding(tokens)
         root = self.root.expand(len(tokens), 1, -1)
         emb = self.dropout(torch.cat([root, emb], dim=1))
@@ -184,7 +183,7 @@ class TreeGCNDecoder(nn.Module):
 
     def forward(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         tokens = x.long()
-        lengths = sequence_lengths(tokens)
+        lengths = _token_lengths(tokens)
         h = torch.cat([self.root.expand(len(tokens), 1, -1), self.embedding(tokens)], dim=1)
         z = z.to(h.dtype)
         for self_loop, from_head, from_mods in zip(
@@ -199,7 +198,7 @@ class TreeGCNDecoder(nn.Module):
         return self.classifier(torch.cat([mean, top], dim=1))
 
 
-class TreeLatentModel(nn.Module):
+class TreeLatentModel(LatentModel):
     """Encoder ``x -> s`` (arc scores) and decoder ``(x, z) -> logits`` with a latent tree.
 
     Parameters
@@ -210,7 +209,7 @@ class TreeLatentModel(nn.Module):
         ``decoder(x, z)`` -> logits (B, n_classes), e.g. :class:`TreeGCNDecoder`.
     gradient : str, default="spigot"
         The training method; decides the deterministic latent of :meth:`forward` (see
-        :func:`~ebmclassifier.latent.tree_latent.tree_latent_eval`).
+        :func:`~ebmclassifier.latent.trees.latent.tree_latent_eval`).
     projective : bool, default=True
     temperature : float, default=1.0
     baseline : nn.Module, optional
@@ -236,19 +235,41 @@ class TreeLatentModel(nn.Module):
         temperature: float = 1.0,
         baseline: nn.Module | None = None,
     ) -> None:
-        super().__init__()
-        self.encoder = encoder
-        self.decoder = decoder
-        self.gradient = gradient
+        super().__init__(encoder, decoder, gradient, temperature)
         self.projective = projective
-        self.temperature = temperature
         self.baseline = baseline
+
+    @property
+    def polytope(self) -> Polytope:
+        return TreePolytope(bool(self.projective))
+
+    def sizes(self, x: torch.Tensor) -> torch.Tensor:
+        """The number of tokens of each row of token ids.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, N)
+            Token ids, 0 as padding at the end of each row (not checked here: the estimator
+            checks them once, see :func:`sequence_lengths`).
+
+        Returns
+        -------
+        Tensor of shape (B,), int64
+
+        Examples
+        --------
+        >>> import torch
+        >>> model = TreeLatentModel(BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8))
+        >>> model.sizes(torch.tensor([[3, 4, 0], [5, 0, 0]]))
+        tensor([2, 1])
+        """
+        return _token_lengths(x)
 
     def latent(self, x: torch.Tensor) -> torch.Tensor:
         """The deterministic latent (B, N + 1, N + 1) fed to the decoder at prediction time.
 
         The MAP tree's arcs, or the relaxed point of a relaxation (see
-        :func:`~ebmclassifier.latent.tree_latent.tree_latent_eval`).
+        :func:`~ebmclassifier.latent.trees.latent.tree_latent_eval`).
 
         Parameters
         ----------
@@ -274,12 +295,7 @@ class TreeLatentModel(nn.Module):
         >>> torch.allclose(relaxed, model.marginals(x))  # a relaxation keeps its relaxed point
         True
         """
-        return tree_latent_eval(
-            self.encoder(x), sequence_lengths(x), self.gradient, self.projective, self.temperature
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.decoder(x, self.latent(x))
+        return super().latent(x)
 
     def predict_heads(self, x: torch.Tensor) -> torch.Tensor:
         """The MAP tree of each sentence, as the head of each word.
@@ -307,9 +323,9 @@ class TreeLatentModel(nn.Module):
         >>> torch.equal(heads[1], model.latent(x)[1, :, 1:].argmax(dim=0))  # the MAP tree's arcs
         True
         """
-        lengths = sequence_lengths(x)
+        lengths = self.sizes(x)
         with torch.no_grad():
-            arcs = tree_map(self.encoder(x), lengths, self.projective)
+            arcs = self.polytope.map(self.encoder(x), lengths)
         return arcs_to_heads(arcs, lengths)
 
     def marginals(self, x: torch.Tensor) -> torch.Tensor:
@@ -338,5 +354,51 @@ class TreeLatentModel(nn.Module):
         >>> bool(((marginals > 0) & (marginals < 1)).any())  # not one tree: all of them
         True
         """
-        with torch.no_grad():
-            return tree_marginals(self.encoder(x), sequence_lengths(x), self.projective)
+        return super().marginals(x)
+
+    def predict_latent(self, x: torch.Tensor) -> torch.Tensor:
+        """The MAP tree of each sentence as heads: :meth:`predict_heads`.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, N)
+            Token ids, 0 as padding at the end of each row.
+
+        Returns
+        -------
+        Tensor of shape (B, N), int64
+            The head of each word (0 = the root), -1 on padding.
+
+        Examples
+        --------
+        >>> import torch
+        >>> model = TreeLatentModel(BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8))
+        >>> x = torch.tensor([[3, 4, 0], [5, 6, 7]])
+        >>> torch.equal(model.predict_latent(x), model.predict_heads(x))
+        True
+        """
+        return self.predict_heads(x)
+
+    def latent_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Each word's head marginals, word by word, as one row of features per sentence.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, N)
+            Token ids, 0 as padding at the end of each row.
+
+        Returns
+        -------
+        Tensor of shape (B, N * (N + 1))
+            Word ``m``'s block of ``N + 1`` columns gives the probability of each head (root
+            first); zero on padding.
+
+        Examples
+        --------
+        >>> import torch
+        >>> model = TreeLatentModel(BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8))
+        >>> features = model.latent_features(torch.tensor([[3, 4, 0]]))
+        >>> features.shape, features.reshape(3, 4).sum(dim=1).round(decimals=4)
+        (torch.Size([1, 12]), tensor([1., 1., 0.]))
+        """
+        return self.marginals(x)[:, :, 1:].transpose(1, 2).flatten(1)

@@ -34,9 +34,9 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._tree_utils import arc_mask, check_arc_scores
-from .tree_nonprojective import chu_liu_edmonds
-from .tree_projective import eisner
+from ._arcs import arc_mask, check_arc_scores
+from .nonprojective import _chu_liu_edmonds
+from .projective import _eisner
 
 __all__ = ["SparseMAPTree", "sparsemap_active_set", "tree_sparsemap"]
 
@@ -150,7 +150,12 @@ def sparsemap_active_set(
             [0.0000, 0.5000, 0.0000]], dtype=torch.float64)
     """
     scores, lengths = check_arc_scores(scores, lengths)
-    oracle = eisner if projective else chu_liu_edmonds
+    return _active_set(scores, lengths, projective, max_iter, tol)
+
+
+def _active_set(scores, lengths, projective, max_iter=100, tol=1e-9):
+    """:func:`sparsemap_active_set` on checked inputs (``lengths`` an int64 tensor)."""
+    oracle = _eisner if projective else _chu_liu_edmonds
     batch, n1 = scores.shape[0], scores.shape[1]
     lengths = lengths.cpu()
     target = scores.detach().to("cpu", torch.float64)
@@ -174,7 +179,7 @@ def sparsemap_active_set(
                 f"SparseMAP's active set did not converge in max_iter={max_iter!r} iterations; "
                 "increase max_iter.",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
     mu_t = torch.as_tensor(mu).reshape(batch, n1, n1)
     return mu_t, [s.vertices for s in states], [s.weights for s in states]
@@ -233,7 +238,7 @@ class SparseMAPTree(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, scores, lengths, projective, max_iter, tol):
-        mu, vertices, _ = sparsemap_active_set(scores, lengths, projective, max_iter, tol)
+        mu, vertices, _ = _active_set(scores, lengths, projective, max_iter, tol)
         z_pad, q_pad = _padded_jacobian_factors(vertices, mu[0].numel())
         ctx.save_for_backward(
             torch.as_tensor(z_pad, dtype=scores.dtype, device=scores.device),

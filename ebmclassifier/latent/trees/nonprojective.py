@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._tree_utils import arc_mask, check_arc_scores
+from ._arcs import arc_mask, check_arc_scores
 
 __all__ = ["chu_liu_edmonds", "nonprojective_log_partition"]
 
@@ -127,6 +127,11 @@ def chu_liu_edmonds(scores: torch.Tensor, lengths: torch.Tensor | None = None) -
             [0., 1., 0.]])
     """
     scores, lengths = check_arc_scores(scores, lengths)
+    return _chu_liu_edmonds(scores, lengths)
+
+
+def _chu_liu_edmonds(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """:func:`chu_liu_edmonds` on checked inputs (``lengths`` an int64 tensor)."""
     values = scores.detach().to("cpu", torch.float64).numpy()
     arcs = np.zeros(values.shape)
     for b, length in enumerate(lengths.tolist()):
@@ -168,6 +173,11 @@ def nonprojective_log_partition(
     tensor([9.])
     """
     scores, lengths = check_arc_scores(scores, lengths)
+    return _matrix_tree(scores, lengths)
+
+
+def _matrix_tree(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """:func:`nonprojective_log_partition` on checked inputs (``lengths`` an int64 tensor)."""
     n = scores.shape[1] - 1
     mask = arc_mask(lengths, n)
     masked = scores.masked_fill(~mask, float("-inf"))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ._tree_utils import arc_mask, check_arc_scores
+from ._arcs import arc_mask, check_arc_scores
 
 __all__ = ["eisner", "projective_log_partition"]
 
@@ -105,6 +105,11 @@ def projective_log_partition(
     tensor([0.6931])
     """
     scores, lengths = check_arc_scores(scores, lengths)
+    return _inside(scores, lengths)
+
+
+def _inside(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """:func:`projective_log_partition` on checked inputs (``lengths`` an int64 tensor)."""
     return _chart_value(scores, lengths, _logsumexp)
 
 
@@ -122,7 +127,7 @@ def eisner(scores: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.T
     -------
     arcs : torch.Tensor of shape (B, N + 1, N + 1)
         0/1 arc indicators in the dtype of ``scores``, zero outside the real arcs. Not
-        differentiable (use a surrogate from :mod:`ebmclassifier.latent.tree_surrogates`).
+        differentiable (use a surrogate from :mod:`ebmclassifier.latent.surrogates`).
 
     References
     ----------
@@ -138,6 +143,11 @@ def eisner(scores: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.T
             [0., 0., 0.]])
     """
     scores, lengths = check_arc_scores(scores, lengths)
+    return _eisner(scores, lengths)
+
+
+def _eisner(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """:func:`eisner` on checked inputs (``lengths`` an int64 tensor)."""
     with torch.enable_grad():
         leaf = scores.detach().requires_grad_(True)
         best = _chart_value(leaf, lengths, _max)
