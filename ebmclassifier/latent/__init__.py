@@ -5,11 +5,10 @@ One implementation of each gradient method (:mod:`~ebmclassifier.latent.surrogat
 dispatched by name in :mod:`~ebmclassifier.latent.methods`) works over the oracles of a
 :class:`~ebmclassifier.latent.polytope.Polytope`; :mod:`~ebmclassifier.latent.categorical`
 (the simplex) and :mod:`~ebmclassifier.latent.trees` (dependency trees) supply them, with their
-default networks, and :mod:`~ebmclassifier.latent.classifier` is the estimator.
+default networks, and :mod:`~ebmclassifier.latent.classifier` is the estimator. The modules of
+release 0.1 that moved (``simplex``, ``tree_modules``, ``tree_latent``, ...) still import, as thin
+aliases of their new homes, so that older code and pickles keep working.
 """
-
-import importlib
-import sys
 
 from .categorical import GRADIENTS, categorical_latent, categorical_latent_eval, gamma_from_loss
 from .categorical.simplex import project_simplex
@@ -21,18 +20,3 @@ __all__ = [
     "gamma_from_loss",
     "project_simplex",
 ]
-
-# The modules of release 0.1 and where their contents live now. Code and pickles that name an
-# old module (a pickle stores each class's module path) find it under that name.
-_MOVED_MODULES = {
-    "simplex": "categorical.simplex",
-    "_tree_utils": "trees._arcs",
-    "tree_projective": "trees.projective",
-    "tree_nonprojective": "trees.nonprojective",
-    "tree_sparsemap": "trees.sparsemap",
-    "tree_surrogates": "trees.surrogates",
-    "tree_latent": "trees.latent",
-    "tree_modules": "trees.networks",
-}
-for _old, _new in _MOVED_MODULES.items():
-    sys.modules[f"{__name__}.{_old}"] = importlib.import_module(f"{__name__}.{_new}")
