@@ -47,7 +47,10 @@ def _simplex_threshold(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     ranks = torch.arange(1, v.shape[-1] + 1, device=v.device, dtype=v.dtype)
     # rho = max{j : u_j - (sum_{i<=j} u_i - 1) / j > 0}; the condition holds for a prefix of j.
     support = u - cumsum / ranks > 0
-    support_size = support.sum(dim=-1, keepdim=True)
+    # j = 1 always qualifies (u_1 - (u_1 - 1) = 1), but rounding can lose it when |u_1| is
+    # huge, and nan qualifies nowhere: at least one, so the gather stays in range (the result
+    # is then nan, which the caller's divergence check sees).
+    support_size = support.sum(dim=-1, keepdim=True).clamp(min=1)
     tau = cumsum.gather(-1, support_size - 1) / support_size.to(v.dtype)
     return tau, support_size
 
@@ -195,4 +198,7 @@ class Simplex(Polytope):
 
     def sample(self, scores, sizes, generator=None):
         p = torch.softmax(scores, dim=-1)
+        # multinomial refuses nan; a row of non-finite scores draws uniformly instead (its
+        # loss is flagged as diverged by the caller all the same)
+        p = torch.where(torch.isfinite(p).all(-1, keepdim=True), p, 1.0 / p.shape[-1])
         return _one_hot(torch.multinomial(p, 1, generator=generator), p)

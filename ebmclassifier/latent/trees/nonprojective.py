@@ -148,7 +148,9 @@ def nonprojective_log_partition(
     ``Z = det(L_hat)``, where ``L_hat`` is the Laplacian of the words, ``L[m, m] = sum_h
     exp(s[h, m])`` over word heads ``h`` and ``L[h, m] = -exp(s[h, m])``, with its first row
     replaced by the root scores ``exp(s[0, m])`` (Koo et al. 2007, Sec. 3.3). Each column is
-    scaled by ``exp(-max_h s[h, m])`` for stability; padding words get an identity block.
+    scaled by ``exp(-max_h s[h, m])`` for stability and the determinant is taken in float64
+    whatever the dtype of ``scores`` (the result has that dtype), so arc scores that differ by
+    several hundred stay finite; padding words get an identity block.
     Differentiable: the gradient with respect to ``scores`` is the arc marginals.
 
     Parameters
@@ -180,13 +182,16 @@ def _matrix_tree(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """:func:`nonprojective_log_partition` on checked inputs (``lengths`` an int64 tensor)."""
     n = scores.shape[1] - 1
     mask = arc_mask(lengths, n)
-    masked = scores.masked_fill(~mask, float("-inf"))
+    # In float64: after the per-modifier shift the other arcs weigh exp(s - max), which
+    # underflow float32 (and make the Laplacian singular) once the spread passes ~87.
+    masked = scores.to(torch.float64).masked_fill(~mask, float("-inf"))
     shift = masked.detach().amax(dim=1, keepdim=True)  # (B, 1, N+1): per-modifier max
     shift = shift.masked_fill(~torch.isfinite(shift), 0.0)
     weights = torch.exp(masked - shift).masked_fill(~mask, 0.0)
     words = weights[:, 1:, 1:]
     padding = ~mask[:, 0, 1:]  # words beyond the length
-    diagonal = words.sum(dim=1) + padding.to(scores.dtype)
+    diagonal = words.sum(dim=1) + padding.to(weights.dtype)
     laplacian = torch.diag_embed(diagonal) - words
     laplacian = torch.cat([weights[:, :1, 1:], laplacian[:, 1:, :]], dim=1)
-    return torch.linalg.slogdet(laplacian).logabsdet + shift[:, 0, 1:].sum(dim=1)
+    log_z = torch.linalg.slogdet(laplacian).logabsdet + shift[:, 0, 1:].sum(dim=1)
+    return log_z.to(scores.dtype)
