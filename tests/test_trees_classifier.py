@@ -161,3 +161,15 @@ def test_transform_column_names():
     assert len(names) == clf.transform(X[:2]).shape[1] == 5 * 6
     assert names[0] == "latentstructureclassifier_token1_head0"
     assert names[7] == "latentstructureclassifier_token2_head1"
+
+
+def test_a_warm_started_refit_keeps_the_vocabulary_of_its_embeddings():
+    clf = _estimator(gradient="ste", warm_start=True, **SMALL).fit(X, Y)
+    vocabulary = clf.vocabulary_.copy()
+    X_new = np.where(X > 0, X + 1000, 0)  # ids the network has no rows for
+    clf.fit(np.concatenate([X, X_new]), np.concatenate([Y, Y]))
+    np.testing.assert_array_equal(clf.vocabulary_, vocabulary)
+    assert np.isfinite(clf.predict_proba(X_new)).all()
+    assert not np.array_equal(
+        _estimator(gradient="ste", **SMALL).fit(X_new, Y).vocabulary_, vocabulary
+    )

@@ -59,9 +59,10 @@ class Categorical:
 class DependencyTree(Categorical):
     """A dependency tree over the tokens of a sequence: integer token ids, the tree polytope.
 
-    ``fit`` learns the ids it sees (``vocabulary_``); the networks get compact indices: 0 for
-    padding, ``i + 1`` for ``vocabulary_[i]`` and ``len(vocabulary_) + 1`` for every id that
-    ``fit`` did not see (the out-of-vocabulary index).
+    ``fit`` learns the ids it sees (``vocabulary_``; a warm-started fit keeps it with the
+    network); the networks get compact indices: 0 for padding, ``i + 1`` for ``vocabulary_[i]``
+    and ``len(vocabulary_) + 1`` for every id that ``fit`` did not see (the out-of-vocabulary
+    index).
     """
 
     continuous_input = False
@@ -72,7 +73,9 @@ class DependencyTree(Categorical):
         if isinstance(X, torch.Tensor):
             X = X.detach().cpu().numpy()
         ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
-        if reset:
+        # a warm start keeps the network, and with it the vocabulary its embeddings index
+        warm = estimator.warm_start and estimator.initialized_
+        if reset and not (warm and hasattr(estimator, "vocabulary_")):
             estimator.vocabulary_ = np.unique(ids[ids > 0])
         return encode_tokens(ids, *_vocabulary(estimator))
 

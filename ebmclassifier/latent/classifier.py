@@ -194,6 +194,15 @@ verbose, **kwargs
 
     # ------------------------------------------------------------------ parameters
 
+    def _structure(self):
+        """What ``structure`` changes (input, network, names): its entry of STRUCTURES.
+
+        The categorical one while ``structure`` is not a valid name, so that checking the
+        other parameters can still say what is wrong with them.
+        """
+        valid = isinstance(self.structure, str) and self.structure in STRUCTURES
+        return STRUCTURES[self.structure if valid else "categorical"]
+
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)
         check.integer("n_latent", 1)
@@ -214,8 +223,7 @@ verbose, **kwargs
                 "surrogate gradients need it); the 'criterion' parameter must be "
                 f"torch.nn.CrossEntropyLoss. Got {self.criterion!r} instead."
             )
-        structure = STRUCTURES.get(self.structure)
-        if structure and not structure.continuous_input and self.ood_method == "approx_mass":
+        if not self._structure().continuous_input and self.ood_method == "approx_mass":
             check.add(
                 "The 'ood_method' parameter of LatentStructureClassifier cannot be "
                 f"'approx_mass' with structure={self.structure!r}: token ids have no gradient. "
@@ -224,7 +232,7 @@ verbose, **kwargs
 
     def _check_network_params(self, check: ParamChecker) -> None:
         """``encoder``, ``decoder`` and their routed parameters; no ``module`` at all."""
-        structure = STRUCTURES.get(self.structure, STRUCTURES["categorical"])
+        structure = self._structure()
         for name in ("encoder", "decoder"):
             value = getattr(self, name)
             if value is None:
@@ -267,7 +275,7 @@ verbose, **kwargs
         component = getattr(self, name)
         kwargs = self.get_params_for(name)
         if component is None:
-            default = getattr(STRUCTURES[self.structure], f"default_{name}")
+            default = getattr(self._structure(), f"default_{name}")
             component, kwargs = default, {**default_kwargs, **kwargs}
         if not isinstance(component, nn.Module):
             kwargs = {**_accepted_kwargs(component, available), **kwargs}
@@ -311,7 +319,7 @@ verbose, **kwargs
                 "LatentStructureClassifier builds its network from the data; call fit(X, y) "
                 "instead of initialize()."
             )
-        structure = STRUCTURES[self.structure]
+        structure = self._structure()
         available = structure.sizes(self)
         encoder = self._component("encoder", available, structure.encoder_defaults(self))
         decoder = self._component("decoder", available, {})
@@ -322,11 +330,11 @@ verbose, **kwargs
     # are read from the user's array, not from the base's float32 copy.
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         checked = super()._validate_X(X, reset=reset)
-        return STRUCTURES[self.structure].prepare_input(self, X, checked, reset)
+        return self._structure().prepare_input(self, X, checked, reset)
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
         checked, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
-        return STRUCTURES[self.structure].prepare_input(self, X, checked, reset), y
+        return self._structure().prepare_input(self, X, checked, reset), y
 
     # ------------------------------------------------------------------ training
 
@@ -506,7 +514,7 @@ verbose, **kwargs
                     + ("" if expected is None else f" ({expected.tolist()!r})")
                     + f"; got {given.tolist()!r}."
                 )
-        return np.asarray(STRUCTURES[self.structure].feature_names(self), dtype=object)
+        return np.asarray(self._structure().feature_names(self), dtype=object)
 
     def score_ood(self, X, method: str | None = None) -> np.ndarray:
         """Out-of-distribution score of each sample; see the base class.
@@ -549,7 +557,7 @@ method='energy' or 'max_softmax'.
         """
         check_is_fitted(self)
         chosen = self.ood_method if method is None else method
-        if chosen == "approx_mass" and not STRUCTURES[self.structure].continuous_input:
+        if chosen == "approx_mass" and not self._structure().continuous_input:
             raise ValueError(
                 "score_ood(method='approx_mass') differentiates the energy with respect to the "
                 f"input, and the token ids of structure={self.structure!r} have no gradient; "
