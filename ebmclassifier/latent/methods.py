@@ -89,12 +89,12 @@ def gamma_from_loss(loss_fn: LossFn) -> GammaFn:
     ----------
     loss_fn : callable
         ``loss_fn(z) -> Tensor (B,)`` per-sample losses for latent points ``z`` of shape
-        (B, *parts).
+        (B, ...).
 
     Returns
     -------
     callable
-        ``gamma_fn(z) -> Tensor (B, *parts)``, detached.
+        ``gamma_fn(z) -> Tensor (B, ...)``, detached.
 
     Examples
     --------
@@ -140,7 +140,7 @@ def polytope_latent(
     ----------
     polytope : Polytope
         The structures' polytope (its oracles trust ``scores`` and ``sizes``).
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         Encoder scores ``s``.
     sizes : Tensor or None
         What ``polytope`` needs of the batch besides the scores (None for the simplex, the
@@ -167,7 +167,7 @@ def polytope_latent(
 
     Returns
     -------
-    Tensor of shape (B, *parts)
+    Tensor of shape (B, ...)
         A structure per sample (0/1), or a point of the polytope for the relaxations.
 
     Examples
@@ -215,7 +215,7 @@ def polytope_latent_eval(
     Parameters
     ----------
     polytope : Polytope
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
     sizes : Tensor or None
     gradient : str
         One of :data:`GRADIENTS` or an alias.
@@ -224,7 +224,7 @@ def polytope_latent_eval(
 
     Returns
     -------
-    Tensor of shape (B, *parts)
+    Tensor of shape (B, ...)
 
     Examples
     --------

@@ -44,7 +44,8 @@ class Polytope(ABC):
 
     Subclasses implement :meth:`map`, :meth:`marginals`, :meth:`project` and :meth:`sample`,
     and override :meth:`restrict` when some coordinates of a sample are not parts of its
-    structures (padding). ``scores`` and points ``mu`` have shape ``(B, *parts)``; ``sizes``
+    structures (padding). ``scores`` and points ``mu`` have shape ``(B, ...)``, ``...`` being
+    the shape of one structure's parts ((K,) on the simplex, (N + 1, N + 1) for trees); ``sizes``
     is whatever a batch needs besides them (None for the simplex, the lengths (B,) of a batch
     of sentences for trees).
 
@@ -65,13 +66,13 @@ class Polytope(ABC):
 
         Parameters
         ----------
-        scores : Tensor of shape (B, *parts)
+        scores : Tensor of shape (B, ...)
         sizes : Tensor or None
             The batch's sizes (see the class docstring).
 
         Returns
         -------
-        Tensor of shape (B, *parts)
+        Tensor of shape (B, ...)
             A vertex of the polytope per sample (0/1), in the dtype of ``scores``; not
             differentiable.
 
@@ -95,12 +96,12 @@ class Polytope(ABC):
 
         Parameters
         ----------
-        scores : Tensor of shape (B, *parts)
+        scores : Tensor of shape (B, ...)
         sizes : Tensor or None
 
         Returns
         -------
-        Tensor of shape (B, *parts)
+        Tensor of shape (B, ...)
             A point in the relative interior of each sample's polytope.
 
         Examples
@@ -120,12 +121,12 @@ class Polytope(ABC):
 
         Parameters
         ----------
-        point : Tensor of shape (B, *parts)
+        point : Tensor of shape (B, ...)
         sizes : Tensor or None
 
         Returns
         -------
-        Tensor of shape (B, *parts)
+        Tensor of shape (B, ...)
             The projection (sparsemax on the simplex, SparseMAP on trees).
 
         Examples
@@ -147,14 +148,14 @@ class Polytope(ABC):
 
         Parameters
         ----------
-        scores : Tensor of shape (B, *parts)
+        scores : Tensor of shape (B, ...)
         sizes : Tensor or None
         generator : torch.Generator, optional
             Source of randomness, on the device of ``scores``.
 
         Returns
         -------
-        Tensor of shape (B, *parts)
+        Tensor of shape (B, ...)
             One structure (0/1) per sample; not differentiable.
 
         Examples
@@ -174,12 +175,12 @@ class Polytope(ABC):
 
         Parameters
         ----------
-        tensor : Tensor of shape (B, *parts)
+        tensor : Tensor of shape (B, ...)
         sizes : Tensor or None
 
         Returns
         -------
-        Tensor of shape (B, *parts)
+        Tensor of shape (B, ...)
 
         Examples
         --------

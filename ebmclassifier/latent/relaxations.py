@@ -156,9 +156,9 @@ class GumbelStraightThrough(torch.autograd.Function):
 
     Parameters
     ----------
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         E.g. (n, K) on the simplex.
-    noise : Tensor of shape (B, *parts)
+    noise : Tensor of shape (B, ...)
         Standard Gumbel noise (:func:`sample_gumbel`).
     temperature : float
         ``tau > 0``.
@@ -171,7 +171,7 @@ class GumbelStraightThrough(torch.autograd.Function):
 
     Returns
     -------
-    Tensor of shape (B, *parts)
+    Tensor of shape (B, ...)
         The MAP structure of the perturbed scores (one-hot rows on the simplex).
 
     Examples

@@ -110,7 +110,7 @@ class ScoreFunction(torch.autograd.Function):
 
     Parameters
     ----------
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         Encoder scores, e.g. (n, K) on the simplex.
     loss_fn : callable
         ``loss_fn(z) -> Tensor (B,)``.
@@ -128,7 +128,7 @@ class ScoreFunction(torch.autograd.Function):
 
     Returns
     -------
-    z : Tensor of shape (B, *parts)
+    z : Tensor of shape (B, ...)
         One sampled structure per sample (one-hot rows on the simplex).
 
     Examples

@@ -59,7 +59,7 @@ from torch.autograd.function import once_differentiable
 from .categorical.simplex import Simplex, one_hot_argmax
 from .polytope import Polytope
 
-#: The type of ``gamma_fn``: latent points (B, *parts) -> the downstream gradient ``dL/dz`` there.
+#: The type of ``gamma_fn``: latent points (B, ...) -> the downstream gradient ``dL/dz`` there.
 GammaFn = Callable[[torch.Tensor], torch.Tensor]
 
 __all__ = [
@@ -186,7 +186,7 @@ class STEIdentity(_ArgmaxSurrogate):
 
     Parameters
     ----------
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable or None
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None
@@ -204,7 +204,7 @@ class STEIdentity(_ArgmaxSurrogate):
 
     Returns
     -------
-    z_hat : Tensor of shape (B, *parts)
+    z_hat : Tensor of shape (B, ...)
         The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
@@ -230,7 +230,7 @@ class SPIGOT(_ArgmaxSurrogate):
 
     Parameters
     ----------
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable or None
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None
@@ -248,7 +248,7 @@ class SPIGOT(_ArgmaxSurrogate):
 
     Returns
     -------
-    z_hat : Tensor of shape (B, *parts)
+    z_hat : Tensor of shape (B, ...)
         The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
@@ -277,7 +277,7 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
 
     Parameters
     ----------
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`).
@@ -294,7 +294,7 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
 
     Returns
     -------
-    z_hat : Tensor of shape (B, *parts)
+    z_hat : Tensor of shape (B, ...)
         The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
@@ -326,7 +326,7 @@ class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
 
     Parameters
     ----------
-    scores : Tensor of shape (B, *parts)
+    scores : Tensor of shape (B, ...)
         Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`).
@@ -343,7 +343,7 @@ class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
 
     Returns
     -------
-    z_hat : Tensor of shape (B, *parts)
+    z_hat : Tensor of shape (B, ...)
         The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples

@@ -34,7 +34,7 @@ class TreePolytope(Polytope):
     ==============  ==============================================================
     ``map``         Eisner (projective) or Chu-Liu-Edmonds
     ``marginals``   inside-outside (projective) or the matrix-tree theorem
-    ``project``     SparseMAP, the active set over the MAP oracle [2]_
+    ``project``     SparseMAP, the active set over the MAP oracle (Niculae et al. 2018)
     ``sample``      exact, one head at a time from the conditional marginals
     ``restrict``    zero outside the real arcs (padding, self-loops, into the root)
     ==============  ==============================================================
