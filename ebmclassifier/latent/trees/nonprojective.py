@@ -149,8 +149,10 @@ def nonprojective_log_partition(
     exp(s[h, m])`` over word heads ``h`` and ``L[h, m] = -exp(s[h, m])``, with its first row
     replaced by the root scores ``exp(s[0, m])`` (Koo et al. 2007, Sec. 3.3). Each column is
     scaled by ``exp(-max_h s[h, m])`` for stability and the determinant is taken in float64
-    whatever the dtype of ``scores`` (the result has that dtype), so arc scores that differ by
-    several hundred stay finite; padding words get an identity block.
+    whatever the dtype of ``scores`` (the result has that dtype), so a word's arc scores may
+    differ by far more than float32's ``exp`` allows (~87). It can still cancel to ``-inf``
+    when the best single-root tree needs arcs some hundreds below each word's best head.
+    Padding words get an identity block.
     Differentiable: the gradient with respect to ``scores`` is the arc marginals.
 
     Parameters
