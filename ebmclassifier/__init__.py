@@ -1,5 +1,6 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
+from .ensemble import ProductOfExperts
 from .exceptions import DivergenceError
 from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
@@ -7,4 +8,10 @@ from .ngebm import NGEBMClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DivergenceError", "JEMClassifier", "LatentStructureClassifier", "NGEBMClassifier"]
+__all__ = [
+    "DivergenceError",
+    "JEMClassifier",
+    "LatentStructureClassifier",
+    "NGEBMClassifier",
+    "ProductOfExperts",
+]
