@@ -1,5 +1,6 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
+from .concepts import ConceptComposition
 from .ensemble import ProductOfExperts
 from .exceptions import DivergenceError
 from .jem import JEMClassifier
@@ -9,6 +10,7 @@ from .ngebm import NGEBMClassifier
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ConceptComposition",
     "DivergenceError",
     "JEMClassifier",
     "LatentStructureClassifier",
