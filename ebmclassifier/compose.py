@@ -9,8 +9,9 @@ compositions of [1]_, [2]_ and [3]_ as plain functions on tensors:
   and ``E(x) = -logsumexp_k (log w_k - E_k(x))`` with normalised weights;
 - the class-conditional energy of a set ``S`` of labels, ``E(x, S) = -logsumexp_{y in S} f(x)[y]``
   (``E(x, y) = -f(x)[y]`` for one label, the energy of the joint ``p(x, y)``);
-- the conjunction ``sum_k w_k E_k`` and disjunction ``-logsumexp_k(-E_k)`` of energies
-  ([3]_, Eqs. 4 and 5); a negative weight in a conjunction is Du et al.'s negation.
+- the conjunction ``sum_k w_k E_k`` and disjunction ``-logsumexp_k(-E_k)`` of energies, Du et
+  al.'s concept conjunction and disjunction [3]_; a negative weight in a conjunction is their
+  concept negation.
 
 :class:`Not` marks a negated concept value for
 :class:`~ebmclassifier.ensemble.ConceptComposition`. The estimators' faces over these functions
@@ -108,7 +109,7 @@ def product_logits(logits: Sequence[Tensor], weights: Tensor) -> Tensor:
 
 
 def disjunction(energies: Tensor) -> Tensor:
-    """Energy of "any of them", ``-logsumexp_k(-E_k(x))`` ([3]_, Eq. 5).
+    """Energy of "any of them", ``-logsumexp_k(-E_k(x))`` (concept disjunction, Du et al., 2020).
 
     ``exp(-E) = sum_k exp(-E_k)``: the unnormalised densities add.
 
@@ -133,7 +134,9 @@ def disjunction(energies: Tensor) -> Tensor:
 
 
 def conjunction(energies: Tensor, weights: Tensor) -> Tensor:
-    """Energy of "all of them", ``sum_k w_k E_k(x)`` ([3]_, Eq. 4); ``w_k < 0`` negates.
+    """Energy of "all of them", ``sum_k w_k E_k(x)`` (concept conjunction, Du et al., 2020).
+
+    A negative ``w_k`` is Du et al.'s concept negation, ``p(x) ∝ p_1(x) / p_2(x)^a``.
 
     Parameters
     ----------
@@ -186,11 +189,11 @@ def mixture_logits(logits: Sequence[Tensor], weights: Tensor) -> Tensor:
     """Logits of a mixture (a deep ensemble) that carry its class posterior and its energy.
 
     With normalised weights ``w``, the mixture's class posterior is the deep ensemble's
-    average ``p(y|x) = sum_k w_k p_k(y|x)`` ([4]_) and its energy is :func:`mixture_energy`,
-    ``E(x) = -logsumexp_k(log w_k - E_k(x))``. The logits ``g(x)[y] = log p(y|x) - E(x)`` are
-    the one set whose ``softmax`` is that posterior and whose ``-logsumexp`` is that energy,
-    so every score of a classifier (``energy``, ``max_softmax``, ``approx_mass``) applies to
-    the mixture unchanged.
+    average ``p(y|x) = sum_k w_k p_k(y|x)`` (Lakshminarayanan et al., 2017) and its energy is
+    :func:`mixture_energy`, ``E(x) = -logsumexp_k(log w_k - E_k(x))``. The logits
+    ``g(x)[y] = log p(y|x) - E(x)`` are the one set whose ``softmax`` is that posterior and
+    whose ``-logsumexp`` is that energy, so every score of a classifier (``energy``,
+    ``max_softmax``, ``approx_mass``) applies to the mixture unchanged.
 
     Parameters
     ----------

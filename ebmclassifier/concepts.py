@@ -136,7 +136,7 @@ class ConceptComposition(ExpertsBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape)
+        X : array-like of shape ``(n_samples, n_features)`` or ``(n_samples, *input_shape)``
         Y : array-like of shape (n_samples, n_concepts)
             One column per expert, in the order of ``estimators``; columns keep their own
             types (a list of rows or a DataFrame may mix ints and strings).

@@ -246,7 +246,7 @@ def test_bad_input_at_predict_time(experts, small_blobs):
     poe = ProductOfExperts(experts).fit(X, y)
     with pytest.raises(ValueError, match="X has 3 features"):
         poe.predict(X[:, :3])
-    with pytest.raises(ValueError, match="Unknown score_ood method 'entropy'"):
+    with pytest.raises(ValueError, match="Unknown OOD method 'entropy'"):
         poe.score_ood(X, "entropy")
 
 
