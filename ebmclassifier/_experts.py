@@ -121,7 +121,7 @@ class ExpertsBase(BaseEstimator):
                 f"be one of its parameters {sorted(own)!r}. Got {bad!r}; rename them."
             )
         check.integer("batch_size", 1)
-        if pairs and check.messages == []:
+        if pairs and not check.messages:
             self._check_weights(check, len(pairs))
 
     def _check_weights(self, check: ParamChecker, n_experts: int) -> None:

@@ -244,6 +244,8 @@ class ConceptComposition(ExpertsBase):
     def _allowed(self, k: int, value) -> np.ndarray:
         """The labels of expert ``k`` that ``value`` allows, as a bool mask over ``classes_[k]``."""
         classes = self.classes_[k].tolist()
+        if isinstance(value, np.ndarray) and value.ndim == 0:  # a numpy scalar label
+            value = value.item()
         if isinstance(value, Not):
             return ~self._allowed(k, value.value)
         if isinstance(value, _DISJUNCTION_TYPES):

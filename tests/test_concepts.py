@@ -82,6 +82,10 @@ def test_disjunction_negation_and_the_marginal(model, data):
         model.energy(X, {"blob": Not(Not(1))}), -0.5 * f_blob[:, 1], atol=1e-4
     )
     np.testing.assert_allclose(model.energy(X, {"blob": [Not([0, 1]), 0]}), some, atol=1e-5)
+    np.testing.assert_allclose(model.energy(X, {"blob": np.array([0, 2])}), some, atol=1e-5)
+    np.testing.assert_array_equal(
+        model.energy(X, {"blob": np.array(1)}), model.energy(X, {"blob": 1})
+    )
     # a list of dicts is the disjunction of the conjunctions: -logsumexp(-E_1, -E_2)
     e1, e2 = model.energy(X, {"blob": 0}), model.energy(X, {"side": "right"})
     either = model.energy(X, [{"blob": 0}, {"side": "right"}])
