@@ -1,5 +1,7 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
+from .concepts import ConceptComposition
+from .ensemble import ProductOfExperts
 from .exceptions import DivergenceError
 from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
@@ -7,4 +9,11 @@ from .ngebm import NGEBMClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DivergenceError", "JEMClassifier", "LatentStructureClassifier", "NGEBMClassifier"]
+__all__ = [
+    "ConceptComposition",
+    "DivergenceError",
+    "JEMClassifier",
+    "LatentStructureClassifier",
+    "NGEBMClassifier",
+    "ProductOfExperts",
+]
