@@ -25,7 +25,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from math import prod
-from numbers import Integral
 
 import numpy as np
 import torch
@@ -33,16 +32,26 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
-from ._device import draw_seed, resolve_device, seeded_rng
+from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._ood import OODDecisionMixin
 from ._skorch import SkorchNet
-from ._validation import ParamChecker, check_training_data, check_X
+from ._validation import (
+    InvalidParameterError,
+    ParamChecker,
+    check_module_kwargs,
+    check_module_output,
+    check_training_data,
+    check_training_params,
+    check_X,
+    is_int,
+)
 from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
 from .nn import MLP, ConvNet
 
 # ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
 __all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
+
 
 def _module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
     """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
@@ -257,8 +266,12 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         check.real("lr", 0.0, low_open=True)
         check.integer("max_epochs", 0)
         batch_size = self.batch_size
-        ok = isinstance(batch_size, Integral) and (batch_size >= 1 or batch_size == -1)
+        ok = is_int(batch_size) and (batch_size >= 1 or batch_size == -1)
         check.satisfies("batch_size", ok, "an int >= 1 or -1 (the whole data set)")
+        check_training_params(check, self)
+        problem = device_problem(self.device)
+        expected = f"'auto', 'cpu' or a device this machine has ({problem})"
+        check.satisfies("device", problem is None, expected)
         self._validate_own_params(check)
         check.raise_if_any()
 
@@ -300,9 +313,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         module = self.module
         if module is None:  # ConvNet for (C, L) / (C, H, W) samples, else an MLP
             module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
+        built = type(module) if isinstance(module, nn.Module) else module
+        check_module_kwargs(type(self).__name__, "module", built, kwargs)
         if not isinstance(module, nn.Module):
             kwargs = {**_module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
-        self.module_ = self.initialized_instance(module, kwargs)
+        try:
+            self.module_ = self.initialized_instance(module, kwargs)
+        except InvalidParameterError as exc:  # our networks check their own arguments
+            raise InvalidParameterError(
+                f"{type(self).__name__} could not build its network from the module__* "
+                f"parameters: {exc}"
+            ) from exc
         return self
 
     # ------------------------------------------------------------------ training
@@ -378,6 +399,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         with seeded_rng(seed, self.device_):
             if initialize:
                 self.initialize()
+                check_module_output(self, torch.tensor(X[:1], device=self.device_))
             # The whole training set moves to the device once; batches are slices of it.
             # A copy: the user's array may be read-only, and it is never written.
             self._train(
