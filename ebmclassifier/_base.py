@@ -40,8 +40,10 @@ from ._validation import (
     ParamChecker,
     check_module_kwargs,
     check_module_output,
+    check_partial_fit_classes,
     check_training_data,
     check_training_params,
+    check_warm_start_classes,
     check_X,
     is_int,
 )
@@ -332,7 +334,10 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         """Initialize the network and train it on ``(X, y)``.
 
         With ``max_epochs=0`` the network is built for the data and left untrained, ready
-        for skorch's ``load_params``.
+        for skorch's ``load_params``. With skorch's ``warm_start=True``, a fitted estimator
+        continues training its network instead, as scikit-learn's ``MLPClassifier`` does: the
+        data must then have the same features (or sample shape) and exactly the same classes
+        as the first fit, else a ``ValueError`` says so (``warm_start=False`` starts afresh).
 
         Parameters
         ----------
@@ -355,7 +360,8 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         >>> clf.classes_.tolist(), clf.n_features_in_, len(clf.history)
         (['cat', 'dog', 'owl'], 4, 2)
         """
-        return self._fit(X, y, first=True, initialize=not self.warm_start or not self.initialized_)
+        warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
+        return self._fit(X, y, first=True, initialize=not warm)
 
     def partial_fit(self, X, y, classes=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
@@ -366,6 +372,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         y : array-like of shape (n_samples,)
         classes : array-like or None, default=None
             All classes, needed on the first call when ``y`` does not contain each of them.
+            A later call may repeat them, in any order; other classes are a ``ValueError``.
 
         Returns
         -------
@@ -390,9 +397,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         return self._fit(X, y, first=first, initialize=first, classes=classes)
 
     def _fit(self, X, y, *, first: bool, initialize: bool, classes=None):
-        """Validate, derive what training needs on a ``first`` fit, then train."""
+        """Validate, derive what training needs on a ``first`` fit, then train.
+
+        ``first and not initialize`` is a warm start: a ``fit`` that continues from the
+        fitted network, so the data must have its input shape and exactly its classes.
+        """
         self._check_params()
-        X, y = self._validate_training_data(X, y, reset=first, classes=classes)
+        if not first:
+            check_partial_fit_classes(self, classes)
+        X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
+        if first and not initialize:
+            check_warm_start_classes(self, y)
         if first:
             self._prepare_fit(X)
         seed = self.seed_ if self.random_state is not None else None

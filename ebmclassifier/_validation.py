@@ -28,8 +28,10 @@ __all__ = [
     "check_X",
     "check_module_kwargs",
     "check_module_output",
+    "check_partial_fit_classes",
     "check_training_data",
     "check_training_params",
+    "check_warm_start_classes",
     "is_int",
 ]
 
@@ -366,6 +368,53 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
     if len(unseen):
         raise ValueError(
             f"y contains labels {unseen.tolist()!r} that were not seen when the estimator "
-            "was first fitted; pass every class to the first partial_fit with classes=..."
+            "was first fitted; pass every class to the first partial_fit with classes=..., "
+            "or fit afresh (warm_start=False)."
         )
     return X, estimator.label_encoder_.transform(y)
+
+
+def check_warm_start_classes(estimator, y: np.ndarray) -> None:
+    """A warm-started ``fit`` continues the fitted network: ``y`` must have all its classes.
+
+    As scikit-learn's ``MLPClassifier(warm_start=True)``: the output layer has one logit per
+    class of the first fit, so fewer classes would leave ``predict_proba`` with columns for
+    classes the data no longer have, and new ones have no logit.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        Fitted, with ``classes_``.
+    y : ndarray of shape (n_samples,)
+        The encoded labels (``check_training_data`` has refused unseen ones).
+    """
+    present = np.unique(y)
+    if len(present) != len(estimator.classes_):
+        name = type(estimator).__name__
+        raise ValueError(
+            f"{name}(warm_start=True) continues the previous fit, so y must have the same "
+            f"classes as the previous call to fit: previously {estimator.classes_.tolist()!r}, "
+            f"y has {estimator.classes_[present].tolist()!r}. Set warm_start=False to fit "
+            "afresh on these classes."
+        )
+
+
+def check_partial_fit_classes(estimator, classes) -> None:
+    """``classes`` given to a later ``partial_fit`` must be those of the first call.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        Fitted, with ``classes_``.
+    classes : array-like or None
+        ``None`` (nothing to check) or every class, as on the first call.
+    """
+    if classes is None:
+        return
+    given = np.unique(np.asarray(classes))
+    if not np.array_equal(given, estimator.classes_):
+        raise ValueError(
+            f"`classes={np.asarray(classes).tolist()!r}` is not the same as on the first call to "
+            f"partial_fit, which was {estimator.classes_.tolist()!r}; the classes are fixed "
+            "by the first call (fit afresh to change them)."
+        )
