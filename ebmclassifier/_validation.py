@@ -289,6 +289,11 @@ def _as_numpy(X):
     return X
 
 
+def _without_negative_strides(X: np.ndarray) -> np.ndarray:
+    """``X``, or a copy where it is a reversed view (``X[::-1]``), which torch cannot take."""
+    return X.copy() if any(stride < 0 for stride in X.strides) else X
+
+
 def _check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
     """Remember the sample shape in fit; afterwards, insist on it."""
     if reset:
@@ -325,7 +330,7 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
         ensure_min_features=1,
     )
     _check_sample_shape(estimator, X, reset=reset)
-    return X
+    return _without_negative_strides(X)
 
 
 def check_training_data(estimator, X, y, *, reset: bool, classes=None):
@@ -371,7 +376,7 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
             "was first fitted; pass every class to the first partial_fit with classes=..., "
             "or fit afresh (warm_start=False)."
         )
-    return X, estimator.label_encoder_.transform(y)
+    return _without_negative_strides(X), estimator.label_encoder_.transform(y)
 
 
 def check_warm_start_classes(estimator, y: np.ndarray) -> None:

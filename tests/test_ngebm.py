@@ -316,3 +316,13 @@ def test_gpu_trained_estimator_unpickles_on_cpu(fitted, small_blobs):
         restored = pickle.loads(payload)
     assert restored.device_ == torch.device("cpu") and restored.device == "auto"
     np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+
+
+def test_reversed_views_are_taken_as_they_are(small_blobs):
+    # regression test: torch refuses numpy's negative strides (X[::-1]) in fit and predict
+    X, y = small_blobs
+    X = np.asarray(X, dtype=np.float32)
+    flipped = NGEBMClassifier(**FAST).fit(X[::-1], y[::-1])
+    copied = NGEBMClassifier(**FAST).fit(X[::-1].copy(), y[::-1].copy())
+    expected = copied.predict_proba(X[:, ::-1].copy())
+    np.testing.assert_array_equal(flipped.predict_proba(X[:, ::-1]), expected)
