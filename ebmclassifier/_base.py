@@ -25,7 +25,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from math import prod
-from numbers import Integral
 
 import numpy as np
 import torch
@@ -33,10 +32,21 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
-from ._device import draw_seed, resolve_device, seeded_rng
+from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._ood import OODDecisionMixin
 from ._skorch import SkorchNet
-from ._validation import ParamChecker, check_training_data, check_X
+from ._validation import (
+    InvalidParameterError,
+    ParamChecker,
+    check_module_kwargs,
+    check_module_output,
+    check_partial_fit_classes,
+    check_training_data,
+    check_training_params,
+    check_warm_start_classes,
+    check_X,
+    is_int,
+)
 from .augment import check_augmentation
 from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
@@ -44,6 +54,7 @@ from .nn import MLP, ConvNet
 
 # ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
 __all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
+
 
 def _module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
     """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
@@ -268,13 +279,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         check.real("lr", 0.0, low_open=True)
         check.integer("max_epochs", 0)
         batch_size = self.batch_size
-        ok = isinstance(batch_size, Integral) and (batch_size >= 1 or batch_size == -1)
+        ok = is_int(batch_size) and (batch_size >= 1 or batch_size == -1)
         check.satisfies("batch_size", ok, "an int >= 1 or -1 (the whole data set)")
         check.satisfies(
             "augmentation",
             self.augmentation is None or callable(self.augmentation),
             "None or a callable mapping a training batch to a batch of the same shape",
         )
+        check_training_params(check, self)
+        problem = device_problem(self.device)
+        expected = f"'auto', 'cpu' or a device this machine has ({problem})"
+        check.satisfies("device", problem is None, expected)
         self._validate_own_params(check)
         check.raise_if_any()
 
@@ -316,9 +331,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         module = self.module
         if module is None:  # ConvNet for (C, L) / (C, H, W) samples, else an MLP
             module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
+        built = type(module) if isinstance(module, nn.Module) else module
+        check_module_kwargs(type(self).__name__, "module", built, kwargs)
         if not isinstance(module, nn.Module):
             kwargs = {**_module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
-        self.module_ = self.initialized_instance(module, kwargs)
+        try:
+            self.module_ = self.initialized_instance(module, kwargs)
+        except InvalidParameterError as exc:  # our networks check their own arguments
+            raise InvalidParameterError(
+                f"{type(self).__name__} could not build its network from the module__* "
+                f"parameters: {exc}"
+            ) from exc
         return self
 
     # ------------------------------------------------------------------ training
@@ -327,7 +350,10 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         """Initialize the network and train it on ``(X, y)``.
 
         With ``max_epochs=0`` the network is built for the data and left untrained, ready
-        for skorch's ``load_params``.
+        for skorch's ``load_params``. With skorch's ``warm_start=True``, a fitted estimator
+        continues training its network instead, as scikit-learn's ``MLPClassifier`` does: the
+        data must then have the same features (or sample shape) and exactly the same classes
+        as the first fit, else a ``ValueError`` says so (``warm_start=False`` starts afresh).
 
         Parameters
         ----------
@@ -350,7 +376,8 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         >>> clf.classes_.tolist(), clf.n_features_in_, len(clf.history)
         (['cat', 'dog', 'owl'], 4, 2)
         """
-        return self._fit(X, y, first=True, initialize=not self.warm_start or not self.initialized_)
+        warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
+        return self._fit(X, y, first=True, initialize=not warm)
 
     def partial_fit(self, X, y, classes=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
@@ -361,6 +388,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         y : array-like of shape (n_samples,)
         classes : array-like or None, default=None
             All classes, needed on the first call when ``y`` does not contain each of them.
+            A later call may repeat them, in any order; other classes are a ``ValueError``.
 
         Returns
         -------
@@ -385,15 +413,24 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         return self._fit(X, y, first=first, initialize=first, classes=classes)
 
     def _fit(self, X, y, *, first: bool, initialize: bool, classes=None):
-        """Validate, derive what training needs on a ``first`` fit, then train."""
+        """Validate, derive what training needs on a ``first`` fit, then train.
+
+        ``first and not initialize`` is a warm start: a ``fit`` that continues from the
+        fitted network, so the data must have its input shape and exactly its classes.
+        """
         self._check_params()
-        X, y = self._validate_training_data(X, y, reset=first, classes=classes)
+        if not first:
+            check_partial_fit_classes(self, classes)
+        X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
+        if first and not initialize:
+            check_warm_start_classes(self, y)
         if first:
             self._prepare_fit(X)
         seed = self.seed_ if self.random_state is not None else None
         with seeded_rng(seed, self.device_):
             if initialize:
                 self.initialize()
+                check_module_output(self, torch.tensor(X[:1], device=self.device_))
             # The whole training set moves to the device once; batches are slices of it.
             # A copy: the user's array may be read-only, and it is never written.
             X_t = torch.tensor(X, device=self.device_)

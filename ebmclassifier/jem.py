@@ -9,6 +9,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import EBMClassifierBase
+from ._device import available_memory
 from ._divergence import (
     Divergence,
     RollbackPolicy,
@@ -189,6 +190,30 @@ random_state, verbose, **kwargs
         check.integer("informative_rank", 1)
         check.choice("on_divergence", ("recover", "raise"))
         check.real("max_energy", 0.0, low_open=True)
+
+    def _prepare_fit(self, X: np.ndarray) -> None:
+        super()._prepare_fit(X)
+        self._check_buffer_memory()
+
+    def _check_buffer_memory(self) -> None:
+        """Refuse a replay buffer larger than half the memory available on ``device_``.
+
+        The buffer holds ``buffer_size`` float32 samples of the input's shape on the device;
+        the other half is left for the network, its gradients and the sampler's batches.
+        """
+        n_bytes = 4 * self.buffer_size * int(np.prod(self.input_shape_))
+        available = available_memory(self.device_)
+        if available is not None and n_bytes > available / 2:
+            check = ParamChecker(self)
+            check.satisfies(
+                "buffer_size",
+                False,
+                f"small enough for its replay buffer to fit in memory: {self.buffer_size} "
+                f"samples of shape {self.input_shape_} take {n_bytes / 2**30:.3g} GiB of "
+                f"float32, more than half of the {available / 2**30:.3g} GiB available on "
+                f"{self.device_} (JEM uses 10000)",
+            )
+            check.raise_if_any()
 
     # ------------------------------------------------------------------ modules
 
@@ -471,8 +496,9 @@ random_state, verbose, **kwargs
         ValueError: y contains labels [7] that are not in classes_ [0, 1, 2].
         """
         check_is_fitted(self)
-        check = ParamChecker.of({"n": n})
+        check = ParamChecker.of({"n": n, "n_steps": n_steps})
         check.integer("n", 1)
+        check.integer("n_steps", 0, allow_none=True)
         check.raise_if_any()
         if n_steps is None:
             n_steps = max(20, 5 * self.sgld_steps)
