@@ -12,6 +12,7 @@ import torch
 from sklearn.base import ClassifierMixin
 
 from ._experts import ExpertsBase
+from ._ood import OODDecisionMixin
 from ._validation import ParamChecker
 from .compose import mixture_logits, product_logits
 from .energy import OOD_METHODS, energy, ood_score
@@ -19,7 +20,7 @@ from .energy import OOD_METHODS, energy, ood_score
 __all__ = ["ProductOfExperts"]
 
 
-class ProductOfExperts(ClassifierMixin, ExpertsBase):
+class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
     """Product or mixture of classifiers over the same labels, with their energies composed.
 
     Each expert ``k`` has logits ``f_k(x)`` (so ``log p_k(y|x) = f_k(x)[y] + E_k(x)`` with
