@@ -9,6 +9,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import EBMClassifierBase
+from ._data import split_weights
 from ._divergence import (
     Divergence,
     RollbackPolicy,
@@ -213,14 +214,18 @@ random_state, verbose, **kwargs
         """Fit the informative start to the training data; start the fit's roll-back policy.
 
         With ``buffer_init="informative"`` the placeholder buffer of :meth:`initialize_module`
-        is replaced by chains drawn from class-conditional Gaussians fitted to ``(X, y)`` (a
-        buffer that already has that start, in :meth:`partial_fit`, is kept). Divergences roll
-        back to this fit's snapshots, never to a previous fit's.
+        is replaced by chains drawn from class-conditional Gaussians fitted to ``(X, y)``, the
+        samples with a positive weight when the fit has weights (a buffer that already has that
+        start, in :meth:`partial_fit`, is kept). Divergences roll back to this fit's snapshots,
+        never to a previous fit's.
         """
         super().on_train_begin(net, X=X, y=y, **kwargs)
         if self.buffer_init == "informative" and not isinstance(
             self.replay_buffer_.start, GaussianStart
         ):
+            X, sample_weight = split_weights(X)
+            if sample_weight is not None:
+                X, y = X[sample_weight > 0], y[sample_weight > 0]
             start = informative_start(
                 X,
                 y,
@@ -260,7 +265,7 @@ random_state, verbose, **kwargs
         # E(x, y) = -f(x)[y], the energy of the joint (eq. 3 of Grathwohl et al.)
         return lambda x: -self.module_(x).gather(1, y[:, None]).squeeze(1)
 
-    def compute_loss(self, X, y, training):
+    def compute_loss(self, X, y, training, sample_weight=None):
         """The JEM loss of one batch: ``CE + px_weight * (mean E(x) - mean E(x~))``.
 
         In training, ``len(X)`` chains are drawn from the replay buffer, moved by
@@ -270,12 +275,19 @@ random_state, verbose, **kwargs
         :meth:`train_step` to roll back. Validation (``training=False``) and ``px_weight=0``
         compute the cross-entropy alone (:func:`~ebmclassifier.losses.jem_loss`).
 
+        With ``sample_weight`` the cross-entropy and the data's mean energy are weighted means;
+        the samples' mean energy stays the plain mean over the chains (samples are not data
+        points), and one chain is drawn per sample of positive weight (none, and no sampling,
+        for a batch without weight), so that a weight of 0 drops a sample.
+
         Parameters
         ----------
         X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation: no sampling.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the batch's samples.
 
         Returns
         -------
@@ -298,16 +310,23 @@ random_state, verbose, **kwargs
         >>> tuple(logits.shape), bool((clf.replay_buffer_.samples != chains).any())
         ((40, 3), True)
         """
-        if not training or self.px_weight == 0:
+        n_chains = len(X) if sample_weight is None else int((sample_weight > 0).sum())
+        if not training or self.px_weight == 0 or n_chains == 0:
             logits = self.module_(X)
-            loss = self.cross_entropy(logits, y)
+            loss = self.cross_entropy(logits, y, sample_weight)
             if training and not torch.isfinite(loss):
                 return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
             return loss, logits
-        x0, indices = self.replay_buffer_.draw(len(X), self.reinit_freq)
+        x0, indices = self.replay_buffer_.draw(n_chains, self.reinit_freq)
         samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
         loss, logits, e_data, e_samples = jem_loss(
-            self.module_, X, y, samples, px_weight=self.px_weight, criterion=self.cross_entropy
+            self.module_,
+            X,
+            y,
+            samples,
+            px_weight=self.px_weight,
+            criterion=self.cross_entropy,
+            sample_weight=sample_weight,
         )
         divergence = diagnose_step(
             loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy

@@ -134,7 +134,7 @@ random_state, verbose, **kwargs
         super()._prepare_fit(X)
         self.fd_step_size_ = fd_step_size(X, self.fd_step)
 
-    def compute_loss(self, X, y, training):
+    def compute_loss(self, X, y, training, sample_weight=None):
         """The NG-EBM loss of one batch (see the class docstring for the equation).
 
         ``gamma * CE + beta * mean_i ||dE/dx (x_i)||_2`` (plus the energy variance when
@@ -148,6 +148,9 @@ random_state, verbose, **kwargs
             ``True`` builds the graph of the gradient-norm term for its parameter gradient
             (double backprop, or the finite difference); ``False`` (validation) only needs
             its value.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the batch's samples: the cross-entropy, the gradient norms and the
+            energy variance become weighted means (:func:`~ebmclassifier.losses.ngebm_loss`).
 
         Returns
         -------
@@ -182,4 +185,5 @@ random_state, verbose, **kwargs
             step=self.fd_step_size_,
             create_graph=training,
             criterion=self.cross_entropy,
+            sample_weight=sample_weight,
         )
