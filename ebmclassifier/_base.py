@@ -105,6 +105,20 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         ``iterator_train__*``, ``iterator_valid__*``, ``callbacks__*`` routed parameters.
     """
 
+    #: Fitted attributes besides the modules that :func:`ebmclassifier.saving.save` stores and
+    #: ``load`` restores (numbers, strings, arrays, tensors); a subclass adds what its ``fit``
+    #: learns. The state of every module attribute ending in ``_`` is saved in any case.
+    _saved_attributes: tuple[str, ...] = (
+        "input_shape_",
+        "n_features_in_",
+        "feature_names_in_",
+        "seed_",
+        "input_min_",
+        "input_max_",
+        "ood_threshold_",
+        "ood_method_",
+    )
+
     def __init__(
         self,
         module=None,
@@ -361,7 +375,8 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         """Initialize the network and train it on ``(X, y)``.
 
         With ``max_epochs=0`` the network is built for the data and left untrained, ready
-        for skorch's ``load_params``.
+        for skorch's ``load_params``. To deploy without the training data, use :meth:`save`
+        and :func:`ebmclassifier.load` instead.
 
         Parameters
         ----------
@@ -477,6 +492,45 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
                 "weigh the per-sample terms (see ebmclassifier.losses.weighted_mean)."
             )
         return weights
+
+    def save(self, path, *, training_state: bool = True) -> None:
+        """Write the fitted estimator to one file; :func:`ebmclassifier.load` reads it back.
+
+        JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
+        the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
+
+        Parameters
+        ----------
+        path : str or path-like
+        training_state : bool, default=True
+            Also the optimizer's state and the history, so that ``partial_fit`` continues
+            after ``load`` as it would have without the round trip.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from ebmclassifier import NGEBMClassifier, load
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     clf.save(Path(folder, "model.ebm"))
+        ...     restored = load(Path(folder, "model.ebm"))
+        >>> np.array_equal(restored.score_ood(X), clf.score_ood(X))
+        True
+        """
+        from .saving import save
+
+        save(self, path, training_state=training_state)
+
+    def _load_module_states(self, states: dict[str, dict]) -> None:
+        """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
+        for name, state in states.items():
+            getattr(self, name).load_state_dict(state)
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         """Derive what the training needs from the validated data."""
