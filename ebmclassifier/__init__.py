@@ -4,7 +4,14 @@ from .exceptions import DivergenceError
 from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
+from .saving import load
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DivergenceError", "JEMClassifier", "LatentStructureClassifier", "NGEBMClassifier"]
+__all__ = [
+    "DivergenceError",
+    "JEMClassifier",
+    "LatentStructureClassifier",
+    "NGEBMClassifier",
+    "load",
+]

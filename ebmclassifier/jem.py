@@ -32,6 +32,9 @@ from .sampling import (
 
 __all__ = ["JEMClassifier"]
 
+# The registered buffers of GaussianStart, which are its constructor's arguments too.
+GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
+
 
 class JEMClassifier(EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
@@ -140,6 +143,8 @@ random_state, class_weight, verbose, **kwargs
     (4, 64)
     """
 
+    _saved_attributes = (*EBMClassifierBase._saved_attributes, "sgld_step_size_", "n_divergences_")
+
     def __init__(
         self,
         module=None,
@@ -238,6 +243,17 @@ random_state, class_weight, verbose, **kwargs
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
         self._rollback_ = RollbackPolicy()
         self._take_snapshot()
+
+    def _load_module_states(self, states: dict[str, dict]) -> None:
+        """Rebuild a buffer with an informative start for the saved state, then load it all."""
+        buffer = states.get("replay_buffer_", {})
+        if "start.means" in buffer:  # a GaussianStart, which initialize_module cannot build
+            start = GaussianStart(
+                **{name: buffer[f"start.{name}"] for name in GAUSSIAN_START_STATE},
+                sample_shape=self.input_shape_,
+            )
+            self.replay_buffer_ = ReplayBuffer(start, len(buffer["samples"])).to(self.device_)
+        super()._load_module_states(states)
 
     # ------------------------------------------------------------------ the loss
 

@@ -87,6 +87,8 @@ random_state, class_weight, verbose, **kwargs
     (3,)
     """
 
+    _saved_attributes = (*EBMClassifierBase._saved_attributes, "fd_step_size_")
+
     def __init__(
         self,
         module=None,
