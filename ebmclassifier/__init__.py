@@ -6,6 +6,7 @@ from .exceptions import DivergenceError
 from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
+from .saving import load
 
 __version__ = "0.1.0.dev0"
 
@@ -16,4 +17,5 @@ __all__ = [
     "LatentStructureClassifier",
     "NGEBMClassifier",
     "ProductOfExperts",
+    "load",
 ]

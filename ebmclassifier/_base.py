@@ -9,7 +9,8 @@ the subclass's :meth:`EBMClassifierBase.compute_loss`, composed from :mod:`.loss
 
 Which hooks to override
 -----------------------
-- Fairly safe: ``compute_loss`` (the training objective), ``_validate_own_params``,
+- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
+  fitting with weights raises a ``TypeError``), ``_validate_own_params``,
   ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``),
   ``handle_divergence`` (what to do when a loss stops being finite).
 - Should not be overridden: ``fit``, ``partial_fit``, ``train_step_single``,
@@ -23,7 +24,7 @@ The examples of the methods use a small three-class problem,
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from math import prod
 
 import numpy as np
@@ -41,6 +42,7 @@ from ._validation import (
     check_module_kwargs,
     check_module_output,
     check_partial_fit_classes,
+    check_sample_weight,
     check_training_data,
     check_training_params,
     check_warm_start_classes,
@@ -50,6 +52,7 @@ from ._validation import (
 from .augment import check_augmentation
 from .energy import OOD_METHODS, energy, ood_score
 from .exceptions import DivergenceError
+from .losses import weighted_mean
 from .nn import MLP, ConvNet
 
 # ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
@@ -112,11 +115,29 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         torch's random state, which a ``random_state`` seeds per epoch, so fits stay
         reproducible. Checked once on a training batch at the start of ``fit``
         (:func:`ebmclassifier.augment.check_augmentation`).
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the classes, as scikit-learn's classifiers take them: ``{label: weight}``
+        (classes not named weigh 1), or ``"balanced"``, ``n_samples / (n_classes *
+        np.bincount(y))``. They multiply the ``sample_weight`` of ``fit``.
     verbose : int, default=0
     **kwargs
         Other skorch parameters, and ``module__*``, ``optimizer__*``, ``criterion__*``,
         ``iterator_train__*``, ``iterator_valid__*``, ``callbacks__*`` routed parameters.
     """
+
+    #: Fitted attributes besides the modules that :func:`ebmclassifier.saving.save` stores and
+    #: ``load`` restores (numbers, strings, arrays, tensors); a subclass adds what its ``fit``
+    #: learns. The state of every module attribute ending in ``_`` is saved in any case.
+    _saved_attributes: tuple[str, ...] = (
+        "input_shape_",
+        "n_features_in_",
+        "feature_names_in_",
+        "seed_",
+        "input_min_",
+        "input_max_",
+        "ood_threshold_",
+        "ood_method_",
+    )
 
     def __init__(
         self,
@@ -135,6 +156,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         random_state=None,
         ood_method: str = "energy",
         augmentation=None,
+        class_weight=None,
         verbose: int = 0,
         **kwargs,
     ) -> None:
@@ -156,11 +178,16 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         self.random_state = random_state
         self.ood_method = ood_method
         self.augmentation = augmentation
+        self.class_weight = class_weight
 
     # ------------------------------------------------------------------ the subclass hooks
 
     def compute_loss(
-        self, X: torch.Tensor, y: torch.Tensor, training: bool
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        training: bool,
+        sample_weight: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The training objective on one batch; here the cross-entropy alone.
 
@@ -173,6 +200,11 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation (the graph of the loss is not needed then).
+        sample_weight : Tensor of shape (n,) or None, default=None
+            float32 weights of the batch (``sample_weight`` times ``class_weight``), given
+            only when the fit has weights. Each per-sample term becomes a weighted mean,
+            ``sum_i w_i l_i / sum_i w_i`` (:func:`~ebmclassifier.losses.weighted_mean`). An
+            override without this argument trains without weights only.
 
         Returns
         -------
@@ -202,7 +234,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         True
         """
         logits = self.module_(X)
-        return self.cross_entropy(logits, y), logits
+        return self.cross_entropy(logits, y, sample_weight), logits
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         """Add the subclass's parameter problems to ``check``."""
@@ -248,18 +280,25 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
             "standardize the input."
         )
 
-    def cross_entropy(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The classification term, ``criterion_(logits, y)``.
+    def cross_entropy(
+        self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The classification term, ``criterion_(logits, y)``, optionally weighted.
 
         Parameters
         ----------
         logits : Tensor of shape (n, n_classes)
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        sample_weight : Tensor of shape (n,) or None, default=None
+            With weights, the criterion's per-sample losses (its ``reduction`` set to
+            ``"none"`` for the call) are averaged with them,
+            :func:`~ebmclassifier.losses.weighted_mean`.
 
         Returns
         -------
         scalar Tensor
-            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``.
+            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``; the
+            weighted mean with ``sample_weight``.
 
         Examples
         --------
@@ -269,8 +308,29 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
         >>> round(float(clf.cross_entropy(logits, torch.tensor([0, 2]))), 4), round(math.log(3), 4)
         (1.0986, 1.0986)
+        >>> logits = torch.tensor([[9.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # the first one is sure
+        >>> clf.cross_entropy(logits, torch.tensor([0, 2]), torch.tensor([1.0, 0.0])) < 0.01
+        tensor(True)
         """
-        return self.criterion_(logits, y)
+        if sample_weight is None:
+            return self.criterion_(logits, y)
+        return weighted_mean(self._per_sample_criterion(logits, y), sample_weight)
+
+    def _per_sample_criterion(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The criterion's loss of each sample: torch's losses, with ``reduction="none"``."""
+        criterion = self.criterion_
+        reduction = getattr(criterion, "reduction", None)
+        if reduction is None:
+            raise TypeError(
+                f"Training with sample_weight or class_weight needs per-sample losses, and the "
+                f"criterion {type(criterion).__name__} has no 'reduction' to set to 'none'. Use "
+                "a torch loss such as torch.nn.CrossEntropyLoss, or fit without weights."
+            )
+        criterion.reduction = "none"  # for this call only: the criterion is ours, not shared
+        try:
+            return criterion(logits, y)
+        finally:
+            criterion.reduction = reduction
 
     # ------------------------------------------------------------------ validation
 
@@ -290,6 +350,10 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         problem = device_problem(self.device)
         expected = f"'auto', 'cpu' or a device this machine has ({problem})"
         check.satisfies("device", problem is None, expected)
+        class_weight = self.class_weight
+        ok = class_weight is None or isinstance(class_weight, Mapping)
+        ok = ok or (isinstance(class_weight, str) and class_weight == "balanced")
+        check.satisfies("class_weight", ok, "None, 'balanced' or a dict {label: weight}")
         self._validate_own_params(check)
         check.raise_if_any()
 
@@ -346,7 +410,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
 
     # ------------------------------------------------------------------ training
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Initialize the network and train it on ``(X, y)``.
 
         With ``max_epochs=0`` the network is built for the data and left untrained, ready
@@ -354,6 +418,8 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         continues training its network instead, as scikit-learn's ``MLPClassifier`` does: the
         data must then have the same features (or sample shape) and exactly the same classes
         as the first fit, else a ``ValueError`` says so (``warm_start=False`` starts afresh).
+        To deploy without the training data, use :meth:`save` and
+        :func:`ebmclassifier.load` instead.
 
         Parameters
         ----------
@@ -361,6 +427,16 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
             numpy, pandas or torch; cast to float32.
         y : array-like of shape (n_samples,)
             Class labels of any hashable type.
+        sample_weight : array-like of shape (n_samples,), number or None, default=None
+            Non-negative weights of the samples, multiplied by ``class_weight``. Every
+            per-sample term of the loss becomes a weighted mean over its batch,
+            ``sum_i w_i l_i / sum_i w_i``: a weight of 0 leaves a sample out, an integer
+            weight counts it that many times (exactly so with ``batch_size=-1``), and the
+            scale of the weights does not matter. The statistics taken from the training
+            data (the input range, NG-EBM's finite-difference step, JEM's chain start) are
+            those of the samples with a positive weight. With scikit-learn's metadata routing,
+            ``set_fit_request(sample_weight=True)`` lets ``Pipeline``, ``GridSearchCV`` and
+            ``cross_validate`` pass it on.
 
         Returns
         -------
@@ -375,11 +451,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         True
         >>> clf.classes_.tolist(), clf.n_features_in_, len(clf.history)
         (['cat', 'dog', 'owl'], 4, 2)
+
+        Weights of 0 leave the owls out of the loss (they are still a class):
+
+        >>> clf = clf.fit(X, labels, sample_weight=(labels != "owl").astype(float))
+        >>> clf.classes_.tolist()
+        ['cat', 'dog', 'owl']
         """
         warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
-        return self._fit(X, y, first=True, initialize=not warm)
+        return self._fit(X, y, sample_weight, first=True, initialize=not warm, partial=False)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
 
         Parameters
@@ -389,6 +471,9 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         classes : array-like or None, default=None
             All classes, needed on the first call when ``y`` does not contain each of them.
             A later call may repeat them, in any order; other classes are a ``ValueError``.
+        sample_weight : array-like of shape (n_samples,), number or None, default=None
+            Weights of this chunk's samples, as in :meth:`fit`; ``class_weight="balanced"``
+            is refused here (one chunk does not know the class frequencies).
 
         Returns
         -------
@@ -410,9 +495,13 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         True
         """
         first = not (self.initialized_ and hasattr(self, "label_encoder_"))
-        return self._fit(X, y, first=first, initialize=first, classes=classes)
+        return self._fit(
+            X, y, sample_weight, first=first, initialize=first, partial=True, classes=classes
+        )
 
-    def _fit(self, X, y, *, first: bool, initialize: bool, classes=None):
+    def _fit(
+        self, X, y, sample_weight, *, first: bool, initialize: bool, partial: bool, classes=None
+    ):
         """Validate, derive what training needs on a ``first`` fit, then train.
 
         ``first and not initialize`` is a warm start: a ``fit`` that continues from the
@@ -424,8 +513,12 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
         if first and not initialize:
             check_warm_start_classes(self, y)
+        weights = self._check_sample_weight(
+            sample_weight, y, partial=partial, require_classes=first and classes is None
+        )
         if first:
-            self._prepare_fit(X)
+            # Data statistics (input range, fd step, ...) of the samples that count.
+            self._prepare_fit(X if weights is None else X[weights > 0])
         seed = self.seed_ if self.random_state is not None else None
         with seeded_rng(seed, self.device_):
             if initialize:
@@ -436,7 +529,11 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
             X_t = torch.tensor(X, device=self.device_)
             if self.augmentation is not None:
                 check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
-            self._train(X_t, torch.tensor(y, dtype=torch.long, device=self.device_))
+            self._train(
+                X_t,
+                torch.tensor(y, dtype=torch.long, device=self.device_),
+                None if weights is None else torch.tensor(weights, device=self.device_),
+            )
         return self
 
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
@@ -463,6 +560,58 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         (True, (3,))
         """
         return X if self.augmentation is None else self.augmentation(X)
+
+    def _check_sample_weight(self, sample_weight, y, **kwargs) -> np.ndarray | None:
+        """``sample_weight`` times ``class_weight`` per sample, or None (see ``_validation``)."""
+        weights = check_sample_weight(self, sample_weight, y, **kwargs)
+        takes = inspect.signature(self.compute_loss).parameters
+        if weights is not None and "sample_weight" not in takes:
+            name = type(self).__name__
+            raise TypeError(
+                f"{name} cannot train with sample_weight or class_weight: its compute_loss "
+                "takes no sample_weight argument. Add sample_weight=None to its signature and "
+                "weigh the per-sample terms (see ebmclassifier.losses.weighted_mean)."
+            )
+        return weights
+
+    def save(self, path, *, training_state: bool = True) -> None:
+        """Write the fitted estimator to one file; :func:`ebmclassifier.load` reads it back.
+
+        JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
+        the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
+
+        Parameters
+        ----------
+        path : str or path-like
+        training_state : bool, default=True
+            Also the optimizer's state and the history, so that ``partial_fit`` continues
+            after ``load`` as it would have without the round trip.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from ebmclassifier import NGEBMClassifier, load
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     clf.save(Path(folder, "model.ebm"))
+        ...     restored = load(Path(folder, "model.ebm"))
+        >>> np.array_equal(restored.score_ood(X), clf.score_ood(X))
+        True
+        """
+        from .saving import save
+
+        save(self, path, training_state=training_state)
+
+    def _load_module_states(self, states: dict[str, dict]) -> None:
+        """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
+        for name, state in states.items():
+            getattr(self, name).load_state_dict(state)
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         """Derive what the training needs from the validated data."""

@@ -10,7 +10,9 @@ Hooks, as skorch's customization guide documents them
 ------------------------------------------------------
 - ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
   norms, sampling), so the estimator's ``compute_loss(X, y, training)`` takes the place of
-  skorch's ``infer`` + ``get_loss``.
+  skorch's ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the
+  dict of :func:`._data.with_weights`, as skorch lets inputs travel together) and are passed
+  on as ``compute_loss(..., sample_weight=w)``.
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
@@ -42,6 +44,7 @@ from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 from torch import nn
 
+from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
 
 __all__ = ["SKORCH_VERSIONS", "SkorchNet"]
@@ -121,14 +124,17 @@ class SkorchNet(NeuralNetClassifier):
         self.device = requested
 
     def infer(self, x, **fit_params):
-        """The module's output for one batch ``x``, computed on ``device_``."""
+        """The module's output for one batch ``x`` (without its weights), on ``device_``."""
+        x, _ = split_weights(x)
         return self.module_(to_tensor(x, device=self.device_), **fit_params)
 
     # ------------------------------------------------------------------ the training loop
 
-    def _train(self, X: torch.Tensor, y: torch.Tensor) -> None:
+    def _train(
+        self, X: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> None:
         """Train on validated tensors: skorch's ``partial_fit``, past the estimator's own."""
-        super().partial_fit(X, y)
+        super().partial_fit(with_weights(X, sample_weight), y)
 
     def check_data(self, X, y=None) -> None:
         """Nothing: the public methods validate the data with scikit-learn first."""
@@ -152,12 +158,16 @@ class SkorchNet(NeuralNetClassifier):
         """Forward and backward pass of ``compute_loss`` on one training batch.
 
         A non-finite loss goes to ``handle_divergence`` before the optimizer steps; a loss
-        returned without a graph is not back-propagated.
+        returned without a graph is not back-propagated, nor is that of a batch whose sample
+        weights are all zero (so the optimizer, momentum included, leaves the weights alone).
         """
         if not self.module_.training:  # inference in a callback switched the modes
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
-        loss, logits = self.compute_loss(self.augment_batch(Xi), yi, training=True)
+        Xi, weights = _weights_of(Xi)
+        loss, logits = self.compute_loss(self.augment_batch(Xi), yi, training=True, **weights)
+        if weights and not bool(weights["sample_weight"].any()):
+            loss = loss.detach()  # no sample of the batch counts: no step, as if it were dropped
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
@@ -175,7 +185,14 @@ class SkorchNet(NeuralNetClassifier):
         if self.module_.training:
             self._set_mode(False)
         Xi, yi = unpack_data(batch)
+        Xi, weights = _weights_of(Xi)
         # The energy terms need input gradients, also when validating.
         with torch.enable_grad():
-            loss, logits = self.compute_loss(Xi, yi, training=False)
+            loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
         return {"loss": loss.detach(), "y_pred": logits.detach()}
+
+
+def _weights_of(X) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """A batch's inputs, and ``{"sample_weight": w}`` for ``compute_loss`` (empty without)."""
+    X, sample_weight = split_weights(X)
+    return X, ({} if sample_weight is None else {"sample_weight": sample_weight})

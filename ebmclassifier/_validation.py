@@ -6,7 +6,8 @@ the parameters of an estimator (``ParamChecker(estimator)``) or of a function
 scikit-learn's wording; the error is an :class:`InvalidParameterError`, both a ``ValueError``
 and a ``TypeError``, as scikit-learn's is. :func:`check_X` and :func:`check_training_data`
 validate the input of the estimators once, with scikit-learn's own ``validate_data``, so the
-inner code trusts its types.
+inner code trusts its types; :func:`check_sample_weight` turns ``sample_weight`` and the
+``class_weight`` parameter into one weight per sample.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 from skorch.callbacks import Callback
@@ -29,6 +31,7 @@ __all__ = [
     "check_module_kwargs",
     "check_module_output",
     "check_partial_fit_classes",
+    "check_sample_weight",
     "check_training_data",
     "check_training_params",
     "check_warm_start_classes",
@@ -423,3 +426,130 @@ def check_partial_fit_classes(estimator, classes) -> None:
             f"partial_fit, which was {estimator.classes_.tolist()!r}; the classes are fixed "
             "by the first call (fit afresh to change them)."
         )
+
+
+def _positions(mask: np.ndarray) -> str:
+    """The first few indices where ``mask`` holds, for an error message."""
+    where = np.flatnonzero(mask)
+    shown = where[:5].tolist()
+    return f"{shown!r}" + (f" (and {len(where) - 5} more)" if len(where) > 5 else "")
+
+
+def _sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
+    """``sample_weight`` as float64 of shape (n_samples,): finite and non-negative."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, Real) and not isinstance(sample_weight, bool):
+        weights = np.full(n_samples, float(sample_weight))
+    else:
+        try:
+            weights = np.asarray(_as_numpy(sample_weight), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(
+                "sample_weight must be None, a number or an array-like of numbers, one per "
+                f"sample. Got {type(sample_weight).__name__} instead."
+            ) from None
+    if weights.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},), one weight per sample of X. Got "
+            f"shape {weights.shape!r} instead."
+        )
+    if not np.isfinite(weights).all():
+        raise ValueError(
+            "sample_weight must be finite; it is NaN or infinite at index "
+            f"{_positions(~np.isfinite(weights))}. Give every sample a finite weight >= 0."
+        )
+    if (weights < 0).any():
+        raise ValueError(
+            f"sample_weight must be non-negative; it is negative at index "
+            f"{_positions(weights < 0)}. A weight of 0 leaves a sample out of the fit."
+        )
+    return weights
+
+
+def _class_weights(estimator, y: np.ndarray, *, partial: bool) -> np.ndarray | None:
+    """The ``class_weight`` parameter as one weight per sample (``y``: encoded labels)."""
+    class_weight, name = estimator.class_weight, type(estimator).__name__
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):  # "balanced"; _check_params refused other strings
+        if partial:
+            raise ValueError(
+                f"class_weight='balanced' is not supported by {name}.partial_fit, which sees one "
+                "chunk of the data at a time. Compute the weights from (a large sample of) all "
+                "labels, e.g. sklearn.utils.class_weight.compute_class_weight('balanced', "
+                "classes=classes, y=y), and pass them as class_weight={label: weight}."
+            )
+        return compute_sample_weight("balanced", y)
+    classes = estimator.classes_.tolist()
+    unknown = [label for label in class_weight if label not in classes]
+    if unknown:
+        raise ValueError(
+            f"class_weight has labels {unknown!r} that are not classes of the data; "
+            f"the classes are {classes!r}."
+        )
+    per_class = np.array([class_weight.get(label, 1.0) for label in classes], dtype=object)
+    ok = [_is_real(w) and 0 <= w < float("inf") for w in per_class]
+    if not all(ok):
+        bad = {label: w for label, w, good in zip(classes, per_class, ok, strict=True) if not good}
+        raise ValueError(
+            f"class_weight must map labels to finite weights >= 0. Got {bad!r} instead."
+        )
+    return per_class.astype(np.float64)[y]
+
+
+def check_sample_weight(
+    estimator, sample_weight, y: np.ndarray, *, partial: bool, require_classes: bool
+) -> np.ndarray | None:
+    """One weight per sample: ``sample_weight`` times the ``class_weight`` of its label.
+
+    As scikit-learn's classifiers combine them (its ``_check_sample_weight`` times
+    ``compute_sample_weight(class_weight, y)``).
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        Its ``class_weight`` parameter (``None``, ``"balanced"`` or ``{label: weight}``) and
+        ``classes_``.
+    sample_weight : None, number or array-like of shape (n_samples,)
+    y : ndarray of shape (n_samples,)
+        Encoded labels in ``0..n_classes-1``.
+    partial : bool
+        For ``partial_fit``, which refuses ``class_weight="balanced"`` (one chunk does not
+        know the class frequencies), as scikit-learn's ``SGDClassifier`` does.
+    require_classes : bool
+        Whether samples of at least two classes must keep a positive weight (a first fit
+        that learns the classes from ``y``).
+
+    Returns
+    -------
+    ndarray of float32 of shape (n_samples,), or None
+        ``None`` when every sample has the same weight: the losses are normalised per batch,
+        so uniform weights train exactly as no weights.
+    """
+    name = type(estimator).__name__
+    weights = _sample_weight_array(sample_weight, len(y))
+    class_weights = _class_weights(estimator, y, partial=partial)
+    if class_weights is not None:
+        weights = class_weights if weights is None else weights * class_weights
+    if weights is None:
+        return None
+    if not (weights > 0).any():
+        raise ValueError(
+            f"The sample weights are all zero, so {name} has no sample to learn from; "
+            "give some samples a positive sample_weight (and class_weight)."
+        )
+    kept = np.unique(y[weights > 0])
+    if require_classes and len(kept) < 2:
+        label = estimator.classes_[kept].tolist()
+        raise ValueError(
+            f"Only samples of the classes {label!r} have a positive weight; {name} needs "
+            "samples of at least 2 classes with a positive sample_weight (and class_weight)."
+        )
+    weights = weights.astype(np.float32)
+    if not np.isfinite(weights).all():
+        raise ValueError(
+            "The sample weights overflow float32 (above 3.4e38); divide them by a constant, "
+            "which changes nothing else."
+        )
+    return None if (weights == weights[0]).all() else weights

@@ -57,10 +57,12 @@ class NGEBMClassifier(EBMClassifierBase):
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, verbose, **kwargs
+random_state, class_weight, verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
         Defaults: Adam, ``lr=1e-3``, 50 epochs, batches of 64, no validation split,
-        ``device="auto"``.
+        ``device="auto"``. ``class_weight`` (``None``, ``"balanced"`` or ``{label: weight}``)
+        multiplies the ``sample_weight`` of :meth:`fit`; both weigh the cross-entropy, the
+        gradient norms and the energy variance of each sample.
 
     Attributes
     ----------
@@ -91,6 +93,8 @@ random_state, verbose, **kwargs
     >>> clf.score_ood(X[:3] / 16).shape  # ||dE/dx||, higher = more likely OOD
     (3,)
     """
+
+    _saved_attributes = (*EBMClassifierBase._saved_attributes, "fd_step_size_")
 
     def __init__(
         self,
@@ -165,7 +169,7 @@ random_state, verbose, **kwargs
                 stacklevel=2,
             )
 
-    def compute_loss(self, X, y, training):
+    def compute_loss(self, X, y, training, sample_weight=None):
         """The NG-EBM loss of one batch (see the class docstring for the equation).
 
         ``gamma * CE + beta * mean_i ||dE/dx (x_i)||_2`` (plus the energy variance when
@@ -179,6 +183,9 @@ random_state, verbose, **kwargs
             ``True`` builds the graph of the gradient-norm term for its parameter gradient
             (double backprop, or the finite difference); ``False`` (validation) only needs
             its value.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the batch's samples: the cross-entropy, the gradient norms and the
+            energy variance become weighted means (:func:`~ebmclassifier.losses.ngebm_loss`).
 
         Returns
         -------
@@ -213,4 +220,5 @@ random_state, verbose, **kwargs
             step=self.fd_step_size_,
             create_graph=training,
             criterion=self.cross_entropy,
+            sample_weight=sample_weight,
         )
