@@ -16,14 +16,19 @@ __all__ = ["NGEBMClassifier"]
 
 
 class NGEBMClassifier(EBMClassifierBase):
-    """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
+    r"""Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
     The loss of one batch is (Piland et al., 2023)
 
-        L = gamma * CE(f(x), y) + beta * mean_i ||dE/dx (x_i)||_2
-            + energy_var_weight * mean_i (mean_j E(x_j) - E(x_i))^2,
+    .. math::
 
-    with ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
+        L = \gamma \, \mathrm{CE}(f(x), y)
+            + \beta \, \frac{1}{n} \sum_i \lVert \partial E / \partial x \, (x_i) \rVert_2
+            + w_{\mathrm{var}} \, \frac{1}{n} \sum_i \big(\bar E - E(x_i)\big)^2,
+
+    with :math:`\gamma`, :math:`\beta`, :math:`w_{\mathrm{var}}` the parameters ``gamma``,
+    ``beta`` and ``energy_var_weight``, :math:`\bar E` the batch mean of the energy and
+    ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
     Mass of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima
     of the energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the
     confidences better calibrated, without the sampling that JEM needs.
