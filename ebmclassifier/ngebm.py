@@ -16,18 +16,18 @@ __all__ = ["NGEBMClassifier"]
 
 
 class NGEBMClassifier(EBMClassifierBase):
-    r"""Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
+    """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
     The loss of one batch is (Piland et al., 2023)
 
     .. math::
 
-        L = \gamma \, \mathrm{CE}(f(x), y)
-            + \beta \, \frac{1}{n} \sum_i \lVert \partial E / \partial x \, (x_i) \rVert_2
-            + w_{\mathrm{var}} \, \frac{1}{n} \sum_i \big(\bar E - E(x_i)\big)^2,
+        L = \\gamma \\, \\mathrm{CE}(f(x), y)
+            + \\beta \\, \\frac{1}{n} \\sum_i \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
+            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
 
-    with :math:`\gamma`, :math:`\beta`, :math:`w_{\mathrm{var}}` the parameters ``gamma``,
-    ``beta`` and ``energy_var_weight``, :math:`\bar E` the batch mean of the energy and
+    with :math:`\\gamma`, :math:`\\beta`, :math:`w_{\\mathrm{var}}` the parameters ``gamma``,
+    ``beta`` and ``energy_var_weight``, :math:`\\bar E` the batch mean of the energy and
     ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
     Mass of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima
     of the energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the
