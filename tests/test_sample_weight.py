@@ -478,7 +478,8 @@ def test_concept_composition_passes_sample_weight_to_each_expert(small_blobs):
     for a, b in zip(weighted.estimators_, dropped.estimators_, strict=True):
         _assert_same_network(a, b)
     np.testing.assert_array_equal(weighted.combinations_, dropped.combinations_)
-    for a, b in zip(weighted.start_.state_dict().values(), dropped.start_.state_dict().values()):
+    starts = weighted.start_.state_dict(), dropped.start_.state_dict()
+    for a, b in zip(*(start.values() for start in starts), strict=True):
         torch.testing.assert_close(a, b)  # the chains' start: of the kept samples
 
 

@@ -45,6 +45,8 @@ JEM_EQUIVALENCE = (
     "them (and shuffle differently), so its samples differ; weight 0 = dropping holds exactly "
     "(tests/test_sample_weight.py)"
 )
+
+
 def expected_failed_checks(estimator):
     failing = {"check_no_attributes_set_in_init": SKORCH_INIT}
     if isinstance(estimator, NGEBMClassifier | LatentStructureClassifier):
