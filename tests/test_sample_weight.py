@@ -221,28 +221,31 @@ def test_grid_search_routes_sample_weight(small_blobs, routing):
     assert not np.allclose(search.predict_proba(X), unweighted.predict_proba(X), atol=1e-4)
 
 
-def test_cross_validate_routes_sample_weight_through_a_pipeline(small_blobs, routing):
-    X, y = small_blobs
-    w = _weights(len(X)).astype(float)
+def _assert_folds_fitted_with_their_weights(final, X, y, w, cv):
+    """``cross_validate`` of ``StandardScaler + final`` routes each fold's weights to
+    ``final.fit``: each fold's fit equals a direct weighted fit of a clone on the fold."""
     scaler = StandardScaler().set_fit_request(sample_weight=False)
-    pipe = make_pipeline(scaler, _requesting(score=True))
     result = cross_validate(
-        pipe,
+        make_pipeline(scaler, final),
         X,
         y,
-        cv=KFold(3),
+        cv=cv,
         params={"sample_weight": w},
         return_estimator=True,
         return_indices=True,
     )
     for fitted, train in zip(result["estimator"], result["indices"]["train"], strict=True):
         scaler = StandardScaler().fit(X[train])
-        direct = clone(_requesting()).fit(
-            scaler.transform(X[train]), y[train], sample_weight=w[train]
-        )
+        direct = clone(final).fit(scaler.transform(X[train]), y[train], sample_weight=w[train])
         np.testing.assert_array_equal(
             fitted.predict_proba(X), direct.predict_proba(scaler.transform(X))
         )
+
+
+def test_cross_validate_routes_sample_weight_through_a_pipeline(small_blobs, routing):
+    X, y = small_blobs
+    w = _weights(len(X)).astype(float)
+    _assert_folds_fitted_with_their_weights(_requesting(score=True), X, y, w, KFold(3))
 
 
 # ---------------------------------------------------------------- bad input
@@ -488,23 +491,6 @@ def test_meta_estimators_route_sample_weight(small_blobs, routing):
     w = _weights(len(X)).astype(float)
     poe = ProductOfExperts(_experts()).set_fit_request(sample_weight=True)
     poe.set_score_request(sample_weight=True)  # the scores are the weighted accuracies
-    pipe = make_pipeline(StandardScaler().set_fit_request(sample_weight=False), poe)
-    result = cross_validate(
-        pipe,
-        X,
-        y,
-        cv=KFold(2),
-        params={"sample_weight": w},
-        return_estimator=True,
-        return_indices=True,
-    )
-    for fitted, train in zip(result["estimator"], result["indices"]["train"], strict=True):
-        scaler = StandardScaler().fit(X[train])
-        direct = ProductOfExperts(_experts()).fit(
-            scaler.transform(X[train]), y[train], sample_weight=w[train]
-        )
-        np.testing.assert_array_equal(
-            fitted.predict_proba(X), direct.predict_proba(scaler.transform(X))
-        )
+    _assert_folds_fitted_with_their_weights(poe, X, y, w, KFold(2))
     with pytest.raises(ValueError, match=r"\[sample_weight\] are passed but are not explicitly"):
         cross_validate(ProductOfExperts(_experts()), X, y, params={"sample_weight": w})
