@@ -516,6 +516,8 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         weights = self._check_sample_weight(
             sample_weight, y, partial=partial, require_classes=first and classes is None
         )
+        if initialize and weights is not None:
+            X = self._input_of_weighted_rows(X, weights > 0)
         if first:
             # Data statistics (input range, fd step, ...) of the samples that count.
             self._prepare_fit(X if weights is None else X[weights > 0])
@@ -612,6 +614,14 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
         for name, state in states.items():
             getattr(self, name).load_state_dict(state)
+
+    def _input_of_weighted_rows(self, X: np.ndarray, positive: np.ndarray) -> np.ndarray:
+        """The validated training input once the rows of positive weight are known.
+
+        ``X`` itself here; a subclass whose input validation learns from the data (the latent
+        classifier's token vocabulary) relearns it from the ``positive`` rows.
+        """
+        return X
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         """Derive what the training needs from the validated data."""

@@ -143,11 +143,14 @@ class ExpertsBase(BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def _fit_experts(self, X: np.ndarray, targets: list) -> None:
+    def _fit_experts(self, X: np.ndarray, targets: list, sample_weight=None) -> None:
         """Clone and fit each expert on its target (a ``FrozenEstimator`` clones to itself
-        and ignores ``fit``), then check what the composition needs of the fitted experts."""
+        and ignores ``fit``), with ``sample_weight`` when given (as ``VotingClassifier``
+        passes it), then check what the composition needs of the fitted experts."""
+        weights = {} if sample_weight is None else {"sample_weight": sample_weight}
         experts = [
-            clone(expert).fit(X, t) for (_, expert), t in zip(self.estimators, targets, strict=True)
+            clone(expert).fit(X, t, **weights)
+            for (_, expert), t in zip(self.estimators, targets, strict=True)
         ]
         names = [name for name, _ in self.estimators]
         for name, expert in zip(names, experts, strict=True):

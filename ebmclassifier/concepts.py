@@ -16,7 +16,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._experts import ExpertsBase
-from ._validation import ParamChecker
+from ._validation import ParamChecker, _sample_weight_array
 from .compose import Not, class_energy, conjunction, disjunction
 from .sampling import informative_start, proximal_sgld, sgld, uniform_start
 
@@ -131,7 +131,7 @@ class ConceptComposition(ExpertsBase):
             )
         check.raise_if_any()
 
-    def fit(self, X, Y):
+    def fit(self, X, Y, sample_weight=None):
         """Fit a clone of expert ``k`` on ``(X, Y[:, k])``, and the chains' start.
 
         Parameters
@@ -140,6 +140,11 @@ class ConceptComposition(ExpertsBase):
         Y : array-like of shape (n_samples, n_concepts)
             One column per expert, in the order of ``estimators``; columns keep their own
             types (a list of rows or a DataFrame may mix ints and strings).
+        sample_weight : array-like of shape (n_samples,), number or None, default=None
+            Passed to every expert's ``fit`` (a ``FrozenEstimator`` is not refit). The
+            combinations seen and the chains' start are those of the samples of positive
+            weight. With metadata routing enabled, ``set_fit_request(sample_weight=True)``
+            routes it here.
 
         Returns
         -------
@@ -160,8 +165,11 @@ class ConceptComposition(ExpertsBase):
         self._check_params()
         X = self._validate_X(X, reset=True)
         columns = self._columns(Y, len(X))
-        self._fit_experts(X, columns)
+        self._fit_experts(X, columns, sample_weight)
         self.classes_ = [expert.classes_ for expert in self.estimators_]
+        weights = _sample_weight_array(sample_weight, len(X))
+        if weights is not None:  # what fit learns of the data: the samples that count
+            X, columns = X[weights > 0], [column[weights > 0] for column in columns]
         codes = np.column_stack(
             [self._encode(k, column) for k, column in enumerate(columns)]
         )  # (n, n_concepts)

@@ -123,13 +123,17 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
                 )
         check.raise_if_any()
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit a clone of every expert on ``(X, y)`` (a ``FrozenEstimator`` is kept as it is).
 
         Parameters
         ----------
         X : array-like of shape ``(n_samples, n_features)`` or ``(n_samples, *input_shape)``
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), number or None, default=None
+            Passed to every expert's ``fit`` (a ``FrozenEstimator`` is not refit); each
+            expert's own ``class_weight`` multiplies it. With metadata routing enabled,
+            ``set_fit_request(sample_weight=True)`` routes it here.
 
         Returns
         -------
@@ -159,7 +163,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         if y is None:
             raise ValueError("ProductOfExperts requires y to be passed, but the target y is None.")
         X = self._validate_X(X, reset=True)
-        self._fit_experts(X, [y] * len(self.estimators))
+        self._fit_experts(X, [y] * len(self.estimators), sample_weight)
         first_name, first = self.estimators[0][0], self.estimators_[0]
         for (name, _), expert in zip(self.estimators[1:], self.estimators_[1:], strict=True):
             if not np.array_equal(expert.classes_, first.classes_):

@@ -253,7 +253,15 @@ def test_bad_input_at_predict_time(experts, small_blobs):
 # ----------------------------------------------------------------------------- sklearn contract
 
 
-# Tiny experts: the checks fit dozens of times. No check is expected to fail.
+# Tiny experts: the checks fit dozens of times. One check is expected to fail, as for the
+# experts themselves (tests/test_sklearn_compat.py).
+FLOAT32_EQUIVALENCE = (
+    "the experts' sample_weight is equivalent to removing or repeating samples up to float32 "
+    "rounding (relative differences of ~1e-7 in predict_proba; the check asks for 1e-7); "
+    "tests/test_sample_weight.py checks zero weight = dropping per expert"
+)
+
+
 @parametrize_with_checks(
     [
         ProductOfExperts(
@@ -262,7 +270,10 @@ def test_bad_input_at_predict_time(experts, small_blobs):
                 ("ce", NGEBMClassifier(beta=0.0, random_state=1, **TINY)),
             ]
         )
-    ]
+    ],
+    expected_failed_checks=lambda estimator: {
+        "check_sample_weight_equivalence_on_dense_data": FLOAT32_EQUIVALENCE
+    },
 )
 def test_sklearn_contract(estimator, check):
     check(estimator)

@@ -11,6 +11,7 @@ import pytest
 import sklearn
 import torch
 from sklearn.base import clone
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -18,8 +19,16 @@ from sklearn.utils.class_weight import compute_sample_weight
 from skorch.dataset import Dataset
 from torch.utils.data import Subset
 
-from ebmclassifier import JEMClassifier, NGEBMClassifier
+from ebmclassifier import (
+    ConceptComposition,
+    JEMClassifier,
+    LatentStructureClassifier,
+    NGEBMClassifier,
+    ProductOfExperts,
+)
+from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.distributed import DataParallelNGEBMClassifier
+from ebmclassifier.latent.score_function import RunningMeanBaseline
 
 # One full batch in a fixed order: dropping or repeating samples then changes no batch.
 FULL_BATCH = dict(
@@ -212,28 +221,31 @@ def test_grid_search_routes_sample_weight(small_blobs, routing):
     assert not np.allclose(search.predict_proba(X), unweighted.predict_proba(X), atol=1e-4)
 
 
-def test_cross_validate_routes_sample_weight_through_a_pipeline(small_blobs, routing):
-    X, y = small_blobs
-    w = _weights(len(X)).astype(float)
+def _assert_folds_fitted_with_their_weights(final, X, y, w, cv):
+    """``cross_validate`` of ``StandardScaler + final`` routes each fold's weights to
+    ``final.fit``: each fold's fit equals a direct weighted fit of a clone on the fold."""
     scaler = StandardScaler().set_fit_request(sample_weight=False)
-    pipe = make_pipeline(scaler, _requesting(score=True))
     result = cross_validate(
-        pipe,
+        make_pipeline(scaler, final),
         X,
         y,
-        cv=KFold(3),
+        cv=cv,
         params={"sample_weight": w},
         return_estimator=True,
         return_indices=True,
     )
     for fitted, train in zip(result["estimator"], result["indices"]["train"], strict=True):
         scaler = StandardScaler().fit(X[train])
-        direct = clone(_requesting()).fit(
-            scaler.transform(X[train]), y[train], sample_weight=w[train]
-        )
+        direct = clone(final).fit(scaler.transform(X[train]), y[train], sample_weight=w[train])
         np.testing.assert_array_equal(
             fitted.predict_proba(X), direct.predict_proba(scaler.transform(X))
         )
+
+
+def test_cross_validate_routes_sample_weight_through_a_pipeline(small_blobs, routing):
+    X, y = small_blobs
+    w = _weights(len(X)).astype(float)
+    _assert_folds_fitted_with_their_weights(_requesting(score=True), X, y, w, KFold(3))
 
 
 # ---------------------------------------------------------------- bad input
@@ -251,10 +263,11 @@ def test_cross_validate_routes_sample_weight_through_a_pipeline(small_blobs, rou
     ],
     ids=["length", "2d", "negative", "nan", "inf", "all_zero"],
 )
-def test_bad_sample_weight_is_a_value_error(small_blobs, sample_weight, match):
+@pytest.mark.parametrize("make", [lambda: NGEBMClassifier(**FAST), lambda: _latent("ste")])
+def test_bad_sample_weight_is_a_value_error(small_blobs, sample_weight, match, make):
     X, y = small_blobs
     with pytest.raises(ValueError, match=match):
-        NGEBMClassifier(**FAST).fit(X, y, sample_weight=sample_weight)
+        make().fit(X, y, sample_weight=sample_weight)
 
 
 def test_weights_must_leave_two_classes(small_blobs):
@@ -265,10 +278,11 @@ def test_weights_must_leave_two_classes(small_blobs):
         NGEBMClassifier(**FAST, class_weight={1: 0, 2: 0}).fit(X, y)
 
 
-def test_sample_weight_of_strings_is_a_type_error(small_blobs):
+@pytest.mark.parametrize("make", [lambda: NGEBMClassifier(**FAST), lambda: _latent("ste")])
+def test_sample_weight_of_strings_is_a_type_error(small_blobs, make):
     X, y = small_blobs
     with pytest.raises(TypeError, match="sample_weight must be None, a number or an array-like"):
-        NGEBMClassifier(**FAST).fit(X, y, sample_weight=["heavy"] * len(y))
+        make().fit(X, y, sample_weight=["heavy"] * len(y))
 
 
 @pytest.mark.parametrize(
@@ -326,3 +340,157 @@ def test_data_parallel_training_refuses_weights(small_blobs):
     clf = DataParallelNGEBMClassifier(**FAST)
     with pytest.raises(ValueError, match="does not train with sample weights yet"):
         clf.fit(X, y, sample_weight=_weights(len(X)))
+
+
+# ---------------------------------------------------------------- the latent classifier
+
+
+def _latent(gradient, **params):
+    options = {**FULL_BATCH, "lr": 5e-2}
+    del options["module__hidden_sizes"]
+    return LatentStructureClassifier(3, gradient=gradient, **{**options, **params})
+
+
+def _tree(gradient="marginals"):
+    # SGD: Adam divides each element by its own scale, and the encoder's gradients of ~1e-6
+    # then turn float32 rounding of the order of the sums into visibly different steps.
+    options = {**FULL_BATCH, "lr": 0.5, "optimizer": torch.optim.SGD}
+    del options["module__hidden_sizes"]
+    return LatentStructureClassifier(structure="dependency_tree", gradient=gradient, **options)
+
+
+@pytest.fixture(scope="module")
+def trees():
+    X, y, _ = make_latent_trees(40, max_length=5, random_state=0)
+    return X, y
+
+
+@pytest.mark.parametrize("gradient", ["ste", "spigot", "softmax"])
+def test_latent_zero_weight_equals_dropping_the_sample(small_blobs, gradient):
+    X, y = small_blobs
+    keep = _weights(len(X), high=3) > 0
+    weighted = _latent(gradient).fit(X, y, sample_weight=keep.astype(float))
+    dropped = _latent(gradient).fit(X[keep], y[keep])
+    _assert_same_network(weighted, dropped)
+    unweighted = _latent(gradient).fit(X, y)
+    assert not np.allclose(unweighted.predict_proba(X), weighted.predict_proba(X), atol=1e-4)
+
+
+def test_latent_tree_zero_weight_equals_dropping_the_sample(trees):
+    X, y = trees
+    keep = _weights(len(X), high=3) > 0
+    weighted = _tree().fit(X, y, sample_weight=keep.astype(float))
+    dropped = _tree().fit(X[keep], y[keep])
+    # the vocabulary is that of the kept rows: ids only in dropped rows are out of vocabulary
+    np.testing.assert_array_equal(weighted.vocabulary_, dropped.vocabulary_)
+    assert len(weighted.vocabulary_) < len(np.unique(X[X > 0]))
+    _assert_same_network(weighted, dropped)
+    np.testing.assert_allclose(weighted.predict_proba(X), dropped.predict_proba(X), atol=1e-6)
+    unweighted = _tree().fit(X, y)
+    assert not np.allclose(unweighted.predict_proba(X), weighted.predict_proba(X), atol=1e-4)
+
+
+@pytest.mark.parametrize("gradient", ["spigot", "softmax"])
+def test_latent_integer_weights_equal_repetition(small_blobs, gradient):
+    X, y = small_blobs
+    w = _weights(len(X))
+    weighted = _latent(gradient).fit(X, y, sample_weight=w)
+    repeated = _latent(gradient).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    _assert_same_network(weighted, repeated)
+
+
+def _gradients(clf, X, y, w=None):
+    clf.module_.zero_grad()
+    weights = None if w is None else torch.as_tensor(w, dtype=torch.float32)
+    clf.compute_loss(X, y, training=True, sample_weight=weights)[0].backward()
+    return [p.grad.clone() for p in clf.module_.parameters()]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _latent("ste"),
+        lambda: _latent("spigot_ce"),
+        lambda: _latent("spigot_eg"),
+        lambda: _tree("spigot_ce"),
+    ],
+    ids=["ste", "spigot_ce", "spigot_eg", "tree_spigot_ce"],
+)
+def test_latent_weighted_gradient_is_the_weighted_mean_of_per_sample_gradients(
+    small_blobs, trees, make
+):
+    # independent of the per-sample scaling: each sample alone is a batch of one (factor 1)
+    clf = make()
+    X, y = trees if clf.structure == "dependency_tree" else small_blobs
+    clf.set_params(max_epochs=1).fit(X[:12], y[:12])
+    Xt = torch.as_tensor(clf._validate_X(X[:12], reset=False), device=clf.device_)
+    yt = torch.as_tensor(np.searchsorted(clf.classes_, y[:12]), device=clf.device_)
+    w = np.r_[0.0, 2.0, 0.5, np.arange(9) % 3].astype(np.float32)
+    batch = _gradients(clf, Xt, yt, w)
+    alone = [_gradients(clf, Xt[i : i + 1], yt[i : i + 1]) for i in range(12)]
+    for k, grad in enumerate(batch):
+        expected = sum(float(w[i]) * alone[i][k] for i in range(12)) / float(w.sum())
+        torch.testing.assert_close(grad, expected, rtol=1e-4, atol=1e-7)
+    assert any(g.abs().sum() > 0 for g in batch[:1])  # the encoder learns
+
+
+def test_score_function_baseline_takes_the_weighted_mean():
+    losses, w = torch.tensor([1.0, 5.0, 2.0]), torch.tensor([0.0, 1.0, 3.0])
+    weighted, kept = RunningMeanBaseline(momentum=0.5), RunningMeanBaseline(momentum=0.5)
+    for _ in range(2):
+        weighted.update(losses, w)
+        kept.update(torch.tensor([5.0, 2.0, 2.0, 2.0]))  # weight 0 dropped, 3 repeated
+    torch.testing.assert_close(weighted.value, kept.value)
+
+
+def test_latent_sfe_trains_with_weights(small_blobs):
+    # sampled: no exact equality with dropping (the draws differ), but it runs and learns
+    X, y = small_blobs
+    w = (y != 2).astype(float)
+    clf = _latent("sfe", max_epochs=20).fit(X, y, sample_weight=w)
+    assert int(clf.module_.baseline.n_updates) == 20
+    assert (clf.predict(X[y != 2]) == y[y != 2]).mean() > 0.8
+
+
+# ---------------------------------------------------------------- meta-estimators
+
+
+def _experts():
+    return [("a", NGEBMClassifier(**FULL_BATCH)), ("b", NGEBMClassifier(**FULL_BATCH, beta=0.5))]
+
+
+def test_product_of_experts_passes_sample_weight_to_each_expert(small_blobs):
+    X, y = small_blobs
+    keep = _weights(len(X), high=3) > 0
+    frozen = FrozenEstimator(NGEBMClassifier(**FULL_BATCH).fit(X, y))
+    experts = [*_experts(), ("frozen", frozen)]
+    weighted = ProductOfExperts(experts).fit(X, y, sample_weight=keep.astype(float))
+    dropped = ProductOfExperts(experts).fit(X[keep], y[keep])
+    for a, b in zip(weighted.estimators_[:2], dropped.estimators_[:2], strict=True):
+        _assert_same_network(a, b)
+    assert weighted.named_estimators_["frozen"] is frozen  # not refit
+    np.testing.assert_allclose(weighted.predict_proba(X), dropped.predict_proba(X), atol=1e-6)
+
+
+def test_concept_composition_passes_sample_weight_to_each_expert(small_blobs):
+    X, y = small_blobs
+    Y = np.column_stack([y, (X[:, 1] > 1).astype(int)])
+    keep = _weights(len(X), high=3) > 0
+    weighted = ConceptComposition(_experts()).fit(X, Y, sample_weight=keep.astype(float))
+    dropped = ConceptComposition(_experts()).fit(X[keep], Y[keep])
+    for a, b in zip(weighted.estimators_, dropped.estimators_, strict=True):
+        _assert_same_network(a, b)
+    np.testing.assert_array_equal(weighted.combinations_, dropped.combinations_)
+    starts = weighted.start_.state_dict(), dropped.start_.state_dict()
+    for a, b in zip(*(start.values() for start in starts), strict=True):
+        torch.testing.assert_close(a, b)  # the chains' start: of the kept samples
+
+
+def test_meta_estimators_route_sample_weight(small_blobs, routing):
+    X, y = small_blobs
+    w = _weights(len(X)).astype(float)
+    poe = ProductOfExperts(_experts()).set_fit_request(sample_weight=True)
+    poe.set_score_request(sample_weight=True)  # the scores are the weighted accuracies
+    _assert_folds_fitted_with_their_weights(poe, X, y, w, KFold(2))
+    with pytest.raises(ValueError, match=r"\[sample_weight\] are passed but are not explicitly"):
+        cross_validate(ProductOfExperts(_experts()), X, y, params={"sample_weight": w})

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier, load
+from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.saving import save
 
 FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
@@ -333,3 +334,17 @@ def test_module_exports_with_torch_export(shape, tmp_path):
         clf.predict_proba(X[8:13]),
         atol=1e-6,
     )
+
+
+def test_a_tree_model_keeps_its_vocabulary(tmp_path):
+    # the embeddings index vocabulary_, so a tree model without it would read other ids
+    X, y, _ = make_latent_trees(24, max_length=4, random_state=0)
+    X = np.where(X > 0, X * 1000 + 7, 0)  # ids that are not embedding rows
+    original = LatentStructureClassifier(structure="dependency_tree", max_epochs=1, random_state=0)
+    original.fit(X, y).save(tmp_path / "tree.ebm")
+    restored = load(tmp_path / "tree.ebm")
+    np.testing.assert_array_equal(restored.vocabulary_, original.vocabulary_)
+    assert restored.vocabulary_.dtype == np.int64
+    np.testing.assert_array_equal(restored.predict_proba(X), original.predict_proba(X))
+    np.testing.assert_array_equal(restored.transform(X), original.transform(X))
+    np.testing.assert_array_equal(restored.predict_latent(X), original.predict_latent(X))

@@ -24,7 +24,8 @@ CHECKED = [
         buffer_size=64,
         random_state=0,
     ),
-    LatentStructureClassifier(n_latent=3, max_epochs=4, lr=5e-2, random_state=0),
+    # 10 epochs as the others: check_class_weight_classifiers needs a fit that has converged
+    LatentStructureClassifier(n_latent=3, max_epochs=10, lr=5e-2, random_state=0),
 ]
 
 SKORCH_INIT = (
@@ -35,7 +36,8 @@ SKORCH_INIT = (
 
 FLOAT32_EQUIVALENCE = (
     "sample_weight is equivalent to removing or repeating samples up to float32 rounding "
-    "(relative differences of ~3e-7 in predict_proba; the check asks for 1e-7); "
+    "(relative differences of ~3e-7 (NG-EBM) to 5e-7 (latent) in predict_proba; the check asks "
+    "for 1e-7); "
     "tests/test_sample_weight.py checks the equivalence at float32 precision"
 )
 JEM_EQUIVALENCE = (
@@ -43,26 +45,14 @@ JEM_EQUIVALENCE = (
     "them (and shuffle differently), so its samples differ; weight 0 = dropping holds exactly "
     "(tests/test_sample_weight.py)"
 )
-LATENT_WEIGHTS = (
-    "LatentStructureClassifier.compute_loss takes no sample_weight yet (it is being rewritten "
-    "on branch latent; /work/notes/contract.md says what it needs); fitting with non-uniform "
-    "weights raises a TypeError saying so"
-)
 
 
 def expected_failed_checks(estimator):
     failing = {"check_no_attributes_set_in_init": SKORCH_INIT}
-    if isinstance(estimator, NGEBMClassifier):
+    if isinstance(estimator, NGEBMClassifier | LatentStructureClassifier):
         failing["check_sample_weight_equivalence_on_dense_data"] = FLOAT32_EQUIVALENCE
     if isinstance(estimator, JEMClassifier):
         failing["check_sample_weight_equivalence_on_dense_data"] = JEM_EQUIVALENCE
-    if isinstance(estimator, LatentStructureClassifier):
-        for check in (
-            "check_sample_weights_not_overwritten",
-            "check_sample_weight_equivalence_on_dense_data",
-            "check_class_weight_classifiers",
-        ):
-            failing[check] = LATENT_WEIGHTS
     return failing
 
 

@@ -33,6 +33,10 @@ class Categorical:
         """The input as the network takes it, from the base's float32 validation."""
         return checked
 
+    def input_of_weighted_rows(self, estimator, X: np.ndarray, positive: np.ndarray):
+        """The prepared training input once the rows of positive weight are known."""
+        return X
+
     def sizes(self, estimator) -> dict:
         """The data-dependent arguments an encoder or decoder class may take."""
         return {
@@ -78,6 +82,19 @@ class DependencyTree(Categorical):
         if reset and not (warm and hasattr(estimator, "vocabulary_")):
             estimator.vocabulary_ = np.unique(ids[ids > 0])
         return encode_tokens(ids, *_vocabulary(estimator))
+
+    def input_of_weighted_rows(self, estimator, X: np.ndarray, positive: np.ndarray):
+        """The vocabulary of the ``positive`` rows only, so that a weight of 0 is a dropped row:
+        an id seen only in rows of weight 0 becomes out-of-vocabulary. ``X`` holds the indices
+        of the vocabulary of all rows (the out-of-vocabulary index cannot occur yet).
+        """
+        used = np.unique(X[positive])
+        used = used[used > 0]
+        lookup = np.full(len(estimator.vocabulary_) + 2, len(used) + 1, dtype=X.dtype)
+        lookup[0] = 0
+        lookup[used] = np.arange(1, len(used) + 1)
+        estimator.vocabulary_ = estimator.vocabulary_[used - 1]
+        return lookup[X]
 
     def sizes(self, estimator) -> dict:
         return {

@@ -21,17 +21,58 @@ __all__ = ["LatentStructureClassifier"]
 
 
 class _ScaleGrad(torch.autograd.Function):
-    """Identity forward; backward multiplies the gradient by ``factor``."""
+    """Identity forward; backward multiplies the gradient by ``factor``.
+
+    ``factor`` is a number, or a Tensor that broadcasts against ``x`` (one factor per sample,
+    shape ``(n, 1, ..., 1)``), saved with ``save_for_backward``.
+    """
 
     @staticmethod
     def forward(ctx, x, factor):
-        ctx.factor = factor
+        if isinstance(factor, torch.Tensor):
+            ctx.save_for_backward(factor)
+            ctx.factor = None
+        else:
+            ctx.factor = factor
         return x.view_as(x)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        return grad * ctx.factor, None
+        factor = ctx.saved_tensors[0] if ctx.factor is None else ctx.factor
+        return grad * factor, None
+
+
+class _WeightedBaseline:
+    """The score-function baseline, updated with the weighted mean of a batch's losses."""
+
+    def __init__(self, baseline, sample_weight: torch.Tensor):
+        self.baseline = baseline
+        self.sample_weight = sample_weight
+
+    @property
+    def value(self) -> torch.Tensor:
+        return self.baseline.value
+
+    def update(self, losses: torch.Tensor) -> None:
+        self.baseline.update(losses, self.sample_weight)
+
+
+def _per_sample_factors(
+    sample_weight: torch.Tensor | None, n: int, dim: int
+) -> tuple[float | torch.Tensor, float | torch.Tensor]:
+    """The factors that turn the batch loss's gradient at ``z`` into per-sample ``dl_i/dz_i``
+    and the surrogates' per-sample gradients back into the batch loss's.
+
+    ``(n, 1/n)`` for the mean; ``(W/w_i, w_i/W)`` (0 where ``w_i = 0``) for the weighted mean
+    ``sum_i w_i l_i / W``, ``W = sum_i w_i``, shaped ``(n, 1, ..., 1)`` for ``dim`` dims.
+    """
+    if sample_weight is None:
+        return float(n), 1.0 / n
+    w = sample_weight.reshape(-1, *(1,) * (dim - 1))
+    total = sample_weight.sum()
+    to_sample = torch.where(w > 0, total / torch.where(w > 0, w, torch.ones_like(w)), 0.0)
+    return to_sample, w / torch.where(total > 0, total, torch.ones_like(total))
 
 
 def _accepted_kwargs(cls, available: dict) -> dict:
@@ -164,6 +205,8 @@ verbose, **kwargs
 
     # The encoder and decoder take routed parameters (encoder__*, decoder__*), as module__*.
     prefixes_ = [*NeuralNet.prefixes_, "encoder", "decoder"]
+    # A tree model's embeddings index its vocabulary: save it with them.
+    _saved_attributes = (*EBMClassifierBase._saved_attributes, "vocabulary_")
 
     def __init__(
         self,
@@ -336,9 +379,13 @@ verbose, **kwargs
         checked, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
         return self._structure().prepare_input(self, X, checked, reset), y
 
+    def _input_of_weighted_rows(self, X: np.ndarray, positive: np.ndarray) -> np.ndarray:
+        # a tree model's vocabulary is that of the rows of positive weight
+        return self._structure().input_of_weighted_rows(self, X, positive)
+
     # ------------------------------------------------------------------ training
 
-    def compute_loss(self, X, y, training):
+    def compute_loss(self, X, y, training, sample_weight=None):
         """The cross-entropy of one batch at the latent chosen by the encoder.
 
         In training the latent comes from the surrogate chosen by ``gradient``, so that the
@@ -352,11 +399,17 @@ verbose, **kwargs
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation: the deterministic latent, no surrogate.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            float32 weights of the batch (``sample_weight`` times ``class_weight``). The
+            surrogates still work on per-sample gradients ``gamma_i = dl_i/dz_i``; the encoder
+            receives their weighted mean, ``sum_i w_i (dl_i/ds_i) / sum_i w_i``, and the
+            score-function baseline follows the weighted mean of the batch losses.
 
         Returns
         -------
         loss : scalar Tensor
-            The batch mean of the per-sample cross-entropy (:meth:`cross_entropy`); nan when
+            The batch mean of the per-sample cross-entropy (:meth:`cross_entropy`), weighted
+            with ``sample_weight`` (``sum_i w_i l_i / sum_i w_i``); nan when
             an encoder score is not finite, so that the fit stops with
             :class:`~ebmclassifier.DivergenceError`.
         logits : Tensor of shape (n, n_classes)
@@ -383,32 +436,39 @@ verbose, **kwargs
         if not training:
             with torch.no_grad():
                 logits = model(X)
-            return self.cross_entropy(logits, y), logits
+            return self.cross_entropy(logits, y, sample_weight), logits
         scores = model.encoder(X)
-        logits = model.decoder(X, self._training_latent(model, X, y, scores))
-        return _nan_unless_finite(self.cross_entropy(logits, y), scores), logits
+        z = self._training_latent(model, X, y, scores, sample_weight)
+        logits = model.decoder(X, z)
+        return _nan_unless_finite(self.cross_entropy(logits, y, sample_weight), scores), logits
 
-    def _training_latent(self, model, X, y, scores: torch.Tensor) -> torch.Tensor:
+    def _training_latent(
+        self, model, X, y, scores: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The latent of the training step, through the surrogate chosen by ``gradient``."""
 
         def per_sample_loss(z: torch.Tensor) -> torch.Tensor:
             return nn.functional.cross_entropy(model.decoder(X, z), y, reduction="none")
 
-        n = len(X)
         # The surrogates pull back per-sample gradients gamma_i = dl_i/dz_i (so step_size is
-        # per sample); the scaling around them turns the batch mean into that and back.
+        # per sample); the scaling around them turns the batch (weighted) mean into that and
+        # back. The score function's losses stay per sample; its baseline is weighted.
+        to_sample, to_batch = _per_sample_factors(sample_weight, len(X), scores.dim())
+        baseline = model.baseline
+        if sample_weight is not None and baseline is not None:
+            baseline = _WeightedBaseline(baseline, sample_weight)
         z = polytope_latent(
             model.polytope,
-            _ScaleGrad.apply(scores, 1.0 / n),
+            _ScaleGrad.apply(scores, to_batch),
             model.sizes(X),
             self.gradient,
             per_sample_loss,
             step_size=self.step_size,
             inner_steps=self.inner_steps,
             temperature=self.temperature,
-            baseline=model.baseline,
+            baseline=baseline,
         )
-        return _ScaleGrad.apply(z, float(n))
+        return _ScaleGrad.apply(z, to_sample)
 
     # ------------------------------------------------------------------ the latent
 

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from ..losses import weighted_mean
 from .categorical.simplex import Simplex
 from .polytope import Polytope
 
@@ -69,13 +70,16 @@ class RunningMeanBaseline(nn.Module):
         self.register_buffer("n_updates", torch.zeros((), dtype=torch.long))
 
     @torch.no_grad()
-    def update(self, losses: torch.Tensor) -> None:
+    def update(self, losses: torch.Tensor, sample_weight: torch.Tensor | None = None) -> None:
         """Fold the per-sample ``losses`` of one batch into the running mean.
 
         Parameters
         ----------
         losses : Tensor of shape (n,)
             Per-sample losses; only their mean is used.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the losses: their weighted mean ``sum_i w_i l_i / sum_i w_i`` is used
+            (:func:`~ebmclassifier.losses.weighted_mean`), so a sample of weight 0 is not seen.
 
         Returns
         -------
@@ -91,7 +95,7 @@ class RunningMeanBaseline(nn.Module):
         >>> round(float(baseline.value), 4), int(baseline.n_updates)  # 3, then 0.9 * 3 + 0.1 * 13
         (4.0, 2)
         """
-        batch_mean = losses.mean().to(self.value.dtype)
+        batch_mean = weighted_mean(losses, sample_weight).to(self.value.dtype)
         weight = 1.0 if int(self.n_updates) == 0 else self.momentum
         self.value.mul_(1.0 - weight).add_(weight * batch_mean)
         self.n_updates.add_(1)
