@@ -6,11 +6,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..detectors import DETECTORS, KNNDetector
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
-from ..nn import WideResNet, wide_resnet_blocks_per_group
+from ..nn import MLP, WideResNet, wide_resnet_blocks_per_group
 
 __all__ = ["ModelSpec", "default_models", "network_params"]
+
+#: The model whose penultimate features the post-hoc detectors (``--detectors``) read.
+DETECTOR_BASE = "ce"
 
 OOD_SCORES = ("energy", "max_softmax", "approx_mass")
 
@@ -24,29 +28,34 @@ def network_params(network: str) -> dict:
     ----------
     network : str
         ``"default"`` (the estimators' own choice from the data's shape: an MLP or a small
-        ConvNet) or ``"wrn-D-K"``, a :class:`~ebmclassifier.nn.WideResNet` of depth ``D`` and
-        widen factor ``K`` without batch-norm (``"wrn-28-10"`` is the papers' network).
+        ConvNet), ``"mlp"`` (:class:`~ebmclassifier.nn.MLP`, which flattens any sample shape;
+        on MNIST-1D the cheap, over-confident setting) or ``"wrn-D-K"``, a
+        :class:`~ebmclassifier.nn.WideResNet` of depth ``D`` and widen factor ``K`` without
+        batch-norm (``"wrn-28-10"`` is the papers' network).
 
     Returns
     -------
     params : dict
-        ``{}`` for the default, else ``module``, ``module__depth`` and ``module__widen_factor``.
+        ``{}`` for the default, ``{"module": MLP}`` for ``"mlp"``, else ``module``,
+        ``module__depth`` and ``module__widen_factor``.
 
     Examples
     --------
     >>> params = network_params("wrn-28-10")
     >>> params["module"].__name__, params["module__depth"], params["module__widen_factor"]
     ('WideResNet', 28, 10)
-    >>> network_params("default")
-    {}
+    >>> network_params("default"), network_params("mlp")["module"].__name__
+    ({}, 'MLP')
     """
     if network == "default":
         return {}
+    if network == "mlp":
+        return {"module": MLP}
     match = _WRN.fullmatch(network)
     if match is None:
         raise ValueError(
-            f"Unknown network {network!r}: use 'default' or 'wrn-D-K' (e.g. 'wrn-28-10', a "
-            "WideResNet of depth 28 and widen factor 10)."
+            f"Unknown network {network!r}: use 'default', 'mlp' or 'wrn-D-K' (e.g. "
+            "'wrn-28-10', a WideResNet of depth 28 and widen factor 10)."
         )
     depth, widen_factor = int(match[1]), int(match[2])
     wide_resnet_blocks_per_group(depth)  # a bad depth fails here, before any training
@@ -143,3 +152,31 @@ def _temperature_scaled(base: str) -> ModelSpec:
         scores=("max_softmax",),
         calibrates=base,
     )
+
+
+def build_detector(name: str, n_train: int):
+    """An unfitted post-hoc detector of :mod:`ebmclassifier.detectors` for ``--detectors``.
+
+    The detectors keep their library defaults (Mahalanobis with the empirical covariance, ViM
+    with half the feature dimensions as its principal subspace) except KNN's ``k``, which
+    follows Sun et al. (2022): ``k = 50`` for CIFAR-10's 50,000 training samples and ``k``
+    proportional to the training set otherwise, so ``k = max(1, round(n_train / 1000))``.
+
+    Parameters
+    ----------
+    name : {"mahalanobis", "knn", "vim"}
+    n_train : int
+        The number of training samples the detector is fitted on.
+
+    Returns
+    -------
+    detector : MahalanobisDetector, KNNDetector or ViMDetector
+
+    Examples
+    --------
+    >>> build_detector("knn", 3200), build_detector("knn", 50_000).n_neighbors
+    (KNNDetector(n_neighbors=3), 50)
+    """
+    if name == "knn":
+        return KNNDetector(n_neighbors=max(1, round(n_train / 1000)))
+    return DETECTORS[name]()
