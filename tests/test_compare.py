@@ -688,3 +688,18 @@ def test_several_data_sets_run_in_one_command_one_section_each(monkeypatch, tmp_
     saved = json.loads((out / "results.json").read_text())
     assert list(saved["datasets"]) == ["blobs.npz", "wide.npz"]
     assert saved["datasets"]["wide.npz"]["data"]["input_shape"] == [7]
+
+
+def test_holding_out_labels_the_test_split_lacks_is_refused():
+    from sklearn.utils import Bunch
+
+    from ebmclassifier.experiments._ood_sets import hold_out_classes
+
+    X = np.zeros((3, 2), dtype=np.float32)
+    data = Bunch(name="toy", X_train=X, y_train=np.array([0, 1, 2]), X_test=X[:2],
+                 y_test=np.array([0, 1]), ood={})  # fmt: skip
+    with pytest.raises(ValueError, match=r"toy has no sample of the labels \['2'\]"):
+        hold_out_classes(data, [2])
+    hold_out_classes(data, [1])
+    assert data.y_train.tolist() == [0, 2] and data.y_test.tolist() == [0]
+    assert len(data.ood["held-out classes"]) == 1

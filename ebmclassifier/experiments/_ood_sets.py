@@ -60,6 +60,12 @@ def hold_out_classes(data, held: list) -> None:
     """
     train = ~np.isin(data.y_train, held)
     test = ~np.isin(data.y_test, held)
+    if test.all():
+        raise ValueError(
+            f"--ood-classes: the test split of {data.name} has no sample of the labels "
+            f"{[str(label) for label in held]!r}, so there is no OOD set to measure; hold out "
+            "labels the test split has (or raise --max-test)."
+        )
     data.ood[HELD_OUT] = data.X_test[~test]
     data.X_train, data.y_train = data.X_train[train], data.y_train[train]
     data.X_test, data.y_test = data.X_test[test], data.y_test[test]

@@ -432,9 +432,10 @@ COMMAND = Command(
     name="compare",
     help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
     description=(
-        "Train each model for each seed and compare accuracy, calibration, OOD detection, "
-        "robustness to PGD and training cost. Writes report.md, results.json and PNG "
-        "figures into --out and prints the tables (median [min, max] over seeds)."
+        "Train each model for each seed and compare accuracy, calibration, selective "
+        "classification (AURC), OOD detection and decisions, robustness to PGD and training "
+        "cost. Writes report.md, results.json and PNG figures into --out and prints the tables "
+        "(median [min, max] over seeds)."
     ),
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
@@ -463,8 +464,8 @@ COMMAND = Command(
                 default=10),
         _option("--n-attack", "test samples attacked (default 500)", "n_attack", type=int,
                 default=500),
-        _option("--max-train", "subsample the training split", "max_train", type=int,
-                default=None),
+        _option("--max-train", "subsample the training split to at most this many samples "
+                "(a smaller one is kept whole)", "max_train", type=int, default=None),
         _option("--max-test", "subsample the test split", "max_test", type=int, default=None),
         _option("--ood-classes", "labels to hold out of training, comma-separated; their test "
                 "samples become the OOD set 'held-out classes'", "ood_classes",
