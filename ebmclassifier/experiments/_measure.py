@@ -101,12 +101,12 @@ def _proba_metrics(y_true, proba, classes, n_bins) -> dict:
 
 
 def _scores(score_fn: Callable, methods: Sequence[str], X_test, ood: dict) -> dict:
-    """{method: {"test": scores, ood set: scores}}, oriented as score_ood."""
+    """{method: (test scores, {ood set: scores})}, oriented as score_ood."""
     return {
-        method: {
-            "test": np.asarray(score_fn(X_test, method)),
-            **{name: np.asarray(score_fn(X, method)) for name, X in ood.items()},
-        }
+        method: (
+            np.asarray(score_fn(X_test, method)),
+            {name: np.asarray(score_fn(X, method)) for name, X in ood.items()},
+        )
         for method in methods
     }
 
@@ -114,8 +114,8 @@ def _scores(score_fn: Callable, methods: Sequence[str], X_test, ood: dict) -> di
 def _ood_results(scores: dict) -> dict:
     """{score: {ood set: ood_metrics}}."""
     return {
-        method: {name: ood_metrics(s["test"], s_out) for name, s_out in s.items() if name != "test"}
-        for method, s in scores.items()
+        method: {name: ood_metrics(s_in, s_out) for name, s_out in by_set.items()}
+        for method, (s_in, by_set) in scores.items()
     }
 
 
@@ -152,10 +152,8 @@ def _decisions(thresholds: dict, scores: dict) -> dict:
     return {
         method: {
             "threshold": t,
-            "false_positive_rate": float(np.mean(scores[method]["test"] > t)),
-            "miss_rate": {
-                name: float(np.mean(s <= t)) for name, s in scores[method].items() if name != "test"
-            },
+            "false_positive_rate": float(np.mean(scores[method][0] > t)),
+            "miss_rate": {name: float(np.mean(s <= t)) for name, s in scores[method][1].items()},
         }
         for method, t in thresholds.items()
     }
@@ -256,8 +254,8 @@ def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
         "seed": seed,
         **_proba_metrics(data.y_test, proba, model.classes_, config.n_bins),
         "aurc": {
-            m: aurc(data.y_test, proba, -s["test"], classes=model.classes_)
-            for m, s in scores.items()
+            m: aurc(data.y_test, proba, -s_in, classes=model.classes_)
+            for m, (s_in, _) in scores.items()
         },
         "ood": _ood_results(scores),
         "ood_decisions": _decisions(thresholds, scores),
@@ -268,13 +266,12 @@ def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
         **measured.extra,
     }
     if seed == 0:
-        first = scores[methods[0]]
         record["_figure_data"] = {
             "y_test": data.y_test,
             "proba": proba,
             "classes": model.classes_,
             "score": methods[0],
-            "scores_in": first["test"],
-            "scores_out": {k: v for k, v in first.items() if k != "test"},
+            "scores_in": scores[methods[0]][0],
+            "scores_out": scores[methods[0]][1],
         }
     return record
