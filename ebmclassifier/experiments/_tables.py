@@ -257,7 +257,7 @@ def _ood_line(name: str, summary: dict) -> str | None:
             own = by_set[name]["auroc"]
             gaps = [
                 f"level with {k}"
-                if f"{own['median']:.3f}" == f"{v['median']:.3f}"
+                if abs(own["median"] - v["median"]) < 5e-4
                 else f"{own['median'] - v['median']:+.3f} vs {k}, {_spread(own, v)}"
                 for k, v in baselines.items()
             ]
