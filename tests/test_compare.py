@@ -598,6 +598,7 @@ def test_report_shows_the_new_tables_and_figure(near_ood, tmp_path):
     )
     assert "| ce_ts / max_softmax |" in tabs["aurc"]
     assert "the labels 8, 9, which no model saw in training" in report
+    assert "network the estimators' default for the data's shape" in report
     assert "`my_noise` is read from" in report and "post-hoc detector `KNNDetector" in report
     assert "risk_coverage.png" in tabs["figures"]
     saved = json.loads((tmp_path / "results.json").read_text())

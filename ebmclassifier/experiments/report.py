@@ -102,6 +102,8 @@ def write_figures(results: dict, out: Path) -> list[str]:
 def _network_text(network) -> str:
     if network in (None, "default"):
         return "the estimators' default for the data's shape"
+    if network == "mlp":
+        return "`mlp` (the estimators' MLP, on the flattened samples)"
     return f"`{network}` (WideResNet without batch-norm)"
 
 
