@@ -405,9 +405,9 @@ def _run_command(args) -> int:
     if args.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
     fields = COMMAND.fields(args)
-    names = fields.pop("data")
+    names = [name for name in fields.pop("data").split(",") if name.strip()]
     if not names or len(set(names)) < len(names):
-        raise ValueError(f"--data must name each data set once; got {','.join(names)!r}.")
+        raise ValueError(f"--data must name each data set once; got {args.data!r}.")
     configs = [CompareConfig(data=name, **fields) for name in names]
     all_results = _run_all(configs, log=lambda msg: print(msg, file=sys.stderr))
     printed = write_reports(all_results, args.out, command=COMMAND.command_line(args))
@@ -440,8 +440,7 @@ COMMAND = Command(
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
                 ".npz/.csv file; several, comma-separated, run one after the other, one "
-                "report section each (default digits)", "data", type=CommaList(str),
-                default=["digits"]),
+                "report section each (default digits)", "data", default="digits"),
         _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
         _option("--models", "comma-separated, from ce, ce_ts, ngebm, ngebm_ts, jem, jem_ts "
                 "(default: ce,ce_ts,ngebm,jem)", "models", type=CommaList(str),
