@@ -9,7 +9,8 @@ the subclass's :meth:`EBMClassifierBase.compute_loss`, composed from :mod:`.loss
 
 Which hooks to override
 -----------------------
-- Fairly safe: ``compute_loss`` (the training objective), ``_validate_own_params``,
+- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
+  fitting with weights raises a ``TypeError``), ``_validate_own_params``,
   ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``),
   ``handle_divergence`` (what to do when a loss stops being finite).
 - Should not be overridden: ``fit``, ``partial_fit``, ``train_step_single``,
@@ -23,31 +24,42 @@ The examples of the methods use a small three-class problem,
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Mapping
 from math import prod
-from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
-from ._device import draw_seed, resolve_device, seeded_rng
+from ._device import device_problem, draw_seed, resolve_device, seeded_rng
+from ._inference import InferenceMixin
 from ._ood import OODDecisionMixin
 from ._skorch import SkorchNet
-from ._validation import ParamChecker, check_training_data, check_X
-from .energy import OOD_METHODS, energy, ood_score
+from ._validation import (
+    InvalidParameterError,
+    ParamChecker,
+    check_module_kwargs,
+    check_module_output,
+    check_partial_fit_classes,
+    check_sample_weight,
+    check_training_data,
+    check_training_params,
+    check_warm_start_classes,
+    check_X,
+    is_int,
+)
+from .augment import check_augmentation
+from .energy import OOD_METHODS
 from .exceptions import DivergenceError
+from .losses import weighted_mean
 from .nn import MLP, ConvNet
 
-__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator", "default_network"]
-
-# The old name, which ebmclassifier/bench.py still imports from here.
-_resolve_device = resolve_device
+# ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
+__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
 
 
-def module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
+def _module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
     """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
     ``module_cls.__init__`` takes."""
     available = {
@@ -62,18 +74,7 @@ def module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) ->
     return {k: v for k, v in available.items() if k in accepted}
 
 
-def default_module(input_shape: tuple[int, ...]) -> type[nn.Module]:
-    """The default network class: ConvNet for ``(C, L)`` / ``(C, H, W)`` samples, else MLP."""
-    return ConvNet if len(input_shape) in (2, 3) else MLP
-
-
-def default_network(input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
-    """The network ``module=None`` builds for samples of ``input_shape`` (``kwargs``: its own)."""
-    module_cls = default_module(input_shape)
-    return module_cls(**{**module_defaults(module_cls, input_shape, n_classes), **kwargs})
-
-
-class EBMClassifierBase(OODDecisionMixin, SkorchNet):
+class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
     """Shared base of the energy-based classifiers (not to be used directly).
 
     Parameters
@@ -106,11 +107,37 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         torch's global random state is left as it was.
     ood_method : {"energy", "max_softmax", "approx_mass"}
         The default method of :meth:`score_ood` and :meth:`score_samples`.
+    augmentation : callable or None, default=None
+        Applied to each *training* batch on the device before the loss, so the energy terms
+        (the gradient norm, JEM's data term) see the augmented batch; never at predict,
+        ``score_ood`` or validation time. A callable ``batch -> batch`` of the same shape,
+        dtype and device, e.g. :func:`ebmclassifier.augment.paper_augmentation`; it draws from
+        torch's random state, which a ``random_state`` seeds per epoch, so fits stay
+        reproducible. Checked once on a training batch at the start of ``fit``
+        (:func:`ebmclassifier.augment.check_augmentation`).
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the classes, as scikit-learn's classifiers take them: ``{label: weight}``
+        (classes not named weigh 1), or ``"balanced"``, ``n_samples / (n_classes *
+        np.bincount(y))``. They multiply the ``sample_weight`` of ``fit``.
     verbose : int, default=0
     **kwargs
         Other skorch parameters, and ``module__*``, ``optimizer__*``, ``criterion__*``,
         ``iterator_train__*``, ``iterator_valid__*``, ``callbacks__*`` routed parameters.
     """
+
+    #: Fitted attributes besides the modules that :func:`ebmclassifier.saving.save` stores and
+    #: ``load`` restores (numbers, strings, arrays, tensors); a subclass adds what its ``fit``
+    #: learns. The state of every module attribute ending in ``_`` is saved in any case.
+    _saved_attributes: tuple[str, ...] = (
+        "input_shape_",
+        "n_features_in_",
+        "feature_names_in_",
+        "seed_",
+        "input_min_",
+        "input_max_",
+        "ood_threshold_",
+        "ood_method_",
+    )
 
     def __init__(
         self,
@@ -128,6 +155,8 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         device: str = "auto",
         random_state=None,
         ood_method: str = "energy",
+        augmentation=None,
+        class_weight=None,
         verbose: int = 0,
         **kwargs,
     ) -> None:
@@ -148,11 +177,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         )
         self.random_state = random_state
         self.ood_method = ood_method
+        self.augmentation = augmentation
+        self.class_weight = class_weight
 
     # ------------------------------------------------------------------ the subclass hooks
 
     def compute_loss(
-        self, X: torch.Tensor, y: torch.Tensor, training: bool
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        training: bool,
+        sample_weight: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The training objective on one batch; here the cross-entropy alone.
 
@@ -165,6 +200,11 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation (the graph of the loss is not needed then).
+        sample_weight : Tensor of shape (n,) or None, default=None
+            float32 weights of the batch (``sample_weight`` times ``class_weight``), given
+            only when the fit has weights. Each per-sample term becomes a weighted mean,
+            ``sum_i w_i l_i / sum_i w_i`` (:func:`~ebmclassifier.losses.weighted_mean`). An
+            override without this argument trains without weights only.
 
         Returns
         -------
@@ -194,7 +234,7 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         True
         """
         logits = self.module_(X)
-        return self.cross_entropy(logits, y), logits
+        return self.cross_entropy(logits, y, sample_weight), logits
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         """Add the subclass's parameter problems to ``check``."""
@@ -240,18 +280,25 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
             "standardize the input."
         )
 
-    def cross_entropy(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The classification term, ``criterion_(logits, y)``.
+    def cross_entropy(
+        self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The classification term, ``criterion_(logits, y)``, optionally weighted.
 
         Parameters
         ----------
         logits : Tensor of shape (n, n_classes)
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        sample_weight : Tensor of shape (n,) or None, default=None
+            With weights, the criterion's per-sample losses (its ``reduction`` set to
+            ``"none"`` for the call) are averaged with them,
+            :func:`~ebmclassifier.losses.weighted_mean`.
 
         Returns
         -------
         scalar Tensor
-            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``.
+            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``; the
+            weighted mean with ``sample_weight``.
 
         Examples
         --------
@@ -261,8 +308,29 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
         >>> round(float(clf.cross_entropy(logits, torch.tensor([0, 2]))), 4), round(math.log(3), 4)
         (1.0986, 1.0986)
+        >>> logits = torch.tensor([[9.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # the first one is sure
+        >>> clf.cross_entropy(logits, torch.tensor([0, 2]), torch.tensor([1.0, 0.0])) < 0.01
+        tensor(True)
         """
-        return self.criterion_(logits, y)
+        if sample_weight is None:
+            return self.criterion_(logits, y)
+        return weighted_mean(self._per_sample_criterion(logits, y), sample_weight)
+
+    def _per_sample_criterion(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The criterion's loss of each sample: torch's losses, with ``reduction="none"``."""
+        criterion = self.criterion_
+        reduction = getattr(criterion, "reduction", None)
+        if reduction is None:
+            raise TypeError(
+                f"Training with sample_weight or class_weight needs per-sample losses, and the "
+                f"criterion {type(criterion).__name__} has no 'reduction' to set to 'none'. Use "
+                "a torch loss such as torch.nn.CrossEntropyLoss, or fit without weights."
+            )
+        criterion.reduction = "none"  # for this call only: the criterion is ours, not shared
+        try:
+            return criterion(logits, y)
+        finally:
+            criterion.reduction = reduction
 
     # ------------------------------------------------------------------ validation
 
@@ -271,8 +339,21 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         check.real("lr", 0.0, low_open=True)
         check.integer("max_epochs", 0)
         batch_size = self.batch_size
-        ok = isinstance(batch_size, Integral) and (batch_size >= 1 or batch_size == -1)
+        ok = is_int(batch_size) and (batch_size >= 1 or batch_size == -1)
         check.satisfies("batch_size", ok, "an int >= 1 or -1 (the whole data set)")
+        check.satisfies(
+            "augmentation",
+            self.augmentation is None or callable(self.augmentation),
+            "None or a callable mapping a training batch to a batch of the same shape",
+        )
+        check_training_params(check, self)
+        problem = device_problem(self.device)
+        expected = f"'auto', 'cpu' or a device this machine has ({problem})"
+        check.satisfies("device", problem is None, expected)
+        class_weight = self.class_weight
+        ok = class_weight is None or isinstance(class_weight, Mapping)
+        ok = ok or (isinstance(class_weight, str) and class_weight == "balanced")
+        check.satisfies("class_weight", ok, "None, 'balanced' or a dict {label: weight}")
         self._validate_own_params(check)
         check.raise_if_any()
 
@@ -311,19 +392,34 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
                 "instead of initialize()."
             )
         kwargs = self.get_params_for("module")
-        module = default_module(self.input_shape_) if self.module is None else self.module
+        module = self.module
+        if module is None:  # ConvNet for (C, L) / (C, H, W) samples, else an MLP
+            module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
+        built = type(module) if isinstance(module, nn.Module) else module
+        check_module_kwargs(type(self).__name__, "module", built, kwargs)
         if not isinstance(module, nn.Module):
-            kwargs = {**module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
-        self.module_ = self.initialized_instance(module, kwargs)
+            kwargs = {**_module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
+        try:
+            self.module_ = self.initialized_instance(module, kwargs)
+        except InvalidParameterError as exc:  # our networks check their own arguments
+            raise InvalidParameterError(
+                f"{type(self).__name__} could not build its network from the module__* "
+                f"parameters: {exc}"
+            ) from exc
         return self
 
     # ------------------------------------------------------------------ training
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Initialize the network and train it on ``(X, y)``.
 
         With ``max_epochs=0`` the network is built for the data and left untrained, ready
-        for skorch's ``load_params``.
+        for skorch's ``load_params``. With skorch's ``warm_start=True``, a fitted estimator
+        continues training its network instead, as scikit-learn's ``MLPClassifier`` does: the
+        data must then have the same features (or sample shape) and exactly the same classes
+        as the first fit, else a ``ValueError`` says so (``warm_start=False`` starts afresh).
+        To deploy without the training data, use :meth:`save` and
+        :func:`ebmclassifier.load` instead.
 
         Parameters
         ----------
@@ -331,6 +427,16 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
             numpy, pandas or torch; cast to float32.
         y : array-like of shape (n_samples,)
             Class labels of any hashable type.
+        sample_weight : array-like of shape (n_samples,), number or None, default=None
+            Non-negative weights of the samples, multiplied by ``class_weight``. Every
+            per-sample term of the loss becomes a weighted mean over its batch,
+            ``sum_i w_i l_i / sum_i w_i``: a weight of 0 leaves a sample out, an integer
+            weight counts it that many times (exactly so with ``batch_size=-1``), and the
+            scale of the weights does not matter. The statistics taken from the training
+            data (the input range, NG-EBM's finite-difference step, JEM's chain start) are
+            those of the samples with a positive weight. With scikit-learn's metadata routing,
+            ``set_fit_request(sample_weight=True)`` lets ``Pipeline``, ``GridSearchCV`` and
+            ``cross_validate`` pass it on.
 
         Returns
         -------
@@ -345,10 +451,17 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         True
         >>> clf.classes_.tolist(), clf.n_features_in_, len(clf.history)
         (['cat', 'dog', 'owl'], 4, 2)
-        """
-        return self._fit(X, y, first=True, initialize=not self.warm_start or not self.initialized_)
 
-    def partial_fit(self, X, y, classes=None):
+        Weights of 0 leave the owls out of the loss (they are still a class):
+
+        >>> clf = clf.fit(X, labels, sample_weight=(labels != "owl").astype(float))
+        >>> clf.classes_.tolist()
+        ['cat', 'dog', 'owl']
+        """
+        warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
+        return self._fit(X, y, sample_weight, first=True, initialize=not warm, partial=False)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
 
         Parameters
@@ -357,6 +470,10 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         y : array-like of shape (n_samples,)
         classes : array-like or None, default=None
             All classes, needed on the first call when ``y`` does not contain each of them.
+            A later call may repeat them, in any order; other classes are a ``ValueError``.
+        sample_weight : array-like of shape (n_samples,), number or None, default=None
+            Weights of this chunk's samples, as in :meth:`fit`; ``class_weight="balanced"``
+            is refused here (one chunk does not know the class frequencies).
 
         Returns
         -------
@@ -378,25 +495,123 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
         True
         """
         first = not (self.initialized_ and hasattr(self, "label_encoder_"))
-        return self._fit(X, y, first=first, initialize=first, classes=classes)
+        return self._fit(
+            X, y, sample_weight, first=first, initialize=first, partial=True, classes=classes
+        )
 
-    def _fit(self, X, y, *, first: bool, initialize: bool, classes=None):
-        """Validate, derive what training needs on a ``first`` fit, then train."""
+    def _fit(
+        self, X, y, sample_weight, *, first: bool, initialize: bool, partial: bool, classes=None
+    ):
+        """Validate, derive what training needs on a ``first`` fit, then train.
+
+        ``first and not initialize`` is a warm start: a ``fit`` that continues from the
+        fitted network, so the data must have its input shape and exactly its classes.
+        """
         self._check_params()
-        X, y = self._validate_training_data(X, y, reset=first, classes=classes)
+        if not first:
+            check_partial_fit_classes(self, classes)
+        X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
+        if first and not initialize:
+            check_warm_start_classes(self, y)
+        weights = self._check_sample_weight(
+            sample_weight, y, partial=partial, require_classes=first and classes is None
+        )
         if first:
-            self._prepare_fit(X)
+            # Data statistics (input range, fd step, ...) of the samples that count.
+            self._prepare_fit(X if weights is None else X[weights > 0])
         seed = self.seed_ if self.random_state is not None else None
         with seeded_rng(seed, self.device_):
             if initialize:
                 self.initialize()
+                check_module_output(self, torch.tensor(X[:1], device=self.device_))
             # The whole training set moves to the device once; batches are slices of it.
             # A copy: the user's array may be read-only, and it is never written.
+            X_t = torch.tensor(X, device=self.device_)
+            if self.augmentation is not None:
+                check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
             self._train(
-                torch.tensor(X, device=self.device_),
+                X_t,
                 torch.tensor(y, dtype=torch.long, device=self.device_),
+                None if weights is None else torch.tensor(weights, device=self.device_),
             )
         return self
+
+    def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
+        """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
+
+        Called by the training step only, never at inference or validation.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
+
+        Returns
+        -------
+        Tensor of the same shape, dtype and device
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.augment import GaussianNoise
+        >>> clf = NGEBMClassifier(augmentation=GaussianNoise(std=0.1), max_epochs=1)
+        >>> clf = clf.fit(X, y)
+        >>> xb = torch.zeros(3, 4)
+        >>> float(clf.augment_batch(xb).std()) > 0, clf.predict(np.zeros((3, 4))).shape
+        (True, (3,))
+        """
+        return X if self.augmentation is None else self.augmentation(X)
+
+    def _check_sample_weight(self, sample_weight, y, **kwargs) -> np.ndarray | None:
+        """``sample_weight`` times ``class_weight`` per sample, or None (see ``_validation``)."""
+        weights = check_sample_weight(self, sample_weight, y, **kwargs)
+        takes = inspect.signature(self.compute_loss).parameters
+        if weights is not None and "sample_weight" not in takes:
+            name = type(self).__name__
+            raise TypeError(
+                f"{name} cannot train with sample_weight or class_weight: its compute_loss "
+                "takes no sample_weight argument. Add sample_weight=None to its signature and "
+                "weigh the per-sample terms (see ebmclassifier.losses.weighted_mean)."
+            )
+        return weights
+
+    def save(self, path, *, training_state: bool = True) -> None:
+        """Write the fitted estimator to one file; :func:`ebmclassifier.load` reads it back.
+
+        JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
+        the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
+
+        Parameters
+        ----------
+        path : str or path-like
+        training_state : bool, default=True
+            Also the optimizer's state and the history, so that ``partial_fit`` continues
+            after ``load`` as it would have without the round trip.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from ebmclassifier import NGEBMClassifier, load
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     clf.save(Path(folder, "model.ebm"))
+        ...     restored = load(Path(folder, "model.ebm"))
+        >>> np.array_equal(restored.score_ood(X), clf.score_ood(X))
+        True
+        """
+        from .saving import save
+
+        save(self, path, training_state=training_state)
+
+    def _load_module_states(self, states: dict[str, dict]) -> None:
+        """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
+        for name, state in states.items():
+            getattr(self, name).load_state_dict(state)
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         """Derive what the training needs from the validated data."""
@@ -405,212 +620,3 @@ class EBMClassifierBase(OODDecisionMixin, SkorchNet):
             self.seed_ = draw_seed(self.random_state)
         self.input_min_ = torch.as_tensor(X.min(axis=0), device=self.device_)
         self.input_max_ = torch.as_tensor(X.max(axis=0), device=self.device_)
-
-    # ------------------------------------------------------------------ inference
-
-    def _inference_batch_size(self, n: int) -> int:
-        size = self.get_params_for("iterator_valid").get("batch_size", self.batch_size)
-        return n if size == -1 else size
-
-    def _map_batches(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
-        """Validate ``X`` and apply ``fn`` batch by batch, so memory stays flat."""
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        self._set_mode(False)
-        size = max(1, self._inference_batch_size(len(X)))
-        out = []
-        for start in range(0, len(X), size):
-            # A copy per batch: the user's array may be read-only, and is never written.
-            xb = torch.tensor(X[start : start + size], device=self.device_)
-            out.append(fn(xb).detach().cpu())
-        return torch.cat(out).numpy()
-
-    def _logits(self, xb: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return self.module_(xb)
-
-    def _map_logits(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
-        """``fn(logits)`` batch by batch; also for the skorch ``Dataset`` that skorch's
-        scoring callbacks pass, through ``forward`` (which they cache)."""
-        if isinstance(X, torch.utils.data.Dataset):
-            return fn(self.forward(X)).numpy()
-        return self._map_batches(X, lambda xb: fn(self._logits(xb)))
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``p(y|x) = softmax(f(x))``.
-
-        Parameters
-        ----------
-        X : array-like of the training input's sample shape
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> proba = clf.fit(X, y).predict_proba(X)
-        >>> proba.shape, proba.dtype, np.allclose(proba.sum(axis=1), 1)
-        ((40, 3), dtype('float32'), True)
-        """
-        return self._map_logits(X, lambda logits: torch.softmax(logits, dim=1))
-
-    def predict_log_proba(self, X) -> np.ndarray:
-        """Log class probabilities, computed stably as ``log_softmax(f(x))``.
-
-        Parameters
-        ----------
-        X : array-like
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> log_proba = clf.fit(X, y).predict_log_proba(X)
-        >>> bool((log_proba <= 0).all()), np.allclose(np.exp(log_proba), clf.predict_proba(X))
-        (True, True)
-        """
-        return self._map_logits(X, lambda logits: torch.log_softmax(logits, dim=1))
-
-    def predict(self, X) -> np.ndarray:
-        """The most probable class label of each sample.
-
-        Parameters
-        ----------
-        X : array-like
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Labels as given in ``fit`` (strings stay strings).
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> labels = np.array(["cat", "dog", "owl"])[y]
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> predicted = clf.fit(X, labels).predict(X)
-        >>> predicted.dtype.kind, set(predicted) <= {"cat", "dog", "owl"}
-        ('U', True)
-        >>> bool((predicted == clf.classes_[clf.predict_proba(X).argmax(axis=1)]).all())
-        True
-        """
-        best = self._map_logits(X, lambda logits: logits.argmax(dim=1))
-        return self.classes_[best]
-
-    def energy(self, X) -> np.ndarray:
-        """Energy ``E(x) = -logsumexp_y f(x)[y]`` of each sample.
-
-        Parameters
-        ----------
-        X : array-like
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The lower, the more typical of the training data.
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> energies = clf.fit(X, y).energy(X)
-        >>> with torch.no_grad():
-        ...     logits = clf.module_(torch.tensor(X, dtype=torch.float32, device=clf.device_))
-        >>> energies.shape, np.allclose(energies, -torch.logsumexp(logits, dim=1).cpu().numpy())
-        ((40,), True)
-        """
-        return self._map_logits(X, energy)
-
-    def score_ood(self, X, method: str | None = None) -> np.ndarray:
-        """Out-of-distribution score of each sample.
-
-        Parameters
-        ----------
-        X : array-like
-        method : {"energy", "max_softmax", "approx_mass"} or None, default=None
-            ``None`` uses the ``ood_method`` parameter. ``"energy"`` is ``E(x)``,
-            ``"max_softmax"`` is ``-max_y p(y|x)``, ``"approx_mass"`` is ``||dE/dx||_2``
-            (Grathwohl et al., 2020), which needs one backward pass per batch.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The higher, the more likely out-of-distribution.
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> clf.score_ood(X).shape  # NG-EBM's default: ood_method="approx_mass"
-        (40,)
-        >>> bool((clf.score_ood(X) >= 0).all())  # a gradient norm
-        True
-        >>> np.allclose(clf.score_ood(X, method="energy"), clf.energy(X))
-        True
-        >>> s = clf.score_ood(X, method="max_softmax")  # -max_y p(y|x), in [-1, -1/3]
-        >>> bool(((s >= -1) & (s <= -1 / 3 + 1e-6)).all())
-        True
-        """
-        method = self.ood_method if method is None else method
-        if method not in OOD_METHODS:
-            raise ValueError(
-                f"Unknown score_ood method {method!r}; use one of "
-                + ", ".join(repr(m) for m in OOD_METHODS)
-                + "."
-            )
-        return self._map_batches(X, lambda xb: ood_score(self.module_, xb, method))
-
-    def score_samples(self, X) -> np.ndarray:
-        """scikit-learn's outlier convention: ``-score_ood(X)`` with the default method.
-
-        Parameters
-        ----------
-        X : array-like
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The lower, the more abnormal.
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> np.array_equal(clf.score_samples(X), -clf.score_ood(X))
-        True
-        """
-        return -self.score_ood(X)
-
-    def input_range(self) -> tuple[float, float]:
-        """The smallest and the largest value of the training inputs, over every feature.
-
-        One box for all features (``(0.0, 1.0)`` for images in [0, 1]): the box an attack keeps
-        its inputs in (:func:`~ebmclassifier.metrics.adversarial_accuracy`).
-
-        Returns
-        -------
-        low, high : float
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> low, high = clf.fit(X, y).input_range()
-        >>> (low, high) == (float(X.astype(np.float32).min()), float(X.astype(np.float32).max()))
-        True
-        """
-        check_is_fitted(self)
-        return float(self.input_min_.min()), float(self.input_max_.max())

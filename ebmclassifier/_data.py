@@ -3,6 +3,10 @@
 skorch's default ``DataLoader`` fetches rows one at a time and collates them in Python, which
 costs more than a small network's forward pass. The training data are already one tensor on
 the device, so a batch is one indexing operation.
+
+Sample weights travel with the batches as skorch lets inputs travel together: the training set's
+``X`` is then the dict ``{"X": inputs, "sample_weight": weights}`` (:func:`with_weights`), every
+batch is a dict of the same rows, and the training step takes it apart (:func:`split_weights`).
 """
 
 from __future__ import annotations
@@ -13,16 +17,50 @@ import torch
 from skorch.dataset import Dataset
 from torch.utils.data import DataLoader, Subset
 
-__all__ = ["ShuffledTensorBatchIterator", "TensorBatchIterator"]
+__all__ = [
+    "ShuffledTensorBatchIterator",
+    "TensorBatchIterator",
+    "split_weights",
+    "with_weights",
+]
+
+Inputs = torch.Tensor | dict[str, torch.Tensor]
 
 
-def _tensors_of(dataset) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None] | None:
-    """``(X, y, indices)`` behind a skorch ``Dataset`` (or a ``Subset`` of one) of tensors."""
+def with_weights(X: torch.Tensor, sample_weight: torch.Tensor | None) -> Inputs:
+    """The ``X`` that skorch trains on: the inputs, with the sample weights when there are any."""
+    return X if sample_weight is None else {"X": X, "sample_weight": sample_weight}
+
+
+def split_weights(X: Inputs) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(inputs, sample_weight)`` of a training set or batch; the weights are None if absent."""
+    if isinstance(X, dict):
+        return X["X"], X["sample_weight"]
+    return X, None
+
+
+def _is_tensors(X) -> bool:
+    if isinstance(X, dict):
+        return all(isinstance(value, torch.Tensor) for value in X.values())
+    return isinstance(X, torch.Tensor)
+
+
+def _rows(X: Inputs, idx: torch.Tensor) -> Inputs:
+    if isinstance(X, dict):
+        return {key: value[idx] for key, value in X.items()}
+    return X[idx]
+
+
+def _tensors_of(dataset) -> tuple[Inputs, torch.Tensor | None, torch.Tensor | None] | None:
+    """``(X, y, indices)`` behind a skorch ``Dataset`` (or a ``Subset`` of one) of tensors.
+
+    ``X`` is a tensor, or a dict of tensors (the inputs and their weights).
+    """
     indices = None
     if isinstance(dataset, Subset):
         indices = torch.as_tensor(dataset.indices, dtype=torch.long)
         dataset = dataset.dataset
-    if type(dataset) is not Dataset or not isinstance(dataset.X, torch.Tensor):
+    if type(dataset) is not Dataset or not _is_tensors(dataset.X):
         return None
     y = dataset.y if isinstance(dataset.y, torch.Tensor) else None
     if dataset.y is not None and y is None:
@@ -32,6 +70,9 @@ def _tensors_of(dataset) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tenso
 
 class TensorBatchIterator:
     """Iterate over ``(X[idx], y[idx])`` batches of a tensor dataset.
+
+    ``X`` may be a dict of tensors (the inputs and their sample weights): each batch is then the
+    dict of the same rows of each.
 
     A drop-in for ``iterator_train`` / ``iterator_valid``: it takes the same arguments as
     ``torch.utils.data.DataLoader`` and falls back to one for datasets that are not tensors.
@@ -85,11 +126,11 @@ class TensorBatchIterator:
         if indices is not None:
             order = indices[order]
         # One copy of the permutation to the device per pass, not one per batch.
-        order = order.to(X.device)
+        order = order.to(split_weights(X)[0].device)
         stop = n - n % self.batch_size if self.drop_last else n
         for start in range(0, stop, self.batch_size):
             idx = order[start : start + self.batch_size]
-            yield X[idx], (y[idx] if y is not None else None)
+            yield _rows(X, idx), (y[idx] if y is not None else None)
 
 
 class ShuffledTensorBatchIterator(TensorBatchIterator):

@@ -16,14 +16,59 @@ from contextlib import contextmanager
 import torch
 from sklearn.utils import check_random_state
 
-__all__ = ["draw_seed", "pickled_tensor_device", "resolve_device", "seed_epoch", "seeded_rng"]
+__all__ = [
+    "available_memory",
+    "device_problem",
+    "draw_seed",
+    "pickled_tensor_device",
+    "resolve_device",
+    "seed_epoch",
+    "seeded_rng",
+]
+
+
+def device_problem(device) -> str | None:
+    """Why ``device`` cannot hold an estimator's tensors on this machine, or None if it can.
+
+    ``"auto"``, ``None``, the CPU, and CUDA devices that exist here are usable; ``"meta"``
+    holds no data; other backends (``"mps"``, ``"xpu"``, ...) must say they are available.
+
+    Examples
+    --------
+    >>> device_problem("cpu") is None
+    True
+    >>> device_problem("meta")
+    "'meta' tensors hold no data, so nothing can be trained or predicted on them"
+    """
+    if device is None or device == "auto":
+        return None
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        return "it is not a device torch knows"
+    if resolved.type == "cpu":
+        return None
+    if resolved.type == "meta":
+        return "'meta' tensors hold no data, so nothing can be trained or predicted on them"
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            return "CUDA is not available on this machine; device='auto' falls back to the CPU"
+        count = torch.cuda.device_count()
+        if resolved.index is not None and resolved.index >= count:
+            return f"this machine has {count} CUDA device(s), numbered from 0"
+        return None
+    backend = getattr(torch, resolved.type, None)
+    if getattr(backend, "is_available", lambda: False)():
+        return None
+    return f"the {resolved.type!r} backend is not available on this machine"
 
 
 def resolve_device(device) -> torch.device:
     """Turn the ``device`` parameter into a torch device, or say clearly why not.
 
     ``"auto"`` (or ``None``) is CUDA when it is available, else the CPU; under ``torchrun``
-    each process takes GPU ``LOCAL_RANK``.
+    each process takes GPU ``LOCAL_RANK``. A device this machine cannot compute on
+    (:func:`device_problem`) is a ``ValueError``.
     """
     if device is None or device == "auto":
         if not torch.cuda.is_available():
@@ -32,18 +77,30 @@ def resolve_device(device) -> torch.device:
         if local_rank.isdigit():
             return torch.device("cuda", int(local_rank) % torch.cuda.device_count())
         return torch.device("cuda")
+    problem = device_problem(device)
+    if problem is not None:
+        raise ValueError(f"device={device!r} cannot be used: {problem}. Use 'auto' or 'cpu'.")
+    return torch.device(device)
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes that can be allocated on ``device`` now, or None where that is unknown.
+
+    The free memory of a CUDA device; for the CPU, the kernel's estimate of the memory
+    available without swapping (``MemAvailable`` of ``/proc/meminfo``, Linux only).
+    """
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type != "cpu":
+        return None
     try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a device torch knows; use 'auto', 'cpu' or 'cuda[:N]'."
-        ) from exc
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"device={device!r} was requested but CUDA is not available on this machine; "
-            "use device='auto' to fall back to the CPU."
-        )
-    return resolved
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # the file counts kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def draw_seed(random_state) -> int:

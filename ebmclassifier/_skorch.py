@@ -1,15 +1,18 @@
-"""The skorch side of the estimators: the one module that extends skorch.
+"""The skorch side of the estimators: the one module that touches skorch's internals.
 
-:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. Each
-method here is one skorch calls (a hook) or one that overrides skorch's; no other module of
-the package overrides a skorch method other than the estimator face (``fit``, ``predict``,
-...) or names a private skorch attribute.
+:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. The
+hooks all estimators share and every override of skorch's own code are here; elsewhere the
+estimators only override documented hooks (``initialize_module``, ``train_step``, ``on_*``,
+``get_iterator``) and the estimator face (``fit``, ``predict``, ...), and no other module
+names a private skorch attribute.
 
 Hooks, as skorch's customization guide documents them
 ------------------------------------------------------
 - ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
   norms, sampling), so the estimator's ``compute_loss(X, y, training)`` takes the place of
-  skorch's ``infer`` + ``get_loss``.
+  skorch's ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the
+  dict of :func:`._data.with_weights`, as skorch lets inputs travel together) and are passed
+  on as ``compute_loss(..., sample_weight=w)``.
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
@@ -25,7 +28,8 @@ Overrides that follow skorch's own code, for the versions in :data:`SKORCH_VERSI
   device they were trained on.
 - ``_train``: skorch's ``partial_fit`` on validated tensors, called past the estimator's own
   ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
-  and Ctrl-C handling run unchanged.
+  and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
+  ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
 """
 
 from __future__ import annotations
@@ -40,12 +44,14 @@ from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 from torch import nn
 
+from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
 
 __all__ = ["SKORCH_VERSIONS", "SkorchNet"]
 
-#: The (major, minor) skorch versions the overrides below were written for and tested with.
-SKORCH_VERSIONS = ((1, 4),)
+#: The (major, minor) skorch versions the overrides below were written for (against 1.4.0) and
+#: tested with (the suite passes on 1.2.0, 1.3.1 and 1.4.0; 1.1 fails to unpickle on torch 2.6+).
+SKORCH_VERSIONS = ((1, 2), (1, 3), (1, 4))
 
 
 class SkorchNet(NeuralNetClassifier):
@@ -118,14 +124,17 @@ class SkorchNet(NeuralNetClassifier):
         self.device = requested
 
     def infer(self, x, **fit_params):
-        """The module's output for one batch ``x``, computed on ``device_``."""
+        """The module's output for one batch ``x`` (without its weights), on ``device_``."""
+        x, _ = split_weights(x)
         return self.module_(to_tensor(x, device=self.device_), **fit_params)
 
     # ------------------------------------------------------------------ the training loop
 
-    def _train(self, X: torch.Tensor, y: torch.Tensor) -> None:
+    def _train(
+        self, X: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> None:
         """Train on validated tensors: skorch's ``partial_fit``, past the estimator's own."""
-        super().partial_fit(X, y)
+        super().partial_fit(with_weights(X, sample_weight), y)
 
     def check_data(self, X, y=None) -> None:
         """Nothing: the public methods validate the data with scikit-learn first."""
@@ -149,12 +158,16 @@ class SkorchNet(NeuralNetClassifier):
         """Forward and backward pass of ``compute_loss`` on one training batch.
 
         A non-finite loss goes to ``handle_divergence`` before the optimizer steps; a loss
-        returned without a graph is not back-propagated.
+        returned without a graph is not back-propagated, nor is that of a batch whose sample
+        weights are all zero (so the optimizer, momentum included, leaves the weights alone).
         """
         if not self.module_.training:  # inference in a callback switched the modes
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
-        loss, logits = self.compute_loss(Xi, yi, training=True)
+        Xi, weights = _weights_of(Xi)
+        loss, logits = self.compute_loss(self.augment_batch(Xi), yi, training=True, **weights)
+        if weights and not bool(weights["sample_weight"].any()):
+            loss = loss.detach()  # no sample of the batch counts: no step, as if it were dropped
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
@@ -172,7 +185,14 @@ class SkorchNet(NeuralNetClassifier):
         if self.module_.training:
             self._set_mode(False)
         Xi, yi = unpack_data(batch)
+        Xi, weights = _weights_of(Xi)
         # The energy terms need input gradients, also when validating.
         with torch.enable_grad():
-            loss, logits = self.compute_loss(Xi, yi, training=False)
+            loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
         return {"loss": loss.detach(), "y_pred": logits.detach()}
+
+
+def _weights_of(X) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """A batch's inputs, and ``{"sample_weight": w}`` for ``compute_loss`` (empty without)."""
+    X, sample_weight = split_weights(X)
+    return X, ({} if sample_weight is None else {"sample_weight": sample_weight})

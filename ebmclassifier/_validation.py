@@ -6,27 +6,45 @@ the parameters of an estimator (``ParamChecker(estimator)``) or of a function
 scikit-learn's wording; the error is an :class:`InvalidParameterError`, both a ``ValueError``
 and a ``TypeError``, as scikit-learn's is. :func:`check_X` and :func:`check_training_data`
 validate the input of the estimators once, with scikit-learn's own ``validate_data``, so the
-inner code trusts its types.
+inner code trusts its types; :func:`check_sample_weight` turns ``sample_weight`` and the
+``class_weight`` parameter into one weight per sample.
 """
 
 from __future__ import annotations
 
+import inspect
 from numbers import Integral, Real
 
 import numpy as np
 import torch
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
+from skorch.callbacks import Callback
+from torch import nn
 
-__all__ = ["InvalidParameterError", "ParamChecker", "check_X", "check_training_data"]
+__all__ = [
+    "InvalidParameterError",
+    "ParamChecker",
+    "check_X",
+    "check_module_kwargs",
+    "check_module_output",
+    "check_partial_fit_classes",
+    "check_sample_weight",
+    "check_training_data",
+    "check_training_params",
+    "check_warm_start_classes",
+    "is_int",
+]
 
 
 class InvalidParameterError(ValueError, TypeError):
     """A parameter has a bad type or value (a ``ValueError`` and a ``TypeError``)."""
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """An integer, and not a bool (``True`` is no batch size)."""
     return isinstance(value, Integral) and not isinstance(value, bool)
 
 
@@ -86,9 +104,13 @@ class ParamChecker:
         *,
         allow_none: bool = False,
         low_open: bool = False,
-        finite: bool = False,
+        finite: bool = True,
     ) -> None:
-        """Check a real number in [low, high] (``(low, high]`` if ``low_open``), not NaN."""
+        """Check a real number in [low, high] (``(low, high]`` if ``low_open``), not NaN.
+
+        ``inf`` and ``-inf`` are refused unless ``finite=False``: a parameter that means
+        something at infinity says so in its docstring and passes ``finite=False``.
+        """
         value = self._value(name)
         if value is None and allow_none:
             return
@@ -97,10 +119,13 @@ class ParamChecker:
             ok = value > low if low_open else value >= low
         if ok and high is not None:
             ok = value <= high
-        left = "(" if low_open else "["
+        unbounded = low is None or high is None
+        left = "(" if low_open or low is None else "["
+        right = ")" if high is None and finite else "]"
         lo = "-inf" if low is None else low
         hi = "inf" if high is None else high
-        what = f"a {'finite ' if finite else ''}float in the range {left}{lo}, {hi}]"
+        kind = "finite float" if finite and unbounded else "float"
+        what = f"a {kind} in the range {left}{lo}, {hi}{right}"
         self.satisfies(name, ok, what + (" or None" if allow_none else ""))
 
     def integer(self, name: str, low: int | None = None, *, allow_none: bool = False) -> None:
@@ -108,9 +133,19 @@ class ParamChecker:
         value = self._value(name)
         if value is None and allow_none:
             return
-        ok = _is_int(value) and (low is None or value >= low)
+        ok = is_int(value) and (low is None or value >= low)
         what = "an int" if low is None else f"an int >= {low}"
         self.satisfies(name, ok, what + (" or None" if allow_none else ""))
+
+    def int_sequence(self, name: str, low: int = 1) -> None:
+        """Check a sequence of integers >= low (layer sizes); it may be empty."""
+        value = self._value(name)
+        try:
+            items = [] if isinstance(value, (str, bytes)) else list(value)
+            ok = not isinstance(value, (str, bytes)) and all(is_int(v) and v >= low for v in items)
+        except TypeError:  # not iterable
+            ok = False
+        self.satisfies(name, ok, f"a sequence of ints >= {low}")
 
     def choice(self, name: str, options: tuple) -> None:
         """Check membership in a set of options."""
@@ -127,11 +162,139 @@ class ParamChecker:
             raise InvalidParameterError("\n".join(self.messages))
 
 
+def _is_callback(item) -> bool:
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        item = item[1]  # a named callback
+    return isinstance(item, Callback) or (isinstance(item, type) and issubclass(item, Callback))
+
+
+def check_training_params(check: ParamChecker, estimator) -> None:
+    """Add the problems of the parameters that skorch builds objects from.
+
+    ``module`` (``None``, a ``torch.nn.Module`` or something that builds one), ``criterion``,
+    ``optimizer`` and the iterators must be callable (a string such as ``"adam"`` is not),
+    ``train_split`` callable or ``None``, and ``callbacks`` ``None``, ``"disable"`` or a list
+    of skorch callbacks (instances, classes or ``(name, callback)`` pairs), so that none of
+    them fails inside skorch or torch once training has started.
+    """
+    module = estimator.module
+    check.satisfies(
+        "module",
+        module is None or isinstance(module, nn.Module) or callable(module),
+        "None, a torch.nn.Module subclass or an instance of one",
+    )
+    for name, example in [
+        ("criterion", "torch.nn.CrossEntropyLoss"),
+        ("optimizer", "torch.optim.SGD"),
+        ("iterator_train", "torch.utils.data.DataLoader"),
+        ("iterator_valid", "torch.utils.data.DataLoader"),
+    ]:
+        check.satisfies(name, callable(getattr(estimator, name)), f"a class, such as {example}")
+    split = estimator.train_split
+    check.satisfies(
+        "train_split",
+        split is None or callable(split),
+        "None or a callable, such as skorch.dataset.ValidSplit(0.1)",
+    )
+    callbacks = estimator.callbacks
+    ok = (
+        callbacks is None
+        or (isinstance(callbacks, str) and callbacks == "disable")
+        or (isinstance(callbacks, (list, tuple)) and all(map(_is_callback, callbacks)))
+    )
+    check.satisfies("callbacks", ok, "None, 'disable' or a list of skorch callbacks")
+
+
+def check_module_kwargs(owner: str, prefix: str, module_cls, kwargs: dict) -> None:
+    """Refuse routed ``{prefix}__*`` parameters that ``module_cls`` does not take.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator's class name, for the message.
+    prefix : str
+        The routing prefix, e.g. ``"module"``.
+    module_cls : callable
+        What is built; a signature with ``**kwargs`` takes any name.
+    kwargs : dict
+        The routed parameters, without their prefix.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the parameters ``module_cls`` does not take, and listing those it takes.
+    """
+    try:
+        params = inspect.signature(module_cls).parameters
+    except (TypeError, ValueError):
+        return  # no signature to check against
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [name for name in kwargs if name not in named]
+    if unknown:
+        what = getattr(module_cls, "__name__", repr(module_cls))
+        routed = ", ".join(f"{prefix}__{name}" for name in unknown)
+        raise InvalidParameterError(
+            f"{owner} got {routed}, but {what} takes no argument named "
+            + ", ".join(repr(name) for name in unknown)
+            + f". {what} takes: "
+            + ", ".join(named)
+            + f"; pass them as {prefix}__<name>."
+        )
+
+
+def check_module_output(estimator, x: torch.Tensor) -> None:
+    """One forward pass of ``estimator.module_`` on one training sample, before training.
+
+    The network must take the data's samples and return logits of shape ``(1, n_classes)``;
+    otherwise the error names the ``module`` parameter and says what came, instead of failing
+    in torch in the middle of the first training step.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        With ``module_``, ``classes_`` and ``input_shape_``.
+    x : Tensor of shape ``(1, *input_shape)``
+        One training sample, on the estimator's device.
+    """
+    name, module = type(estimator).__name__, estimator.module_
+    what = f"The network of {name} ({type(module).__name__}, from the 'module' parameter)"
+    n_classes = len(estimator.classes_)
+    training = module.training
+    module.eval()  # no dropout noise, no batch-norm statistics
+    try:
+        with torch.no_grad():
+            out = module(x)
+    except Exception as exc:  # any failure here is the network's, on valid data
+        raise ValueError(
+            f"{what} failed on one training sample of shape {tuple(x.shape[1:])}: "
+            f"{str(exc).rstrip('.')}. "
+            f"It must take samples of shape {estimator.input_shape_} "
+            f"(n_features_in_={estimator.n_features_in_})."
+        ) from exc
+    finally:
+        module.train(training)
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
+    if shape != (1, n_classes):
+        got = f"a {type(out).__name__}" if shape is None else f"an output of shape {shape}"
+        raise ValueError(
+            f"{what} returned {got} for one training sample; it must return logits of shape "
+            f"(1, n_classes) = (1, {n_classes}), one per class of y "
+            f"({estimator.classes_.tolist()!r})."
+        )
+
+
 def _as_numpy(X):
     """Torch tensors go through numpy so that scikit-learn's validation sees every input."""
     if isinstance(X, torch.Tensor):
         return X.detach().cpu().numpy()
     return X
+
+
+def _without_negative_strides(X: np.ndarray) -> np.ndarray:
+    """``X``, or a copy where it is a reversed view (``X[::-1]``), which torch cannot take."""
+    return X.copy() if any(stride < 0 for stride in X.strides) else X
 
 
 def _check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
@@ -170,7 +333,7 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
         ensure_min_features=1,
     )
     _check_sample_shape(estimator, X, reset=reset)
-    return X
+    return _without_negative_strides(X)
 
 
 def check_training_data(estimator, X, y, *, reset: bool, classes=None):
@@ -213,6 +376,180 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
     if len(unseen):
         raise ValueError(
             f"y contains labels {unseen.tolist()!r} that were not seen when the estimator "
-            "was first fitted; pass every class to the first partial_fit with classes=..."
+            "was first fitted; pass every class to the first partial_fit with classes=..., "
+            "or fit afresh (warm_start=False)."
         )
-    return X, estimator.label_encoder_.transform(y)
+    return _without_negative_strides(X), estimator.label_encoder_.transform(y)
+
+
+def check_warm_start_classes(estimator, y: np.ndarray) -> None:
+    """A warm-started ``fit`` continues the fitted network: ``y`` must have all its classes.
+
+    As scikit-learn's ``MLPClassifier(warm_start=True)``: the output layer has one logit per
+    class of the first fit, so fewer classes would leave ``predict_proba`` with columns for
+    classes the data no longer have, and new ones have no logit.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        Fitted, with ``classes_``.
+    y : ndarray of shape (n_samples,)
+        The encoded labels (``check_training_data`` has refused unseen ones).
+    """
+    present = np.unique(y)
+    if len(present) != len(estimator.classes_):
+        name = type(estimator).__name__
+        raise ValueError(
+            f"{name}(warm_start=True) continues the previous fit, so y must have the same "
+            f"classes as the previous call to fit: previously {estimator.classes_.tolist()!r}, "
+            f"y has {estimator.classes_[present].tolist()!r}. Set warm_start=False to fit "
+            "afresh on these classes."
+        )
+
+
+def check_partial_fit_classes(estimator, classes) -> None:
+    """``classes`` given to a later ``partial_fit`` must be those of the first call.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        Fitted, with ``classes_``.
+    classes : array-like or None
+        ``None`` (nothing to check) or every class, as on the first call.
+    """
+    if classes is None:
+        return
+    given = np.unique(np.asarray(classes))
+    if not np.array_equal(given, estimator.classes_):
+        raise ValueError(
+            f"`classes={np.asarray(classes).tolist()!r}` is not the same as on the first call to "
+            f"partial_fit, which was {estimator.classes_.tolist()!r}; the classes are fixed "
+            "by the first call (fit afresh to change them)."
+        )
+
+
+def _positions(mask: np.ndarray) -> str:
+    """The first few indices where ``mask`` holds, for an error message."""
+    where = np.flatnonzero(mask)
+    shown = where[:5].tolist()
+    return f"{shown!r}" + (f" (and {len(where) - 5} more)" if len(where) > 5 else "")
+
+
+def _sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
+    """``sample_weight`` as float64 of shape (n_samples,): finite and non-negative."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, Real) and not isinstance(sample_weight, bool):
+        weights = np.full(n_samples, float(sample_weight))
+    else:
+        try:
+            weights = np.asarray(_as_numpy(sample_weight), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(
+                "sample_weight must be None, a number or an array-like of numbers, one per "
+                f"sample. Got {type(sample_weight).__name__} instead."
+            ) from None
+    if weights.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},), one weight per sample of X. Got "
+            f"shape {weights.shape!r} instead."
+        )
+    if not np.isfinite(weights).all():
+        raise ValueError(
+            "sample_weight must be finite; it is NaN or infinite at index "
+            f"{_positions(~np.isfinite(weights))}. Give every sample a finite weight >= 0."
+        )
+    if (weights < 0).any():
+        raise ValueError(
+            f"sample_weight must be non-negative; it is negative at index "
+            f"{_positions(weights < 0)}. A weight of 0 leaves a sample out of the fit."
+        )
+    return weights
+
+
+def _class_weights(estimator, y: np.ndarray, *, partial: bool) -> np.ndarray | None:
+    """The ``class_weight`` parameter as one weight per sample (``y``: encoded labels)."""
+    class_weight, name = estimator.class_weight, type(estimator).__name__
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):  # "balanced"; _check_params refused other strings
+        if partial:
+            raise ValueError(
+                f"class_weight='balanced' is not supported by {name}.partial_fit, which sees one "
+                "chunk of the data at a time. Compute the weights from (a large sample of) all "
+                "labels, e.g. sklearn.utils.class_weight.compute_class_weight('balanced', "
+                "classes=classes, y=y), and pass them as class_weight={label: weight}."
+            )
+        return compute_sample_weight("balanced", y)
+    classes = estimator.classes_.tolist()
+    unknown = [label for label in class_weight if label not in classes]
+    if unknown:
+        raise ValueError(
+            f"class_weight has labels {unknown!r} that are not classes of the data; "
+            f"the classes are {classes!r}."
+        )
+    per_class = np.array([class_weight.get(label, 1.0) for label in classes], dtype=object)
+    ok = [_is_real(w) and 0 <= w < float("inf") for w in per_class]
+    if not all(ok):
+        bad = {label: w for label, w, good in zip(classes, per_class, ok, strict=True) if not good}
+        raise ValueError(
+            f"class_weight must map labels to finite weights >= 0. Got {bad!r} instead."
+        )
+    return per_class.astype(np.float64)[y]
+
+
+def check_sample_weight(
+    estimator, sample_weight, y: np.ndarray, *, partial: bool, require_classes: bool
+) -> np.ndarray | None:
+    """One weight per sample: ``sample_weight`` times the ``class_weight`` of its label.
+
+    As scikit-learn's classifiers combine them (its ``_check_sample_weight`` times
+    ``compute_sample_weight(class_weight, y)``).
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        Its ``class_weight`` parameter (``None``, ``"balanced"`` or ``{label: weight}``) and
+        ``classes_``.
+    sample_weight : None, number or array-like of shape (n_samples,)
+    y : ndarray of shape (n_samples,)
+        Encoded labels in ``0..n_classes-1``.
+    partial : bool
+        For ``partial_fit``, which refuses ``class_weight="balanced"`` (one chunk does not
+        know the class frequencies), as scikit-learn's ``SGDClassifier`` does.
+    require_classes : bool
+        Whether samples of at least two classes must keep a positive weight (a first fit
+        that learns the classes from ``y``).
+
+    Returns
+    -------
+    ndarray of float32 of shape (n_samples,), or None
+        ``None`` when every sample has the same weight: the losses are normalised per batch,
+        so uniform weights train exactly as no weights.
+    """
+    name = type(estimator).__name__
+    weights = _sample_weight_array(sample_weight, len(y))
+    class_weights = _class_weights(estimator, y, partial=partial)
+    if class_weights is not None:
+        weights = class_weights if weights is None else weights * class_weights
+    if weights is None:
+        return None
+    if not (weights > 0).any():
+        raise ValueError(
+            f"The sample weights are all zero, so {name} has no sample to learn from; "
+            "give some samples a positive sample_weight (and class_weight)."
+        )
+    kept = np.unique(y[weights > 0])
+    if require_classes and len(kept) < 2:
+        label = estimator.classes_[kept].tolist()
+        raise ValueError(
+            f"Only samples of the classes {label!r} have a positive weight; {name} needs "
+            "samples of at least 2 classes with a positive sample_weight (and class_weight)."
+        )
+    weights = weights.astype(np.float32)
+    if not np.isfinite(weights).all():
+        raise ValueError(
+            "The sample weights overflow float32 (above 3.4e38); divide them by a constant, "
+            "which changes nothing else."
+        )
+    return None if (weights == weights[0]).all() else weights

@@ -36,8 +36,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import normalize
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
-from torch import nn
 
+from ._features import last_layer_parameters, penultimate_features
 from ._validation import ParamChecker
 
 __all__ = [
@@ -51,132 +51,6 @@ __all__ = [
 ]
 
 _COVARIANCES = {"empirical": EmpiricalCovariance, "ledoit_wolf": LedoitWolf}
-
-
-# ----------------------------------------------------------------------------- features
-
-
-def _feature_module(estimator) -> nn.Module:
-    """The network of a fitted estimator (or a module itself), with the feature protocol."""
-    if isinstance(estimator, nn.Module):
-        module = estimator
-    else:
-        check_is_fitted(estimator)
-        module = getattr(estimator, "module_", None)
-        if not isinstance(module, nn.Module):
-            raise TypeError(
-                f"estimator must be a fitted ebmclassifier estimator (with a module_) or a "
-                f"torch.nn.Module. Got {type(estimator).__name__!r}."
-            )
-    if isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
-        module = module.module
-    if not (callable(getattr(module, "penultimate", None)) and hasattr(module, "last_layer")):
-        raise TypeError(
-            f"The network {type(module).__name__!r} has no penultimate(x) method and "
-            "last_layer attribute. Use the library's networks (MLP, ConvNet, WideResNet) or "
-            "give your module both, with forward(x) == last_layer(penultimate(x))."
-        )
-    return module
-
-
-def penultimate_features(estimator, X, *, batch_size: int | None = None) -> np.ndarray:
-    """Penultimate features of ``X`` under a fitted estimator's network, in batches.
-
-    Runs ``estimator.module_.penultimate`` in evaluation mode without gradients, on the device
-    the network lives on, ``batch_size`` samples at a time, so memory stays flat. Train-mode
-    flags of the network are restored afterwards.
-
-    Parameters
-    ----------
-    estimator : fitted estimator or torch.nn.Module
-        An ebmclassifier estimator whose ``module_`` (or a module that itself) has
-        ``penultimate(x)`` and ``last_layer``, as the networks of :mod:`ebmclassifier.nn`.
-    X : array-like or torch.Tensor of shape (n_samples, ...)
-        Input as the estimator takes it (after the same preprocessing as in ``fit``).
-    batch_size : int or None, default=None
-        ``None`` uses the estimator's ``batch_size`` (``-1``: all at once), or 256 for a module.
-
-    Returns
-    -------
-    features : ndarray of shape (n_samples, n_features_penultimate), float32
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.datasets import make_blobs
-    >>> from ebmclassifier import NGEBMClassifier
-    >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-    >>> clf = NGEBMClassifier(beta=0, max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-    >>> features = penultimate_features(clf.fit(X, y), X, batch_size=16)
-    >>> features.shape, features.dtype
-    ((40, 8), dtype('float32'))
-    >>> from scipy.special import logsumexp
-    >>> W, b = last_layer_parameters(clf)  # logits = features @ W.T + b
-    >>> np.allclose(-logsumexp(features @ W.T + b, axis=1), clf.energy(X), atol=1e-5)
-    True
-    """
-    module = _feature_module(estimator)
-    if isinstance(X, torch.Tensor):
-        X = X.detach().cpu().numpy()
-    X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_features=1)
-    expected = getattr(estimator, "input_shape_", None)
-    if expected is not None and tuple(X.shape[1:]) != tuple(expected):
-        raise ValueError(
-            f"X has samples of shape {tuple(X.shape[1:])}, but the estimator was fitted on "
-            f"samples of shape {tuple(expected)}."
-        )
-    if batch_size is None:
-        batch_size = getattr(estimator, "batch_size", 256)
-    if batch_size == -1:
-        batch_size = len(X)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1 or None. Got {batch_size!r} instead.")
-    return _map_penultimate(module, X, batch_size)
-
-
-def _map_penultimate(module: nn.Module, X: np.ndarray, batch_size: int) -> np.ndarray:
-    """``module.penultimate`` over ``X`` (n, ...) float32 in eval mode, batch by batch."""
-    flags = [(m, m.training) for m in module.modules()]
-    device = next(module.parameters()).device
-    module.eval()
-    try:
-        with torch.no_grad():
-            out = [
-                module.penultimate(torch.from_numpy(X[i : i + batch_size]).to(device)).cpu()
-                for i in range(0, len(X), batch_size)
-            ]
-    finally:
-        for m, training in flags:
-            m.training = training
-    return torch.cat(out).numpy()
-
-
-def last_layer_parameters(estimator) -> tuple[np.ndarray, np.ndarray]:
-    """Weight and bias of the network's last linear layer: ``logits = x @ W.T + b``.
-
-    Parameters
-    ----------
-    estimator : fitted estimator or torch.nn.Module
-        As for :func:`penultimate_features`.
-
-    Returns
-    -------
-    weight : ndarray of shape (n_classes, n_features_penultimate), float64
-    bias : ndarray of shape (n_classes,), float64
-        Zeros when the layer has no bias.
-
-    Examples
-    --------
-    >>> from ebmclassifier.nn import MLP
-    >>> W, b = last_layer_parameters(MLP(4, 3, hidden_sizes=(8,)))
-    >>> W.shape, b.shape
-    ((3, 8), (3,))
-    """
-    layer = _feature_module(estimator).last_layer
-    weight = layer.weight.detach().cpu().double().numpy()
-    bias = layer.bias
-    bias = np.zeros(len(weight)) if bias is None else bias.detach().cpu().double().numpy()
-    return weight, bias
 
 
 # ----------------------------------------------------------------------------- detectors

@@ -38,6 +38,7 @@ import torch
 from torch import distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from ._validation import check_sample_weight
 from .ngebm import NGEBMClassifier
 
 __all__ = ["DataParallelMixin", "DataParallelNGEBMClassifier", "ShardedBatches"]
@@ -182,6 +183,16 @@ class DataParallelMixin:
         super()._prepare_fit(X)
         self._check_same_data(X)
 
+    def _check_sample_weight(self, sample_weight, y, **kwargs) -> np.ndarray | None:
+        if check_sample_weight(self, sample_weight, y, **kwargs) is not None:
+            # Each shard would normalise by its own weight sum, and a shard without weight
+            # would skip its backward pass, which DDP waits for on every process.
+            raise ValueError(
+                f"{type(self).__name__} does not train with sample weights yet: sample_weight "
+                "and class_weight must be None (or give every sample the same weight)."
+            )
+        return None
+
     def _check_same_data(self, X: np.ndarray) -> None:
         """Fail on every process, not hang, when the processes were given different data."""
         X64 = X.astype(np.float64, copy=False)
@@ -197,13 +208,13 @@ class DataParallelMixin:
                 f"different data (n_samples, sum, sum of squares per process: {rows!r})."
             )
 
-    def _train(self, X: torch.Tensor, y: torch.Tensor) -> None:
+    def _train(self, X: torch.Tensor, y: torch.Tensor, sample_weight=None) -> None:
         device_ids = [self.device_.index or 0] if self.device_.type == "cuda" else None
         # DDP broadcasts rank 0's parameters, so all processes start from the same weights.
         wrapped = DistributedDataParallel(self.module_, device_ids=device_ids)
         self.module_ = wrapped
         try:
-            super()._train(X, y)
+            super()._train(X, y, sample_weight)  # None: _check_sample_weight refused others
         finally:
             # The fitted estimator holds the plain network: it pickles and predicts alone.
             self.module_ = wrapped.module

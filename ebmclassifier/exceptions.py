@@ -1,6 +1,6 @@
 """Errors and warnings of ebmclassifier."""
 
-__all__ = ["DivergenceError"]
+__all__ = ["DivergenceError", "FiniteDifferenceWarning"]
 
 
 class DivergenceError(FloatingPointError):
@@ -31,4 +31,36 @@ class DivergenceError(FloatingPointError):
     ...     print(err)
     NGEBMClassifier diverged in epoch 1: the training loss is nan. Lower the learning rate
     (lr=1000000000000.0) or the loss weights, or standardize the input.
+    """
+
+
+class FiniteDifferenceWarning(UserWarning):
+    """The finite-difference gradient norm is inaccurate on this network.
+
+    ``NGEBMClassifier(grad_norm="finite_difference")`` warns at ``fit`` when its network has
+    activations whose derivative jumps (ReLU, leaky ReLU, ...; see
+    :func:`~ebmclassifier.energy.nonsmooth_activations`): the difference
+    ``[E(x + h v) - E(x)] / h`` often crosses such a kink, and its parameter gradient then
+    points elsewhere than the exact one (a cosine of about 0.55 for ReLU and 0.65 for leaky
+    ReLU on the default MLP, ``benchmarks/fd_kinks.py``). Use ``grad_norm="exact"`` or a
+    smooth activation.
+
+    Parameters
+    ----------
+    message : str
+        Which activations, what was measured, and what to change.
+
+    Examples
+    --------
+    Turn the warning into an error, e.g. in a test or a grid search:
+
+    >>> import warnings
+    >>> from ebmclassifier.exceptions import FiniteDifferenceWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", FiniteDifferenceWarning)
+    ...     try:
+    ...         warnings.warn("inaccurate", FiniteDifferenceWarning)
+    ...     except FiniteDifferenceWarning as err:
+    ...         print(type(err).__name__, err)
+    FiniteDifferenceWarning inaccurate
     """

@@ -9,6 +9,8 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import EBMClassifierBase
+from ._data import split_weights
+from ._device import available_memory
 from ._divergence import (
     Divergence,
     RollbackPolicy,
@@ -30,6 +32,9 @@ from .sampling import (
 )
 
 __all__ = ["JEMClassifier"]
+
+# The registered buffers of GaussianStart, which are its constructor's arguments too.
+GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
 class JEMClassifier(EBMClassifierBase):
@@ -100,10 +105,12 @@ class JEMClassifier(EBMClassifierBase):
     ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, verbose, **kwargs
+random_state, class_weight, verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
         The validation loss (with a ``train_split``) is the cross-entropy alone: the value of
         the contrastive term estimates nothing (the log partition function is unknown).
+        ``class_weight`` multiplies the ``sample_weight`` of :meth:`fit`; both weigh the
+        cross-entropy and the data's energy, not the SGLD samples' (see :meth:`compute_loss`).
 
     Attributes
     ----------
@@ -136,6 +143,8 @@ random_state, verbose, **kwargs
     >>> clf.sample(4, y=[0, 1, 2, 3]).shape  # JEM is generative: draw x ~ p(x|y)
     (4, 64)
     """
+
+    _saved_attributes = (*EBMClassifierBase._saved_attributes, "sgld_step_size_", "n_divergences_")
 
     def __init__(
         self,
@@ -190,6 +199,30 @@ random_state, verbose, **kwargs
         check.choice("on_divergence", ("recover", "raise"))
         check.real("max_energy", 0.0, low_open=True)
 
+    def _prepare_fit(self, X: np.ndarray) -> None:
+        super()._prepare_fit(X)
+        self._check_buffer_memory()
+
+    def _check_buffer_memory(self) -> None:
+        """Refuse a replay buffer larger than half the memory available on ``device_``.
+
+        The buffer holds ``buffer_size`` float32 samples of the input's shape on the device;
+        the other half is left for the network, its gradients and the sampler's batches.
+        """
+        n_bytes = 4 * self.buffer_size * int(np.prod(self.input_shape_))
+        available = available_memory(self.device_)
+        if available is not None and n_bytes > available / 2:
+            check = ParamChecker(self)
+            check.satisfies(
+                "buffer_size",
+                False,
+                f"small enough for its replay buffer to fit in memory: {self.buffer_size} "
+                f"samples of shape {self.input_shape_} take {n_bytes / 2**30:.3g} GiB of "
+                f"float32, more than half of the {available / 2**30:.3g} GiB available on "
+                f"{self.device_} (JEM uses 10000)",
+            )
+            check.raise_if_any()
+
     # ------------------------------------------------------------------ modules
 
     def initialize_module(self):
@@ -213,14 +246,18 @@ random_state, verbose, **kwargs
         """Fit the informative start to the training data; start the fit's roll-back policy.
 
         With ``buffer_init="informative"`` the placeholder buffer of :meth:`initialize_module`
-        is replaced by chains drawn from class-conditional Gaussians fitted to ``(X, y)`` (a
-        buffer that already has that start, in :meth:`partial_fit`, is kept). Divergences roll
-        back to this fit's snapshots, never to a previous fit's.
+        is replaced by chains drawn from class-conditional Gaussians fitted to ``(X, y)``, the
+        samples with a positive weight when the fit has weights (a buffer that already has that
+        start, in :meth:`partial_fit`, is kept). Divergences roll back to this fit's snapshots,
+        never to a previous fit's.
         """
         super().on_train_begin(net, X=X, y=y, **kwargs)
         if self.buffer_init == "informative" and not isinstance(
             self.replay_buffer_.start, GaussianStart
         ):
+            X, sample_weight = split_weights(X)
+            if sample_weight is not None:
+                X, y = X[sample_weight > 0], y[sample_weight > 0]
             start = informative_start(
                 X,
                 y,
@@ -231,6 +268,17 @@ random_state, verbose, **kwargs
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
         self._rollback_ = RollbackPolicy()
         self._take_snapshot()
+
+    def _load_module_states(self, states: dict[str, dict]) -> None:
+        """Rebuild a buffer with an informative start for the saved state, then load it all."""
+        buffer = states.get("replay_buffer_", {})
+        if "start.means" in buffer:  # a GaussianStart, which initialize_module cannot build
+            start = GaussianStart(
+                **{name: buffer[f"start.{name}"] for name in GAUSSIAN_START_STATE},
+                sample_shape=self.input_shape_,
+            )
+            self.replay_buffer_ = ReplayBuffer(start, len(buffer["samples"])).to(self.device_)
+        super()._load_module_states(states)
 
     # ------------------------------------------------------------------ the loss
 
@@ -260,7 +308,7 @@ random_state, verbose, **kwargs
         # E(x, y) = -f(x)[y], the energy of the joint (eq. 3 of Grathwohl et al.)
         return lambda x: -self.module_(x).gather(1, y[:, None]).squeeze(1)
 
-    def compute_loss(self, X, y, training):
+    def compute_loss(self, X, y, training, sample_weight=None):
         """The JEM loss of one batch: ``CE + px_weight * (mean E(x) - mean E(x~))``.
 
         In training, ``len(X)`` chains are drawn from the replay buffer, moved by
@@ -270,12 +318,19 @@ random_state, verbose, **kwargs
         :meth:`train_step` to roll back. Validation (``training=False``) and ``px_weight=0``
         compute the cross-entropy alone (:func:`~ebmclassifier.losses.jem_loss`).
 
+        With ``sample_weight`` the cross-entropy and the data's mean energy are weighted means;
+        the samples' mean energy stays the plain mean over the chains (samples are not data
+        points), and one chain is drawn per sample of positive weight (none, and no sampling,
+        for a batch without weight), so that a weight of 0 drops a sample.
+
         Parameters
         ----------
         X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation: no sampling.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the batch's samples.
 
         Returns
         -------
@@ -298,16 +353,23 @@ random_state, verbose, **kwargs
         >>> tuple(logits.shape), bool((clf.replay_buffer_.samples != chains).any())
         ((40, 3), True)
         """
-        if not training or self.px_weight == 0:
+        n_chains = len(X) if sample_weight is None else int((sample_weight > 0).sum())
+        if not training or self.px_weight == 0 or n_chains == 0:
             logits = self.module_(X)
-            loss = self.cross_entropy(logits, y)
+            loss = self.cross_entropy(logits, y, sample_weight)
             if training and not torch.isfinite(loss):
                 return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
             return loss, logits
-        x0, indices = self.replay_buffer_.draw(len(X), self.reinit_freq)
+        x0, indices = self.replay_buffer_.draw(n_chains, self.reinit_freq)
         samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
         loss, logits, e_data, e_samples = jem_loss(
-            self.module_, X, y, samples, px_weight=self.px_weight, criterion=self.cross_entropy
+            self.module_,
+            X,
+            y,
+            samples,
+            px_weight=self.px_weight,
+            criterion=self.cross_entropy,
+            sample_weight=sample_weight,
         )
         divergence = diagnose_step(
             loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
@@ -471,8 +533,9 @@ random_state, verbose, **kwargs
         ValueError: y contains labels [7] that are not in classes_ [0, 1, 2].
         """
         check_is_fitted(self)
-        check = ParamChecker.of({"n": n})
+        check = ParamChecker.of({"n": n, "n_steps": n_steps})
         check.integer("n", 1)
+        check.integer("n_steps", 0, allow_none=True)
         check.raise_if_any()
         if n_steps is None:
             n_steps = max(20, 5 * self.sgld_steps)

@@ -6,6 +6,15 @@ energies of the data with those of samples drawn from the model. The estimators 
 functions, and the benchmark (``python -m ebmclassifier bench``) times the same ones, so that
 both measure one objective.
 
+Sample weights
+--------------
+Every per-sample term takes an optional ``sample_weight`` tensor ``w`` of shape (n,): its batch
+mean becomes the weighted mean ``sum_i w_i l_i / sum_i w_i`` (:func:`weighted_mean`),
+normalised per batch. So a sample of weight 0 counts as if it were not in the batch, a weight
+of 2 as if the sample were there twice, and multiplying every weight by a constant changes
+nothing. A batch whose weights are all 0 has the loss 0, with a zero gradient. Without
+``sample_weight`` each function computes exactly what it computed before weights existed.
+
 References
 ----------
 .. [1] Piland, D., et al. "Non-Generative Energy Based Models". 2023.
@@ -24,13 +33,100 @@ import torch.nn.functional as F
 
 from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 
-__all__ = ["fd_step_size", "jem_loss", "ngebm_loss"]
+__all__ = ["cross_entropy", "fd_step_size", "jem_loss", "ngebm_loss", "weighted_mean"]
 
 #: How ``ngebm_loss`` differentiates the gradient-norm term.
 GRAD_NORMS = ("exact", "finite_difference")
 
 Module = Callable[[torch.Tensor], torch.Tensor]
-Criterion = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Criterion = Callable[..., torch.Tensor]
+
+
+def weighted_mean(values: torch.Tensor, sample_weight: torch.Tensor | None = None) -> torch.Tensor:
+    """The mean of per-sample values, or their weighted mean ``sum_i w_i v_i / sum_i w_i``.
+
+    Parameters
+    ----------
+    values : Tensor of shape (n,)
+        One value per sample.
+    sample_weight : Tensor of shape (n,) or None, default=None
+        Non-negative weights; ``None`` is the plain mean.
+
+    Returns
+    -------
+    scalar Tensor
+        ``0`` (with a zero gradient) when every weight is 0.
+
+    Examples
+    --------
+    >>> import torch
+    >>> v = torch.tensor([1.0, 2.0, 6.0])
+    >>> float(weighted_mean(v)), float(weighted_mean(v, torch.tensor([1.0, 1.0, 0.0])))
+    (3.0, 1.5)
+    >>> float(weighted_mean(v, torch.tensor([2.0, 1.0, 1.0])))  # the first sample twice
+    2.5
+    >>> float(weighted_mean(v, torch.zeros(3)))
+    0.0
+    """
+    if sample_weight is None:
+        return values.mean()
+    total = sample_weight.sum()
+    # A batch without weight: 0 / 1, not 0 / 0 (no sync: the test stays on the device).
+    return (sample_weight * values).sum() / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def _weighted_variance(values: torch.Tensor, sample_weight: torch.Tensor | None) -> torch.Tensor:
+    """``mean_i (mean_j v_j - v_i)^2``, with the means weighted by ``sample_weight``."""
+    if sample_weight is None:
+        return values.var(unbiased=False)
+    return weighted_mean((values - weighted_mean(values, sample_weight)) ** 2, sample_weight)
+
+
+def cross_entropy(
+    logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The batch mean of the cross-entropy ``-log softmax(f(x_i))[y_i]``, optionally weighted.
+
+    The default ``criterion`` of :func:`ngebm_loss` and :func:`jem_loss`.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, n_classes)
+    y : Tensor of shape (n,)
+        int64 labels in ``0..n_classes-1``.
+    sample_weight : Tensor of shape (n,) or None, default=None
+        Weights of the samples (see :func:`weighted_mean`).
+
+    Returns
+    -------
+    scalar Tensor
+        ``torch.nn.functional.cross_entropy(logits, y)`` without weights.
+
+    Examples
+    --------
+    >>> import torch
+    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
+    >>> per_sample = torch.nn.functional.cross_entropy(logits, y, reduction="none")
+    >>> w = torch.tensor([3.0, 1.0])
+    >>> weighted = cross_entropy(logits, y, w)
+    >>> bool(torch.isclose(weighted, (3 * per_sample[0] + per_sample[1]) / 4))
+    True
+    """
+    if sample_weight is None:
+        return F.cross_entropy(logits, y)
+    return weighted_mean(F.cross_entropy(logits, y, reduction="none"), sample_weight)
+
+
+def _classification_term(
+    criterion: Criterion,
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    sample_weight: torch.Tensor | None,
+) -> torch.Tensor:
+    """``criterion(logits, y)``, given the weights only when there are some."""
+    if sample_weight is None:
+        return criterion(logits, y)
+    return criterion(logits, y, sample_weight)
 
 
 def fd_step_size(X, fd_step: float = 0.01) -> float:
@@ -79,7 +175,8 @@ def ngebm_loss(
     grad_norm: str = "exact",
     step: float | None = None,
     create_graph: bool = True,
-    criterion: Criterion = F.cross_entropy,
+    criterion: Criterion = cross_entropy,
+    sample_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The NG-EBM loss of one batch ([1]_, the Approximate Mass of [2]_ as the penalty).
 
@@ -89,6 +186,8 @@ def ngebm_loss(
     with ``E(x) = -logsumexp_y f(x)[y]``. The paper uses ``beta = gamma = 0.5``; the batch
     variance of the energy is a term of the authors' public code, not of the paper's equation.
     With ``beta=0`` no input gradient is taken (plain cross-entropy, no double backward).
+    With ``sample_weight`` every ``mean_i`` (and ``mean_j``) above is the weighted mean
+    ``sum_i w_i (.) / sum_i w_i``: the cross-entropy, the gradient norms and the variance.
 
     Parameters
     ----------
@@ -116,8 +215,12 @@ def ngebm_loss(
         For ``grad_norm="exact"``: keep the graph of the input gradient, so that the loss can
         be differentiated with respect to the parameters (training). ``False`` when only the
         value is needed (validation).
-    criterion : callable, default=torch.nn.functional.cross_entropy
-        The classification term, ``criterion(logits, y)``.
+    criterion : callable, default=:func:`cross_entropy`
+        The classification term, ``criterion(logits, y)``, the batch mean; called as
+        ``criterion(logits, y, sample_weight)`` when there are weights, and then it must
+        return the weighted mean (as :func:`cross_entropy` does).
+    sample_weight : Tensor of shape (n,) or None, default=None
+        Non-negative weights of the samples (see the module's notes on sample weights).
 
     Returns
     -------
@@ -143,6 +246,14 @@ def ngebm_loss(
     >>> ce, _ = ngebm_loss(net, x, y, beta=0.0)  # gamma = 1: the cross-entropy alone
     >>> bool(torch.isclose(ce, torch.nn.functional.cross_entropy(net(x), y)))
     True
+
+    A weight of 0 drops a sample, a weight of 2 counts it twice:
+
+    >>> w = torch.tensor([1.0, 2.0, 0.0, 1.0])
+    >>> weighted, _ = ngebm_loss(net, x, y, sample_weight=w)
+    >>> repeated, _ = ngebm_loss(net, x[[0, 1, 1, 3]], y[[0, 1, 1, 3]])
+    >>> bool(torch.isclose(weighted, repeated))
+    True
     """
     if grad_norm not in GRAD_NORMS:
         raise ValueError(f"grad_norm must be one of {GRAD_NORMS!r}. Got {grad_norm!r} instead.")
@@ -150,9 +261,10 @@ def ngebm_loss(
     if beta == 0:
         # Plain cross-entropy: no input gradient, no double backward.
         logits = module(x)
-        loss = gamma * criterion(logits, y)
+        loss = gamma * _classification_term(criterion, logits, y, sample_weight)
         if energy_var_weight:
-            loss = loss + energy_var_weight * energy(logits).var(unbiased=False)
+            variance = _weighted_variance(energy(logits), sample_weight)
+            loss = loss + energy_var_weight * variance
         return loss, logits
     if grad_norm == "exact":
         norms, energies, logits = energy_grad_norm(module, x, create_graph=create_graph)
@@ -160,9 +272,10 @@ def ngebm_loss(
         if step is None:
             raise ValueError("grad_norm='finite_difference' needs the step h; see fd_step_size.")
         norms, energies, logits = energy_grad_norm_finite_difference(module, x, step)
-    loss = gamma * criterion(logits, y) + beta * norms.mean()
+    loss = gamma * _classification_term(criterion, logits, y, sample_weight)
+    loss = loss + beta * weighted_mean(norms, sample_weight)
     if energy_var_weight:
-        loss = loss + energy_var_weight * energies.var(unbiased=False)
+        loss = loss + energy_var_weight * _weighted_variance(energies, sample_weight)
     return loss, logits
 
 
@@ -173,7 +286,8 @@ def jem_loss(
     samples: torch.Tensor,
     *,
     px_weight: float = 1.0,
-    criterion: Criterion = F.cross_entropy,
+    criterion: Criterion = cross_entropy,
+    sample_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The JEM loss of one batch, given samples of the model ([1]_, eq. 2 and 4).
 
@@ -185,6 +299,12 @@ def jem_loss(
     it pushes the energy of the data down and that of the samples up. The samples are constants
     here (no gradient flows into the sampler). Data and samples go through ``module`` in one
     forward pass: one large batch is cheaper than two.
+
+    With ``sample_weight`` the cross-entropy and ``mean_i E(x_i)`` are weighted means over the
+    data; ``mean_j E(x~_j)`` stays the plain mean over the samples. The samples are not data
+    points: they estimate the expectation of the energy under the model, which no data weight
+    changes. (The weighted data term is the gradient of the weighted log-likelihood
+    ``sum_i w_i log p(x_i) / sum_i w_i``.)
 
     Parameters
     ----------
@@ -198,8 +318,11 @@ def jem_loss(
         Samples of the model, the shape of ``x`` per sample.
     px_weight : float, default=1.0
         Weight of the generative term.
-    criterion : callable, default=torch.nn.functional.cross_entropy
-        The classification term, ``criterion(logits, y)``.
+    criterion : callable, default=:func:`cross_entropy`
+        The classification term, ``criterion(logits, y)``; ``criterion(logits, y,
+        sample_weight)`` when there are weights (see :func:`ngebm_loss`).
+    sample_weight : Tensor of shape (n,) or None, default=None
+        Non-negative weights of the data (not of the samples).
 
     Returns
     -------
@@ -231,5 +354,6 @@ def jem_loss(
     logits = logits_all[:n]
     energies = energy(logits_all)
     e_data, e_samples = energies[:n], energies[n:]
-    loss = criterion(logits, y) + px_weight * (e_data.mean() - e_samples.mean())
-    return loss, logits, e_data, e_samples
+    classification = _classification_term(criterion, logits, y, sample_weight)
+    contrast = weighted_mean(e_data, sample_weight) - e_samples.mean()
+    return classification + px_weight * contrast, logits, e_data, e_samples

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._base import EBMClassifierBase
 from ._validation import ParamChecker
+from .energy import nonsmooth_activations
+from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 
 __all__ = ["NGEBMClassifier"]
@@ -16,10 +20,15 @@ class NGEBMClassifier(EBMClassifierBase):
 
     The loss of one batch is (Piland et al., 2023)
 
-        L = gamma * CE(f(x), y) + beta * mean_i ||dE/dx (x_i)||_2
-            + energy_var_weight * mean_i (mean_j E(x_j) - E(x_i))^2,
+    .. math::
 
-    with ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
+        L = \\gamma \\, \\mathrm{CE}(f(x), y)
+            + \\beta \\, \\frac{1}{n} \\sum_i \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
+            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
+
+    with :math:`\\gamma`, :math:`\\beta`, :math:`w_{\\mathrm{var}}` the parameters ``gamma``,
+    ``beta`` and ``energy_var_weight``, :math:`\\bar E` the batch mean of the energy and
+    ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
     Mass of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima
     of the energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the
     confidences better calibrated, without the sampling that JEM needs.
@@ -42,7 +51,10 @@ class NGEBMClassifier(EBMClassifierBase):
         How the gradient-norm term is differentiated with respect to the parameters:
         ``"exact"`` by double backprop; ``"finite_difference"`` from one extra forward pass
         at ``x + h v`` with ``v = (dE/dx) / ||dE/dx||``, which is cheaper (see
-        :func:`~ebmclassifier.energy.energy_grad_norm_finite_difference`).
+        :func:`~ebmclassifier.energy.energy_grad_norm_finite_difference`) and as good for
+        smooth activations (the default networks' SiLU), but not for ReLU-family ones (the
+        default of :class:`~ebmclassifier.nn.WideResNet` is leaky ReLU): ``fit`` then warns
+        with a :class:`~ebmclassifier.exceptions.FiniteDifferenceWarning`.
     fd_step : float, default=0.01
         For ``grad_norm="finite_difference"``: the step ``h`` relative to the data's scale,
         ``h = fd_step * sqrt(sum_j Var(x_j))`` (the root-mean-square distance of the training
@@ -50,10 +62,12 @@ class NGEBMClassifier(EBMClassifierBase):
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, verbose, **kwargs
+random_state, class_weight, verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
         Defaults: Adam, ``lr=1e-3``, 50 epochs, batches of 64, no validation split,
-        ``device="auto"``.
+        ``device="auto"``. ``class_weight`` (``None``, ``"balanced"`` or ``{label: weight}``)
+        multiplies the ``sample_weight`` of :meth:`fit`; both weigh the cross-entropy, the
+        gradient norms and the energy variance of each sample.
 
     Attributes
     ----------
@@ -84,6 +98,8 @@ random_state, verbose, **kwargs
     >>> clf.score_ood(X[:3] / 16).shape  # ||dE/dx||, higher = more likely OOD
     (3,)
     """
+
+    _saved_attributes = (*EBMClassifierBase._saved_attributes, "fd_step_size_")
 
     def __init__(
         self,
@@ -134,7 +150,31 @@ random_state, verbose, **kwargs
         super()._prepare_fit(X)
         self.fd_step_size_ = fd_step_size(X, self.fd_step)
 
-    def compute_loss(self, X, y, training):
+    def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
+        """Warn when ``grad_norm="finite_difference"`` meets kinked activations.
+
+        A :class:`~ebmclassifier.exceptions.FiniteDifferenceWarning` at every ``fit`` and
+        ``partial_fit`` whose network has activations with a kink
+        (:func:`~ebmclassifier.energy.nonsmooth_activations`), unless ``beta=0``.
+        """
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        if self.grad_norm != "finite_difference" or self.beta == 0:
+            return
+        kinked = nonsmooth_activations(self.module_)
+        if kinked:
+            warnings.warn(
+                f"grad_norm='finite_difference' is inaccurate on this network: its "
+                f"{', '.join(kinked)} activation(s) have kinks, and a finite difference across "
+                "a kink is not the derivative. On the default MLP at fd_step=0.01 the "
+                "parameter gradient of the penalty had a cosine of about 0.55 (ReLU) and 0.65 "
+                "(leaky ReLU) to the exact one, against 1.000 for SiLU, GELU, Softplus and "
+                "tanh (benchmarks/fd_kinks.py). Use grad_norm='exact', or a smooth "
+                "activation (e.g. WideResNet's module__activation='silu').",
+                FiniteDifferenceWarning,
+                stacklevel=2,
+            )
+
+    def compute_loss(self, X, y, training, sample_weight=None):
         """The NG-EBM loss of one batch (see the class docstring for the equation).
 
         ``gamma * CE + beta * mean_i ||dE/dx (x_i)||_2`` (plus the energy variance when
@@ -148,6 +188,9 @@ random_state, verbose, **kwargs
             ``True`` builds the graph of the gradient-norm term for its parameter gradient
             (double backprop, or the finite difference); ``False`` (validation) only needs
             its value.
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the batch's samples: the cross-entropy, the gradient norms and the
+            energy variance become weighted means (:func:`~ebmclassifier.losses.ngebm_loss`).
 
         Returns
         -------
@@ -182,4 +225,5 @@ random_state, verbose, **kwargs
             step=self.fd_step_size_,
             create_graph=training,
             criterion=self.cross_entropy,
+            sample_weight=sample_weight,
         )

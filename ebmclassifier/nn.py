@@ -20,6 +20,8 @@ from math import prod
 import torch
 from torch import nn
 
+from ._validation import ParamChecker
+
 __all__ = ["MLP", "ConvNet", "WideResNet", "wide_resnet_blocks_per_group"]
 
 
@@ -57,6 +59,12 @@ class MLP(nn.Module):
         hidden_sizes: Sequence[int] = (256, 256),
         dropout: float = 0.0,
     ) -> None:
+        check = ParamChecker.of(locals(), owner="MLP")
+        check.integer("n_features", 1)
+        check.integer("n_classes", 1)
+        check.int_sequence("hidden_sizes")
+        check.real("dropout", 0.0, 1.0)
+        check.raise_if_any()
         super().__init__()
         layers: list[nn.Module] = [nn.Flatten()]
         width = n_features
@@ -133,6 +141,13 @@ class ConvNet(nn.Module):
         hidden_size: int = 128,
         kernel_size: int = 3,
     ) -> None:
+        check = ParamChecker.of(locals(), owner="ConvNet")
+        check.int_sequence("input_shape")
+        check.integer("n_classes", 1)
+        check.int_sequence("channels")
+        check.integer("hidden_size", 1)
+        check.integer("kernel_size", 1)
+        check.raise_if_any()
         super().__init__()
         input_shape = tuple(int(s) for s in input_shape)
         if len(input_shape) not in (2, 3):
@@ -297,6 +312,12 @@ class WideResNet(nn.Module):
         activation: str = "leaky_relu",
         batch_norm: bool = False,
     ) -> None:
+        check = ParamChecker.of(locals(), owner="WideResNet")
+        check.int_sequence("input_shape")
+        check.integer("n_classes", 1)
+        check.integer("widen_factor", 1)
+        check.real("dropout", 0.0, 1.0)
+        check.raise_if_any()
         super().__init__()
         input_shape = tuple(int(s) for s in input_shape)
         if len(input_shape) != 3:

@@ -49,8 +49,8 @@ from torch import nn
 
 from ebmclassifier.datasets import make_latent_clusters
 from ebmclassifier.latent import GRADIENTS
+from ebmclassifier.latent.categorical.networks import BilinearDecoder
 from ebmclassifier.latent.classifier import LatentStructureClassifier
-from ebmclassifier.latent.networks import BilinearDecoder
 
 REFERENCES = ("linear", "true z", "LR, no latent", "LR per true cluster")
 

@@ -8,6 +8,7 @@ from ebmclassifier.energy import (
     energy,
     energy_grad_norm,
     energy_grad_norm_finite_difference,
+    nonsmooth_activations,
     ood_score,
 )
 from ebmclassifier.nn import MLP, ConvNet
@@ -111,6 +112,52 @@ def test_finite_difference_converges_to_exact_for_small_steps():
     torch.testing.assert_close(
         _param_grad(net, approx.mean()), _param_grad(net, exact.mean()), rtol=1e-4, atol=1e-6
     )
+
+
+def _swap_silu(module: torch.nn.Module, factory) -> torch.nn.Module:
+    for name, child in module.named_children():
+        if isinstance(child, torch.nn.SiLU):
+            setattr(module, name, factory())
+        else:
+            _swap_silu(child, factory)
+    return module
+
+
+@pytest.mark.parametrize(
+    "activation, kinked",
+    [
+        (torch.nn.ReLU, True),
+        (lambda: torch.nn.LeakyReLU(0.2), True),
+        (torch.nn.SiLU, False),
+        (torch.nn.GELU, False),
+        (torch.nn.Softplus, False),
+        (torch.nn.Tanh, False),
+    ],
+    ids=["relu", "leaky_relu", "silu", "gelu", "softplus", "tanh"],
+)
+def test_finite_difference_is_inaccurate_exactly_where_activations_have_kinks(activation, kinked):
+    # issue #14: across a kink the difference is not the derivative; measured against the
+    # exact parameter gradient (double backprop), on the default MLP at the default step.
+    torch.manual_seed(0)
+    net = _swap_silu(MLP(64, 10), activation)
+    x = torch.randn(64, 64)
+    step = 0.01 * float(x.var(dim=0).sum().sqrt())  # losses.fd_step_size's rule
+    exact, _, _ = energy_grad_norm(net, x, create_graph=True)
+    approx, _, _ = energy_grad_norm_finite_difference(net, x, step)
+    g_exact, g_fd = _param_grad(net, exact.mean()), _param_grad(net, approx.mean())
+    cosine = float(torch.nn.functional.cosine_similarity(g_exact, g_fd, dim=0))
+    assert (cosine < 0.9) if kinked else (cosine > 0.99), cosine
+    assert bool(nonsmooth_activations(net)) is kinked
+
+
+def test_nonsmooth_activations_by_module_type():
+    nn = torch.nn
+    net = nn.Sequential(
+        nn.Linear(2, 4), nn.ReLU6(), nn.PReLU(), nn.ELU(alpha=0.5), nn.Hardswish(), nn.ReLU6()
+    )
+    assert nonsmooth_activations(net) == ["ReLU6", "PReLU", "ELU", "Hardswish"]
+    smooth = nn.Sequential(nn.ELU(), nn.CELU(0.5), nn.Mish(), nn.LeakyReLU(1.0), nn.MaxPool1d(2))
+    assert nonsmooth_activations(smooth) == []  # ELU with alpha=1 is C1; see the docstring
 
 
 def test_ood_scores():

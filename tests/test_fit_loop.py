@@ -71,3 +71,80 @@ def test_compile_refuses_double_backward(small_blobs):
     X, y = small_blobs
     with pytest.raises(ValueError, match="compile=True.*grad_norm='exact'"):
         NGEBMClassifier(**FAST, compile=True).fit(X, y)
+
+
+# ----------------------------------------------------------------------------- lifecycle (#14)
+# As scikit-learn's MLPClassifier: a warm start continues the fitted network, so the data
+# must have its features and exactly its classes; partial_fit's classes are fixed by its
+# first call.
+
+
+@pytest.fixture
+def warm(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(warm_start=True, **FAST).fit(X, y)
+    weights = clf.module_.net[1].weight.detach().clone()
+    return clf, weights
+
+
+def test_warm_start_continues_on_the_same_classes(warm, small_blobs):
+    clf, weights = warm
+    X, y = small_blobs
+    order = np.random.default_rng(0).permutation(len(X))
+    clf.fit(X[order], y[order])  # the same classes, in another order
+    assert len(clf.history) == 2 * FAST["max_epochs"]  # continued, not restarted
+    assert not torch.equal(clf.module_.net[1].weight, weights)
+    assert clf.predict_proba(X).shape == (len(X), 3)
+
+
+def test_warm_start_refuses_another_number_of_features(warm, small_blobs):
+    clf, weights = warm
+    X, y = small_blobs
+    with pytest.raises(ValueError, match="X has 5 features, but NGEBMClassifier is expecting 4"):
+        clf.fit(np.c_[X, X[:, :1]], y)
+    assert torch.equal(clf.module_.net[1].weight, weights)  # the fitted network is intact
+
+
+def test_warm_start_refuses_images_of_another_shape():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 1, 6, 6)).astype(np.float32), np.arange(30) % 2
+    clf = NGEBMClassifier(warm_start=True, max_epochs=1, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"samples of shape \(1, 5, 6\)"):
+        clf.fit(X[:, :, :5], y)
+
+
+def test_warm_start_refuses_fewer_classes(warm, small_blobs):
+    clf, _ = warm
+    X, y = small_blobs
+    keep = y != 2
+    with pytest.raises(ValueError, match=r"same classes .* previously \[0, 1, 2\], y has \[0, 1\]"):
+        clf.fit(X[keep], y[keep])
+    assert clf.classes_.tolist() == [0, 1, 2]
+    assert clf.predict_proba(X).shape == (len(X), 3)  # no stale or missing columns
+
+
+def test_warm_start_refuses_a_new_class(warm, small_blobs):
+    clf, _ = warm
+    X, y = small_blobs
+    with pytest.raises(ValueError, match=r"labels \[7\] that were not seen.*warm_start=False"):
+        clf.fit(X, np.where(y == 2, 7, y))
+
+
+def test_without_warm_start_fit_starts_afresh(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).fit(X, y)
+    keep = y != 2
+    clf.fit(X[keep][:, :3], y[keep])
+    assert clf.classes_.tolist() == [0, 1] and clf.n_features_in_ == 3
+    assert clf.predict_proba(X[:, :3]).shape == (len(X), 2)
+
+
+def test_partial_fit_refuses_other_classes_on_a_later_call(small_blobs):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).partial_fit(X, y, classes=[0, 1, 2])
+    clf.partial_fit(X, y, classes=[2, 0, 1])  # the same set
+    with pytest.raises(ValueError, match=r"`classes=\[0, 1\]` is not the same as on the first"):
+        clf.partial_fit(X[y != 2], y[y != 2], classes=[0, 1])
+    with pytest.raises(ValueError, match=r"`classes=\[0, 1, 2, 3\]` is not the same"):
+        clf.partial_fit(X, y, classes=[0, 1, 2, 3])
+    assert clf.classes_.tolist() == [0, 1, 2] and len(clf.history) == 2 * FAST["max_epochs"]

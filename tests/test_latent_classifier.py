@@ -6,17 +6,20 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import v_measure_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from skorch.dataset import ValidSplit
 from torch import nn
 
+from ebmclassifier import DivergenceError
 from ebmclassifier.datasets import make_latent_clusters
 from ebmclassifier.latent import GRADIENTS, project_simplex
+from ebmclassifier.latent.categorical.networks import BilinearDecoder
 from ebmclassifier.latent.classifier import LatentStructureClassifier
-from ebmclassifier.latent.networks import BilinearDecoder
 
 FAST = dict(max_epochs=4, lr=5e-2, random_state=0)
 
@@ -236,3 +239,85 @@ def test_every_method_trains_the_encoder_with_inner_steps_and_validation(cluster
     clf.set_params(max_epochs=1).partial_fit(X, y)
     assert not torch.equal(before, clf.module_.encoder.net[-1].weight)
     assert np.isfinite(clf.history[-1, "valid_loss"])
+
+
+# ------------------------------------------------------------------ bad input (issue #14)
+
+
+@pytest.mark.parametrize("method", ["predict_latent", "transform", "get_feature_names_out"])
+def test_latent_outputs_before_fit_are_not_fitted_errors(clusters, method):
+    X, *_ = clusters
+    args = () if method == "get_feature_names_out" else (X,)
+    with pytest.raises(NotFittedError):
+        getattr(LatentStructureClassifier(3), method)(*args)
+
+
+@pytest.mark.parametrize("gradient", GRADIENTS)
+@pytest.mark.parametrize("scale, lr", [(1.0, 1e6), (1e30, 1e-3)])
+def test_extreme_input_or_learning_rate_is_a_divergence_error_or_finite(
+    clusters, gradient, scale, lr
+):
+    """Regression: the projections indexed out of bounds on huge or nan scores."""
+    X, y, *_ = clusters
+    clf = LatentStructureClassifier(3, gradient=gradient, lr=lr, max_epochs=3, random_state=0)
+    try:
+        clf.fit(X[:200] * scale, y[:200])
+    except DivergenceError as error:
+        assert "diverged" in str(error)
+    else:  # a huge but finite loss is no divergence, as for the other estimators
+        assert np.isfinite(clf.predict_proba(X[:200] * scale)).all()
+
+
+@pytest.mark.parametrize("gradient", ["ste", "sparsemax"])
+def test_a_nan_encoder_stops_the_fit_with_a_divergence_error(clusters, gradient):
+    # with STE-I the decoder's loss stays finite when the encoder's scores are nan
+    X, y, *_ = clusters
+    clf = LatentStructureClassifier(3, gradient=gradient, max_epochs=3, random_state=0)
+    with pytest.raises(DivergenceError, match="diverged in epoch 1"):
+        clf.fit(X[:200] * 1e30, y[:200])
+
+
+@pytest.mark.parametrize(
+    "params, names",
+    [
+        ({"encoder__hiden_sizes": (8,)}, "encoder__hiden_sizes"),
+        ({"decoder__scale": 2.0}, "decoder__scale"),  # BilinearDecoder takes no scale
+        ({"module__hidden_sizes": (8,)}, "module__hidden_sizes"),
+        ({"decoder": _TinyDecoder, "decoder__scael": 2.0}, "decoder__scael"),
+    ],
+)
+def test_routed_parameters_the_network_does_not_take_are_refused(clusters, params, names):
+    X, y, *_ = clusters
+    with pytest.raises(ValueError, match=names):
+        LatentStructureClassifier(3, max_epochs=1, **params).fit(X, y)
+
+
+# ------------------------------------------------------ transformer contract (issue #15)
+
+
+def test_pipeline_set_output_pandas_names_the_latent_columns(clusters):
+    pd = pytest.importorskip("pandas")
+    X, y, *_ = clusters
+    columns = [f"f{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=columns, index=np.arange(len(X)) + 1000)
+    pipe = make_pipeline(StandardScaler(), LatentStructureClassifier(3, **FAST))
+    out = pipe.set_output(transform="pandas").fit(frame, y).transform(frame)
+    assert isinstance(out, pd.DataFrame)
+    assert out.columns.tolist() == [f"latentstructureclassifier{k}" for k in range(3)]
+    np.testing.assert_array_equal(out.index, frame.index)
+    clf = pipe[-1]
+    default = clf.set_output(transform="default").transform(pipe[0].transform(frame))
+    assert isinstance(default, np.ndarray)
+    np.testing.assert_array_equal(out.to_numpy(), default)
+    assert clf.feature_names_in_.tolist() == columns
+    assert clf.get_feature_names_out(columns).tolist() == out.columns.tolist()
+    with pytest.raises(ValueError, match="input_features"):
+        clf.get_feature_names_out(["a", "b"])
+
+
+@pytest.mark.parametrize("alias, name", [("marginals", "softmax"), ("sparsemap", "sparsemax")])
+def test_paper_names_are_the_same_methods_on_the_simplex(clusters, alias, name):
+    X, y, *_ = clusters
+    a = LatentStructureClassifier(3, gradient=alias, **FAST).fit(X, y)
+    b = LatentStructureClassifier(3, gradient=name, **FAST).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))

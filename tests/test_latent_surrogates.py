@@ -8,6 +8,7 @@ import torch
 from entmax import sparsemax
 
 from ebmclassifier.latent import categorical_latent, categorical_latent_eval, project_simplex
+from ebmclassifier.latent.categorical.simplex import SimplexProjection
 from ebmclassifier.latent.relaxations import (
     gumbel_softmax,
     gumbel_straight_through,
@@ -16,7 +17,6 @@ from ebmclassifier.latent.relaxations import (
     sparsemax_relaxation,
 )
 from ebmclassifier.latent.score_function import RunningMeanBaseline, score_function_sample
-from ebmclassifier.latent.simplex import SimplexProjection
 
 # ---------------------------------------------------------------- independent references (numpy)
 
@@ -119,6 +119,24 @@ def test_projection_matches_entmax_sparsemax_and_batches():
     got = project_simplex(v)
     torch.testing.assert_close(got, sparsemax(v, dim=-1))
     torch.testing.assert_close(got[1, 2], project_simplex(v[1, 2]))
+
+
+def test_projection_backward_matches_entmax_sparsemax():
+    v = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    upstream = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    (ours,) = torch.autograd.grad(project_simplex(v.requires_grad_(True)), v, upstream)
+    (theirs,) = torch.autograd.grad(sparsemax(v, dim=-1), v, upstream)
+    torch.testing.assert_close(ours, theirs)
+
+
+def test_projection_of_nan_or_huge_rows_does_not_index_out_of_bounds():
+    # regression: a row whose support rounded to zero gathered index -1 (a RuntimeError that
+    # LatentStructureClassifier surfaced instead of a DivergenceError)
+    v = torch.tensor([[float("nan"), 0.0, 1.0], [3e38, -3e38, 0.0], [0.5, 0.2, -1.0]])
+    p = project_simplex(v)
+    assert torch.isnan(p[0]).all()
+    torch.testing.assert_close(p[2], torch.tensor([0.65, 0.35, 0.0]))
+    torch.testing.assert_close(project_simplex(v[2:]), p[2:])
 
 
 def test_projection_keeps_simplex_points_and_maps_vertices_to_themselves():

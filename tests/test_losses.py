@@ -130,3 +130,75 @@ def test_fd_step_size_is_the_rms_distance_from_the_mean():
     assert fd_step_size(X, fd_step=0.02) == pytest.approx(0.02 * rms, rel=1e-12)
     assert fd_step_size(torch.as_tensor(X), fd_step=0.02) == fd_step_size(X, fd_step=0.02)
     assert fd_step_size(np.full((4, 3), 7.0), fd_step=0.05) == 0.05
+
+
+# ---------------------------------------------------------------- sample weights
+
+WEIGHTS = torch.tensor([1.0, 0.0, 2.0, 3.0, 1.0, 0.0], dtype=torch.float64)
+
+
+def _weighted(values, w):
+    return (w * values).sum() / w.sum()
+
+
+@pytest.mark.parametrize("beta, gamma, var_weight", [(0.0, None, 0.4), (0.3, 2.0, 0.7)])
+def test_ngebm_loss_weights_every_per_sample_term(beta, gamma, var_weight):
+    net, (x, y) = _net(), _batch()
+    loss, _ = ngebm_loss(
+        net, x, y, beta=beta, gamma=gamma, energy_var_weight=var_weight, sample_weight=WEIGHTS
+    )
+    g = 1 - beta if gamma is None else gamma
+    e = _energy(net, x)
+    ce = F.cross_entropy(net(x), y, reduction="none")
+    by_hand = (
+        g * _weighted(ce, WEIGHTS)
+        + beta * _weighted(_norms_by_loop(net, x), WEIGHTS)
+        + var_weight * _weighted((_weighted(e, WEIGHTS) - e) ** 2, WEIGHTS)
+    )
+    torch.testing.assert_close(loss, by_hand)
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, by_hand))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(beta=0.0),
+        dict(beta=0.5, energy_var_weight=0.7),
+        dict(beta=0.5, grad_norm="finite_difference", step=1e-3),
+    ],
+)
+def test_ngebm_loss_zero_weight_drops_and_integer_weight_repeats(options):
+    net, (x, y) = _net(), _batch()
+    weighted, _ = ngebm_loss(net, x, y, sample_weight=WEIGHTS, **options)
+    rows = torch.repeat_interleave(torch.arange(len(x)), WEIGHTS.long())  # 0, 2, 2, 3, 3, 3, 4
+    repeated, _ = ngebm_loss(net, x[rows], y[rows], **options)
+    torch.testing.assert_close(weighted, repeated)
+    torch.testing.assert_close(_param_grad(net, weighted), _param_grad(net, repeated))
+    # uniform weights of any scale are no weights
+    uniform, _ = ngebm_loss(net, x, y, sample_weight=torch.full_like(WEIGHTS, 3.0), **options)
+    plain, _ = ngebm_loss(net, x, y, **options)
+    torch.testing.assert_close(uniform, plain)
+
+
+def test_jem_loss_weights_the_data_terms_and_not_the_samples():
+    net, (x, y) = _net(), _batch()
+    samples = torch.randn(4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    loss, *_ = jem_loss(net, x, y, samples, px_weight=0.7, sample_weight=WEIGHTS)
+    ce = F.cross_entropy(net(x), y, reduction="none")
+    by_hand = _weighted(ce, WEIGHTS) + 0.7 * (
+        _weighted(_energy(net, x), WEIGHTS) - _energy(net, samples).mean()
+    )
+    torch.testing.assert_close(loss, by_hand)
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, by_hand))
+    rows = torch.repeat_interleave(torch.arange(len(x)), WEIGHTS.long())
+    repeated, *_ = jem_loss(net, x[rows], y[rows], samples, px_weight=0.7)
+    torch.testing.assert_close(loss, repeated)
+
+
+def test_weighted_mean_of_a_batch_without_weight_is_zero_with_a_zero_gradient():
+    values = torch.tensor([1.0, 2.0], requires_grad=True)
+    mean = losses.weighted_mean(values, torch.zeros(2))
+    mean.backward()
+    assert float(mean.detach()) == 0.0 and torch.equal(values.grad, torch.zeros(2))
+    logits, y = torch.randn(3, 4), torch.tensor([0, 3, 1])
+    assert torch.equal(losses.cross_entropy(logits, y), F.cross_entropy(logits, y))

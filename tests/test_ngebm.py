@@ -1,6 +1,7 @@
 """NGEBMClassifier and the shared base: the estimator contract."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from skorch.helper import predefined_split
 from ebmclassifier import DivergenceError, NGEBMClassifier
 from ebmclassifier import losses as losses_module
 from ebmclassifier.energy import energy_grad_norm
+from ebmclassifier.exceptions import FiniteDifferenceWarning
+from ebmclassifier.nn import WideResNet
 
 FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
 
@@ -316,3 +319,63 @@ def test_gpu_trained_estimator_unpickles_on_cpu(fitted, small_blobs):
         restored = pickle.loads(payload)
     assert restored.device_ == torch.device("cpu") and restored.device == "auto"
     np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+
+
+def test_reversed_views_are_taken_as_they_are(small_blobs):
+    # regression test: torch refuses numpy's negative strides (X[::-1]) in fit and predict
+    X, y = small_blobs
+    X = np.asarray(X, dtype=np.float32)
+    flipped = NGEBMClassifier(**FAST).fit(X[::-1], y[::-1])
+    copied = NGEBMClassifier(**FAST).fit(X[::-1].copy(), y[::-1].copy())
+    expected = copied.predict_proba(X[:, ::-1].copy())
+    np.testing.assert_array_equal(flipped.predict_proba(X[:, ::-1]), expected)
+
+
+class _ReLUNet(torch.nn.Module):
+    def __init__(self, n_features, n_classes, activation=torch.nn.ReLU):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(n_features, 16), activation(), torch.nn.Linear(16, n_classes)
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+@pytest.mark.parametrize(
+    "params, warns",
+    [
+        (dict(module=_ReLUNet, grad_norm="finite_difference"), True),
+        (dict(module=_ReLUNet, module__activation=torch.nn.SiLU, grad_norm="finite_difference"),
+         False),
+        (dict(grad_norm="finite_difference"), False),  # the default MLP: SiLU
+        (dict(module=_ReLUNet, grad_norm="exact"), False),
+        (dict(module=_ReLUNet, grad_norm="finite_difference", beta=0.0), False),  # no penalty
+    ],
+)  # fmt: skip
+def test_finite_difference_warns_on_kinked_activations(small_blobs, params, warns):
+    X, y = small_blobs
+    base = dict(max_epochs=1, random_state=0)
+    if "module" not in params:
+        base["module__hidden_sizes"] = (8,)
+    clf = NGEBMClassifier(**base, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+        clf.partial_fit(X, y)  # every call that trains warns
+    found = [w for w in caught if issubclass(w.category, FiniteDifferenceWarning)]
+    assert len(found) == (2 if warns else 0)
+    if warns:
+        assert "ReLU activation(s) have kinks" in str(found[0].message)
+        assert "grad_norm='exact'" in str(found[0].message)
+
+
+def test_finite_difference_warns_on_the_default_wide_resnet():
+    X = np.random.default_rng(0).normal(size=(16, 1, 8, 8)).astype(np.float32)
+    y = np.arange(16) % 2
+    clf = NGEBMClassifier(
+        WideResNet, grad_norm="finite_difference", module__depth=10, module__widen_factor=1,
+        max_epochs=1, batch_size=16, random_state=0,
+    )  # fmt: skip
+    with pytest.warns(FiniteDifferenceWarning, match="LeakyReLU"):
+        clf.fit(X, y)

@@ -83,3 +83,21 @@ def test_before_fit_and_before_calibration():
     clf = NGEBMClassifier(**SMALL).fit(X[TRAIN], Y[TRAIN])
     with pytest.raises(NotFittedError, match="call calibrate_ood"):
         clf.predict_ood(X[TEST])
+
+
+def test_product_of_experts_has_ood_decisions_too():
+    from sklearn.frozen import FrozenEstimator
+
+    from ebmclassifier import ProductOfExperts
+
+    experts = [
+        NGEBMClassifier(max_epochs=2, random_state=s).fit(X[TRAIN], Y[TRAIN]) for s in (0, 1)
+    ]
+    poe = ProductOfExperts([(f"e{k}", FrozenEstimator(e)) for k, e in enumerate(experts)])
+    poe.fit(X[TRAIN], Y[TRAIN])
+    poe.calibrate_ood(X[CAL], tpr=0.9, method="energy")
+    flagged = poe.predict_ood(X[CAL])
+    assert abs(flagged.sum() - 10) <= 1
+    np.testing.assert_array_equal(
+        poe.predict_ood(X[TEST]), poe.score_ood(X[TEST], method="energy") > poe.ood_threshold_
+    )

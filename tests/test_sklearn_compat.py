@@ -33,8 +33,37 @@ SKORCH_INIT = (
 )
 
 
+FLOAT32_EQUIVALENCE = (
+    "sample_weight is equivalent to removing or repeating samples up to float32 rounding "
+    "(relative differences of ~3e-7 in predict_proba; the check asks for 1e-7); "
+    "tests/test_sample_weight.py checks the equivalence at float32 precision"
+)
+JEM_EQUIVALENCE = (
+    "JEM draws one SGLD chain per sample of positive weight, and the repeated data have more of "
+    "them (and shuffle differently), so its samples differ; weight 0 = dropping holds exactly "
+    "(tests/test_sample_weight.py)"
+)
+LATENT_WEIGHTS = (
+    "LatentStructureClassifier.compute_loss takes no sample_weight yet (it is being rewritten "
+    "on branch latent; /work/notes/contract.md says what it needs); fitting with non-uniform "
+    "weights raises a TypeError saying so"
+)
+
+
 def expected_failed_checks(estimator):
-    return {"check_no_attributes_set_in_init": SKORCH_INIT}
+    failing = {"check_no_attributes_set_in_init": SKORCH_INIT}
+    if isinstance(estimator, NGEBMClassifier):
+        failing["check_sample_weight_equivalence_on_dense_data"] = FLOAT32_EQUIVALENCE
+    if isinstance(estimator, JEMClassifier):
+        failing["check_sample_weight_equivalence_on_dense_data"] = JEM_EQUIVALENCE
+    if isinstance(estimator, LatentStructureClassifier):
+        for check in (
+            "check_sample_weights_not_overwritten",
+            "check_sample_weight_equivalence_on_dense_data",
+            "check_class_weight_classifiers",
+        ):
+            failing[check] = LATENT_WEIGHTS
+    return failing
 
 
 # check_set_params fuzzes every parameter with -inf, inf and None, keeping each fuzz value while

@@ -158,3 +158,21 @@ def test_float32_marginals_of_long_sentences_are_accurate(projective):
     m32 = tree_marginals(scores.float(), None, projective)
     torch.testing.assert_close(m64.sum(dim=1)[:, 1:], torch.ones(4, 30, dtype=m64.dtype))
     torch.testing.assert_close(m32.double(), m64, atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_float32_matrix_tree_with_a_large_spread_matches_enumeration(seed):
+    # regression: float32 scores that differ by a few hundred within a column gave log Z = -inf
+    # or nan (exp(s - max) underflowed); the determinant is now taken in float64
+    scores = random_scores(seed, n=4, batch=3, scale=100.0).float()
+    lengths = torch.tensor([4, 3, 2])
+    log_z = tree_log_partition(scores, lengths, projective=False)
+    marginals = tree_marginals(scores, lengths, projective=False)
+    assert log_z.dtype == marginals.dtype == torch.float32
+    for b, n in enumerate(lengths.tolist()):
+        trees, tree_scores = enumerated(scores[b], n, False)  # float64
+        expected = torch.logsumexp(tree_scores, 0).float()
+        torch.testing.assert_close(log_z[b], expected, rtol=1e-6, atol=0)
+        probs = torch.softmax(tree_scores, 0)
+        expected_marginals = pad_arcs((probs[:, None, None] * trees).sum(0), 4).float()
+        torch.testing.assert_close(marginals[b], expected_marginals, atol=1e-4, rtol=0)

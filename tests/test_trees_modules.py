@@ -3,14 +3,14 @@
 import pytest
 import torch
 
-from ebmclassifier.latent.tree_latent import TREE_GRADIENTS, tree_latent
-from ebmclassifier.latent.tree_modules import (
+from ebmclassifier.latent.trees import arc_mask, heads_to_arcs
+from ebmclassifier.latent.trees.latent import TREE_GRADIENTS, tree_latent
+from ebmclassifier.latent.trees.networks import (
     BiLSTMArcScorer,
     TreeGCNDecoder,
     TreeLatentModel,
     sequence_lengths,
 )
-from ebmclassifier.latent.trees import arc_mask, heads_to_arcs
 
 X = torch.tensor([[3, 7, 2, 9], [4, 1, 0, 0], [5, 0, 0, 0]])
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 from test_trees_enumeration import enumerated, pad_arcs
 
-from ebmclassifier.latent.tree_sparsemap import sparsemap_active_set, tree_sparsemap
 from ebmclassifier.latent.trees import tree_map
+from ebmclassifier.latent.trees.sparsemap import sparsemap_active_set, tree_sparsemap
 
 N_PAD = 4
 LENGTHS = torch.tensor([4, 3, 2, 1, 4])

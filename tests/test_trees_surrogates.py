@@ -5,8 +5,8 @@ import torch
 from test_trees_enumeration import enumerated, pad_arcs
 from test_trees_sparsemap import _slow_projection
 
-from ebmclassifier.latent.tree_latent import tree_latent, tree_latent_eval
 from ebmclassifier.latent.trees import arc_mask, tree_map
+from ebmclassifier.latent.trees.latent import tree_latent, tree_latent_eval
 
 N_PAD = 3
 LENGTHS = torch.tensor([3, 2])
@@ -187,3 +187,41 @@ def test_eval_latents_are_deterministic_points():
     assert torch.equal(tree_latent_eval(s, LENGTHS, "spigot", False), tree_map(s, LENGTHS, False))
     with pytest.raises(ValueError, match="gradient must be one of"):
         tree_latent_eval(s, LENGTHS, "gumble")
+
+
+def _count_checks(monkeypatch):
+    """Count the calls of check_arc_scores, wherever a tree module imported it."""
+    import importlib
+
+    from ebmclassifier.latent.trees import _arcs
+
+    calls = []
+
+    def counting(scores, lengths):
+        calls.append(1)
+        return _arcs.check_arc_scores(scores, lengths)
+
+    for name in ("latent", "inference", "sparsemap", "projective", "nonprojective"):
+        module = importlib.import_module(f"ebmclassifier.latent.trees.{name}")
+        monkeypatch.setattr(module, "check_arc_scores", counting)
+    return calls
+
+
+@pytest.mark.parametrize("gradient", ["spigot_ce", "sfe", "sparsemap", "gumbel_st"])
+def test_tree_inputs_are_checked_once_per_call(monkeypatch, gradient):
+    calls = _count_checks(monkeypatch)
+    scores = _scores().requires_grad_(True)
+    z = tree_latent(scores, LENGTHS, gradient, loss_fn, projective=False, inner_steps=2)
+    loss_fn(z).sum().backward()
+    assert len(calls) == 1
+
+
+def test_the_estimator_checks_token_ids_not_arc_scores(monkeypatch):
+    from ebmclassifier import LatentStructureClassifier
+    from ebmclassifier.datasets import make_latent_trees
+
+    X, y, _ = make_latent_trees(16, max_length=4, random_state=0)
+    calls = _count_checks(monkeypatch)
+    clf = LatentStructureClassifier(structure="dependency_tree", gradient="spigot", max_epochs=1)
+    clf.fit(X, y).predict_latent(X)
+    assert not calls

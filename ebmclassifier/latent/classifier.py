@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import inspect
-from math import prod
 
 import numpy as np
 import torch
 from sklearn.base import TransformerMixin
+from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
 from torch.autograd.function import once_differentiable
 
 from .._base import EBMClassifierBase
 from .._validation import ParamChecker
-from ..nn import MLP
-from .categorical import GRADIENTS, categorical_latent
-from .networks import BilinearDecoder, LatentModel
-from .score_function import RunningMeanBaseline
-from .tree_latent import tree_latent
-from .tree_modules import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel, sequence_lengths
+from ._structures import STRUCTURES
+from .methods import GRADIENT_ALIASES, GRADIENTS, polytope_latent
 
 __all__ = ["LatentStructureClassifier"]
-
-STRUCTURES = ("categorical", "dependency_tree")
 
 
 class _ScaleGrad(torch.autograd.Function):
@@ -47,6 +41,24 @@ def _accepted_kwargs(cls, available: dict) -> dict:
     except (TypeError, ValueError):
         return {}
     return {k: v for k, v in available.items() if k in params}
+
+
+def _unknown_kwargs(cls, names) -> list[str]:
+    """The ``names`` that ``cls.__init__`` does not take (none if it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return []
+    return sorted(set(names) - {p.name for p in params})
+
+
+def _nan_unless_finite(loss: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """``loss``, or nan when a score is not finite, so the divergence check sees a diverged
+    encoder even where the decoder's loss stays finite (no host sync: the check reads the loss).
+    """
+    return torch.where(torch.isfinite(scores).all(), loss, torch.full_like(loss, torch.nan))
 
 
 class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
@@ -75,11 +87,16 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         ``"dependency_tree"``, X is a 2-D array of integer token ids with 0 as padding at the
         end of each row; ``gradient`` names map to their tree counterparts (``"softmax"`` ->
         arc marginals, ``"sparsemax"`` -> SparseMAP, see
-        :func:`~ebmclassifier.latent.tree_latent.tree_latent`), and ``n_latent`` is unused.
+        :func:`~ebmclassifier.latent.trees.latent.tree_latent`), and ``n_latent`` is unused.
+        Ids stay 64-bit integers. ``fit`` learns the ids it sees (``vocabulary_``), so the
+        embeddings are as large as that vocabulary, not as the largest id; an id that ``fit``
+        did not see is read as one reserved out-of-vocabulary token, whose embedding ``fit``
+        never trains (it keeps its initial value).
     gradient : str, default="spigot_ce"
         ``"ste"``, ``"spigot"``, ``"spigot_ce"``, ``"spigot_eg"``, ``"softmax"``,
         ``"sparsemax"``, ``"gumbel"``, ``"gumbel_st"`` or ``"sfe"``; see
-        :func:`~ebmclassifier.latent.categorical.categorical_latent`.
+        :mod:`ebmclassifier.latent.methods`. ``"marginals"`` and ``"sparsemap"`` (the SPIGOT
+        paper's names for trees) are the same methods as ``"softmax"`` and ``"sparsemax"``.
     step_size : float, default=1.0
         ``eta``, the step of the surrogates' inner updates of ``z``.
     inner_steps : int, default=1
@@ -94,23 +111,28 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         (:class:`~ebmclassifier.nn.MLP` with ``hidden_sizes=()``; pass
         ``encoder__hidden_sizes=(64,)`` for a hidden layer). A class receives ``encoder__*``
         parameters, and ``n_features``, ``n_latent``, ``input_shape`` when it takes them.
-        For trees, ``None`` is :class:`~ebmclassifier.latent.tree_modules.BiLSTMArcScorer`
+        For trees, ``None`` is :class:`~ebmclassifier.latent.trees.networks.BiLSTMArcScorer`
         (token ids -> arc scores); a class also receives ``vocab_size``.
     decoder : nn.Module class or instance, or None, default=None
         Called as ``decoder(x, z)`` with ``z`` of shape (n, K) on the simplex; returns logits.
-        ``None`` is :class:`~ebmclassifier.latent.networks.BilinearDecoder` (one linear
+        ``None`` is :class:`~ebmclassifier.latent.categorical.networks.BilinearDecoder` (one linear
         classifier per latent value). A class receives ``decoder__*`` parameters, and
         ``n_latent``, ``n_features``, ``n_classes``, ``input_shape`` when it takes them.
         For trees, ``decoder(x, z)`` takes arcs ``z`` of shape (n, N + 1, N + 1) and ``None``
-        is :class:`~ebmclassifier.latent.tree_modules.TreeGCNDecoder` (a graph convolution
-        over the tree); a class also receives ``vocab_size``.
+        is :class:`~ebmclassifier.latent.trees.networks.TreeGCNDecoder` (a graph convolution
+        over the tree); a class also receives ``vocab_size`` (the number of embedding rows:
+        padding, the vocabulary, the out-of-vocabulary id). ``encoder__*`` and ``decoder__*``
+        parameters that the class does not take are a ``ValueError`` at ``fit``.
     ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
-        The default method of :meth:`score_ood` and :meth:`score_samples`.
+        The default method of :meth:`score_ood` and :meth:`score_samples`. ``"approx_mass"``
+        (the norm of the energy's input gradient) needs continuous input: it is refused for
+        ``structure="dependency_tree"``, whose token ids have no gradient.
     lr, max_epochs, batch_size, optimizer, train_split, callbacks, device, random_state, \
 verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        ``module`` must stay None (the network is built from ``encoder`` and ``decoder``),
-        and ``criterion`` must stay the cross-entropy (the surrogates need per-sample losses).
+        ``module`` must stay None and ``module__*`` parameters are refused (the network is
+        built from ``encoder`` and ``decoder``), and ``criterion`` must stay the
+        cross-entropy (the surrogates need per-sample losses).
 
     Attributes
     ----------
@@ -118,7 +140,12 @@ verbose, **kwargs
     n_features_in_ : int
     module_ : LatentModel
         ``module_.encoder``, ``module_.decoder``; ``module_(x)`` gives the prediction logits.
+        A :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel` for trees.
     device_ : torch.device
+    vocabulary_ : ndarray of shape (n_ids,), int64
+        For ``structure="dependency_tree"``: the token ids seen in ``fit``, sorted. The
+        networks read ``vocabulary_[i]`` as index ``i + 1`` and any other id > 0 as the
+        out-of-vocabulary index ``len(vocabulary_) + 1``.
 
     References
     ----------
@@ -167,40 +194,73 @@ verbose, **kwargs
 
     # ------------------------------------------------------------------ parameters
 
+    def _structure(self):
+        """What ``structure`` changes (input, network, names): its entry of STRUCTURES.
+
+        The categorical one while ``structure`` is not a valid name, so that checking the
+        other parameters can still say what is wrong with them.
+        """
+        valid = isinstance(self.structure, str) and self.structure in STRUCTURES
+        return STRUCTURES[self.structure if valid else "categorical"]
+
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)
         check.integer("n_latent", 1)
-        check.choice("structure", STRUCTURES)
+        check.choice("structure", tuple(STRUCTURES))
         if not isinstance(self.projective, (bool, np.bool_)):
             check.add(
                 "The 'projective' parameter of LatentStructureClassifier must be a bool. "
                 f"Got {self.projective!r} instead."
             )
-        check.choice("gradient", GRADIENTS)
+        check.choice("gradient", (*GRADIENTS, *GRADIENT_ALIASES))
         check.real("step_size", 0.0, low_open=True)
         check.integer("inner_steps", 1)
         check.real("temperature", 0.0, low_open=True)
-        for name in ("encoder", "decoder"):
-            value = getattr(self, name)
-            if not (
-                value is None
-                or isinstance(value, nn.Module)
-                or (isinstance(value, type) and issubclass(value, nn.Module))
-            ):
-                check.add(
-                    f"The {name!r} parameter of LatentStructureClassifier must be None, a "
-                    f"torch.nn.Module subclass or instance. Got {value!r} instead."
-                )
-        if self.module is not None:
-            check.add(
-                "LatentStructureClassifier builds its network from 'encoder' and 'decoder'; "
-                f"the 'module' parameter must be None. Got {self.module!r} instead."
-            )
+        self._check_network_params(check)
         if self.criterion is not nn.CrossEntropyLoss:
             check.add(
                 "LatentStructureClassifier trains with the per-sample cross-entropy (the "
                 "surrogate gradients need it); the 'criterion' parameter must be "
                 f"torch.nn.CrossEntropyLoss. Got {self.criterion!r} instead."
+            )
+        if not self._structure().continuous_input and self.ood_method == "approx_mass":
+            check.add(
+                "The 'ood_method' parameter of LatentStructureClassifier cannot be "
+                f"'approx_mass' with structure={self.structure!r}: token ids have no gradient. "
+                "Use 'energy' or 'max_softmax'."
+            )
+
+    def _check_network_params(self, check: ParamChecker) -> None:
+        """``encoder``, ``decoder`` and their routed parameters; no ``module`` at all."""
+        structure = self._structure()
+        for name in ("encoder", "decoder"):
+            value = getattr(self, name)
+            if value is None:
+                value = getattr(structure, f"default_{name}")
+            elif not isinstance(value, nn.Module) and not (
+                isinstance(value, type) and issubclass(value, nn.Module)
+            ):
+                check.add(
+                    f"The {name!r} parameter of LatentStructureClassifier must be None, a "
+                    f"torch.nn.Module subclass or instance. Got {value!r} instead."
+                )
+                continue
+            cls = value if isinstance(value, type) else type(value)
+            unknown = _unknown_kwargs(cls, self.get_params_for(name))
+            if unknown:
+                check.add(
+                    f"{cls.__name__} does not take the routed parameters "
+                    f"{[f'{name}__{k}' for k in unknown]!r}; remove them or pass an {name} "
+                    "that takes them."
+                )
+        if self.module is not None or self.get_params_for("module"):
+            routed = [f"module__{k}" for k in self.get_params_for("module")]
+            check.add(
+                "LatentStructureClassifier builds its network from 'encoder' and 'decoder'; "
+                "the 'module' parameter must be None and module__* parameters are not used "
+                f"(use encoder__* or decoder__*). Got module={self.module!r}"
+                + (f" and {routed!r}" if routed else "")
+                + " instead."
             )
 
     def __sklearn_tags__(self):
@@ -211,10 +271,11 @@ verbose, **kwargs
 
     # ------------------------------------------------------------------ the network
 
-    def _component(self, name: str, default, available: dict, default_kwargs: dict):
+    def _component(self, name: str, available: dict, default_kwargs: dict):
         component = getattr(self, name)
         kwargs = self.get_params_for(name)
         if component is None:
+            default = getattr(self._structure(), f"default_{name}")
             component, kwargs = default, {**default_kwargs, **kwargs}
         if not isinstance(component, nn.Module):
             kwargs = {**_accepted_kwargs(component, available), **kwargs}
@@ -224,7 +285,7 @@ verbose, **kwargs
         """Build ``module_`` from ``encoder`` and ``decoder``, fresh for the data's shape.
 
         A :class:`~ebmclassifier.latent.networks.LatentModel` for
-        ``structure="categorical"``, a :class:`~ebmclassifier.latent.tree_modules.TreeLatentModel`
+        ``structure="categorical"``, a :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel`
         for ``"dependency_tree"``; classes given as ``encoder`` or ``decoder`` receive the
         sizes they take (see the class parameters).
 
@@ -258,56 +319,22 @@ verbose, **kwargs
                 "LatentStructureClassifier builds its network from the data; call fit(X, y) "
                 "instead of initialize()."
             )
-        if self.structure == "dependency_tree":
-            return self._initialize_tree_module()
-        n_features = prod(self.input_shape_)
-        available = {
-            "n_features": n_features,
-            "n_latent": self.n_latent,
-            "n_classes": len(self.classes_),
-            "input_shape": self.input_shape_,
-        }
-        encoder = self._component(
-            "encoder",
-            MLP,
-            available,
-            {"n_features": n_features, "n_classes": self.n_latent, "hidden_sizes": ()},
-        )
-        decoder = self._component("decoder", BilinearDecoder, available, {})
-        self.module_ = LatentModel(encoder, decoder, self.gradient, self.temperature)
+        structure = self._structure()
+        available = structure.sizes(self)
+        encoder = self._component("encoder", available, structure.encoder_defaults(self))
+        decoder = self._component("decoder", available, {})
+        self.module_ = structure.network(self, encoder, decoder)
         return self
 
-    def _initialize_tree_module(self):
-        vocab_size = int(self.input_max_.max()) + 1
-        available = {
-            "vocab_size": vocab_size,
-            "n_classes": len(self.classes_),
-            "input_shape": self.input_shape_,
-        }
-        encoder = self._component("encoder", BiLSTMArcScorer, available, {})
-        decoder = self._component("decoder", TreeGCNDecoder, available, {})
-        self.module_ = TreeLatentModel(
-            encoder,
-            decoder,
-            self.gradient,
-            bool(self.projective),
-            self.temperature,
-            RunningMeanBaseline(),
-        )
-        return self
-
-    # Token ids are checked where the base validates X, for fitting and for inference.
+    # Input is checked where the base validates X, for fitting and for inference; token ids
+    # are read from the user's array, not from the base's float32 copy.
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
-        X = super()._validate_X(X, reset=reset)
-        if self.structure == "dependency_tree":
-            _check_token_ids(X)
-        return X
+        checked = super()._validate_X(X, reset=reset)
+        return self._structure().prepare_input(self, X, checked, reset)
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
-        X, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
-        if self.structure == "dependency_tree":
-            _check_token_ids(X)
-        return X, y
+        checked, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
+        return self._structure().prepare_input(self, X, checked, reset), y
 
     # ------------------------------------------------------------------ training
 
@@ -320,7 +347,8 @@ verbose, **kwargs
 
         Parameters
         ----------
-        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
+        X : Tensor of shape ``(n, *input_shape)``, on ``self.device_``
+            float32, or int64 indices of the token ids for ``structure="dependency_tree"``.
         y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
         training : bool
             ``False`` during validation: the deterministic latent, no surrogate.
@@ -328,7 +356,9 @@ verbose, **kwargs
         Returns
         -------
         loss : scalar Tensor
-            The batch mean of the per-sample cross-entropy.
+            The batch mean of the per-sample cross-entropy (:meth:`cross_entropy`); nan when
+            an encoder score is not finite, so that the fit stops with
+            :class:`~ebmclassifier.DivergenceError`.
         logits : Tensor of shape (n, n_classes)
 
         Examples
@@ -351,8 +381,15 @@ verbose, **kwargs
         """
         model = self.module_
         if not training:
-            logits = model(X)
-            return nn.functional.cross_entropy(logits, y), logits
+            with torch.no_grad():
+                logits = model(X)
+            return self.cross_entropy(logits, y), logits
+        scores = model.encoder(X)
+        logits = model.decoder(X, self._training_latent(model, X, y, scores))
+        return _nan_unless_finite(self.cross_entropy(logits, y), scores), logits
+
+    def _training_latent(self, model, X, y, scores: torch.Tensor) -> torch.Tensor:
+        """The latent of the training step, through the surrogate chosen by ``gradient``."""
 
         def per_sample_loss(z: torch.Tensor) -> torch.Tensor:
             return nn.functional.cross_entropy(model.decoder(X, z), y, reduction="none")
@@ -360,34 +397,20 @@ verbose, **kwargs
         n = len(X)
         # The surrogates pull back per-sample gradients gamma_i = dl_i/dz_i (so step_size is
         # per sample); the scaling around them turns the batch mean into that and back.
-        scores = _ScaleGrad.apply(model.encoder(X), 1.0 / n)
-        options = {
-            "step_size": self.step_size,
-            "inner_steps": self.inner_steps,
-            "temperature": self.temperature,
-            "baseline": model.baseline,
-        }
-        if self.structure == "dependency_tree":
-            lengths = sequence_lengths(X)
-            z = tree_latent(
-                scores,
-                lengths,
-                self.gradient,
-                per_sample_loss,
-                projective=model.projective,
-                **options,
-            )
-        else:
-            z = categorical_latent(scores, self.gradient, per_sample_loss, **options)
-        z = _ScaleGrad.apply(z, float(n))
-        logits = model.decoder(X, z)
-        return nn.functional.cross_entropy(logits, y), logits
+        z = polytope_latent(
+            model.polytope,
+            _ScaleGrad.apply(scores, 1.0 / n),
+            model.sizes(X),
+            self.gradient,
+            per_sample_loss,
+            step_size=self.step_size,
+            inner_steps=self.inner_steps,
+            temperature=self.temperature,
+            baseline=model.baseline,
+        )
+        return _ScaleGrad.apply(z, float(n))
 
     # ------------------------------------------------------------------ the latent
-
-    def _scores(self, xb: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return self.module_.encoder(xb)
 
     def predict_latent(self, X) -> np.ndarray:
         """The MAP latent of each sample: ``argmax_k s_k(x)``, or the MAP tree's heads.
@@ -417,9 +440,8 @@ verbose, **kwargs
         >>> np.array_equal(latent, clf.transform(X).argmax(axis=1))  # the mode of the marginals
         True
         """
-        if self.structure == "dependency_tree":
-            return self._map_batches(X, self.module_.predict_heads)
-        return self._map_batches(X, lambda xb: self._scores(xb).argmax(dim=-1))
+        check_is_fitted(self)
+        return self._map_batches(X, lambda xb: self.module_.predict_latent(xb))
 
     def transform(self, X) -> np.ndarray:
         """Latent marginals ``softmax(s(x))``: usable as a feature step of a Pipeline.
@@ -448,28 +470,97 @@ verbose, **kwargs
         >>> marginals.shape, marginals.dtype, np.allclose(marginals.sum(axis=1), 1)
         ((60, 3), dtype('float32'), True)
         """
-        if self.structure == "dependency_tree":
+        check_is_fitted(self)
+        return self._map_batches(X, lambda xb: self.module_.latent_features(xb))
 
-            def head_marginals(xb):
-                return self.module_.marginals(xb)[:, :, 1:].transpose(1, 2).flatten(1)
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the columns of :meth:`transform`, for ``set_output`` and pipelines.
 
-            return self._map_batches(X, head_marginals)
-        return self._map_batches(X, lambda xb: torch.softmax(self._scores(xb), dim=-1))
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Ignored but checked: the columns are the latent's, not the input's. When given, it
+            must name the ``n_features_in_`` input features (as ``feature_names_in_`` if the
+            estimator was fitted on a DataFrame).
 
+        Returns
+        -------
+        ndarray of str objects
+            ``latentstructureclassifier0`` .. ``latentstructureclassifier{K-1}`` (scikit-learn's
+            naming of K components); for ``structure="dependency_tree"``,
+            ``latentstructureclassifier_token{m}_head{h}``: the probability that token ``m``
+            (from 1) has head ``h`` (0 = the root).
 
-def _check_token_ids(X: np.ndarray) -> None:
-    """Token-id sequences: 2-D, non-negative integers, padding (0) only at the end, none empty."""
-    if X.ndim != 2:
-        raise ValueError(
-            "structure='dependency_tree' needs X of shape (n_samples, n_tokens) of integer "
-            f"token ids; got an array of shape {X.shape!r}."
-        )
-    if np.any(X < 0) or np.any(X != np.round(X)):
-        raise ValueError(
-            "structure='dependency_tree' needs non-negative integer token ids (0 = padding) in "
-            "X; got negative or fractional values."
-        )
-    try:
-        sequence_lengths(torch.as_tensor(X))
-    except ValueError as error:
-        raise ValueError(f"structure='dependency_tree': {error}") from None
+        Examples
+        --------
+        >>> from ebmclassifier import LatentStructureClassifier
+        >>> from ebmclassifier.datasets import make_latent_clusters
+        >>> X, y, z = make_latent_clusters(60, n_clusters=3, n_features=10, random_state=0)
+        >>> clf = LatentStructureClassifier(n_latent=3, max_epochs=1, random_state=0).fit(X, y)
+        >>> clf.get_feature_names_out().tolist()
+        ['latentstructureclassifier0', 'latentstructureclassifier1', 'latentstructureclassifier2']
+        >>> clf.set_output(transform="pandas").transform(X[:2]).shape
+        (2, 3)
+        """
+        check_is_fitted(self)
+        if input_features is not None:
+            expected = getattr(self, "feature_names_in_", None)
+            given = np.asarray(input_features, dtype=object)
+            if len(given) != self.n_features_in_ or (
+                expected is not None and not np.array_equal(given, expected)
+            ):
+                raise ValueError(
+                    f"input_features must name the {self.n_features_in_} features seen in fit"
+                    + ("" if expected is None else f" ({expected.tolist()!r})")
+                    + f"; got {given.tolist()!r}."
+                )
+        return np.asarray(self._structure().feature_names(self), dtype=object)
+
+    def score_ood(self, X, method: str | None = None) -> np.ndarray:
+        """Out-of-distribution score of each sample; see the base class.
+
+        ``"approx_mass"``, the norm of the energy's gradient with respect to the input, needs
+        continuous input: for ``structure="dependency_tree"`` (token ids) it is a
+        ``ValueError``.
+
+        Parameters
+        ----------
+        X : array-like
+        method : {"energy", "max_softmax", "approx_mass"} or None, default=None
+            ``None`` uses the ``ood_method`` parameter.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The higher, the more likely out-of-distribution.
+
+        Raises
+        ------
+        ValueError
+            For ``method="approx_mass"`` on token ids.
+
+        Examples
+        --------
+        >>> from ebmclassifier import LatentStructureClassifier
+        >>> from ebmclassifier.datasets import make_latent_trees
+        >>> X, y, heads = make_latent_trees(16, max_length=4, random_state=0)
+        >>> clf = LatentStructureClassifier(structure="dependency_tree", max_epochs=1,
+        ...                                 random_state=0).fit(X, y)
+        >>> clf.score_ood(X).shape  # the energy
+        (16,)
+        >>> clf.score_ood(X, method="approx_mass")
+        Traceback (most recent call last):
+        ...
+        ValueError: score_ood(method='approx_mass') differentiates the energy with respect to \
+the input, and the token ids of structure='dependency_tree' have no gradient; use \
+method='energy' or 'max_softmax'.
+        """
+        check_is_fitted(self)
+        chosen = self.ood_method if method is None else method
+        if chosen == "approx_mass" and not self._structure().continuous_input:
+            raise ValueError(
+                "score_ood(method='approx_mass') differentiates the energy with respect to the "
+                f"input, and the token ids of structure={self.structure!r} have no gradient; "
+                "use method='energy' or 'max_softmax'."
+            )
+        return super().score_ood(X, method)

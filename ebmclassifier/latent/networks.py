@@ -1,66 +1,29 @@
-"""Networks of the categorical latent-structure classifier: encoder -> latent -> decoder.
+"""The network of a latent-structure classifier: encoder -> latent structure -> decoder.
 
-:class:`BilinearDecoder` is the default decoder: linear in the latent ``z``, so a one-hot ``z``
-selects one of K linear classifiers and a point of the simplex mixes their logits.
-:class:`LatentModel` puts an encoder and a decoder together; its ``forward`` is the prediction
-path (``x -> logits`` with the deterministic latent), which is all the shared estimator base
-needs for ``predict_proba``, ``energy`` and ``score_ood``. Training goes through
-:func:`~ebmclassifier.latent.categorical.categorical_latent` instead (see
-:class:`~ebmclassifier.latent.classifier.LatentStructureClassifier`).
+:class:`LatentModel` puts an encoder ``x -> s`` and a decoder ``(x, z) -> logits`` together
+around the polytope of its latent (the simplex here;
+:class:`~ebmclassifier.latent.trees.networks.TreeLatentModel` for dependency trees). Its
+``forward`` is the prediction path (``x -> logits`` with the deterministic latent), which is all
+the shared estimator base needs for ``predict_proba``, ``energy`` and ``score_ood``. Training
+goes through :func:`~ebmclassifier.latent.methods.polytope_latent` on :attr:`LatentModel.polytope`
+instead (see :class:`~ebmclassifier.latent.classifier.LatentStructureClassifier`). The default
+encoders and decoders of each structure are in :mod:`ebmclassifier.latent.categorical.networks`
+and :mod:`ebmclassifier.latent.trees.networks`.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from .categorical import categorical_latent_eval
+from .categorical.networks import BilinearDecoder
+from .categorical.simplex import Simplex
+from .methods import polytope_latent_eval
+from .polytope import Polytope
 from .score_function import RunningMeanBaseline
 
+# BilinearDecoder is re-exported: models pickled by release 0.1 find it here.
 __all__ = ["BilinearDecoder", "LatentModel"]
-
-
-class BilinearDecoder(nn.Module):
-    """``logits(x, z)_c = sum_k z_k (W_k x + b_k)_c``: one linear classifier per latent value.
-
-    Parameters
-    ----------
-    n_latent : int
-        K, the number of latent values.
-    n_features : int
-        Input size; inputs of any shape ``(n, *input_shape)`` are flattened.
-    n_classes : int
-
-    Examples
-    --------
-    >>> import torch
-    >>> decoder = BilinearDecoder(3, 4, 2)
-    >>> x = torch.randn(5, 4)
-    >>> z = torch.eye(3)[[0, 1, 2, 0, 1]]
-    >>> bool(torch.allclose(decoder(x, z)[0], x[0] @ decoder.weight[0].T + decoder.bias[0]))
-    True
-    """
-
-    def __init__(self, n_latent: int, n_features: int, n_classes: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(n_latent, n_classes, n_features))
-        self.bias = nn.Parameter(torch.empty(n_latent, n_classes))
-        # The initialisation of nn.Linear, per latent value.
-        bound = 1.0 / math.sqrt(n_features)
-        nn.init.uniform_(self.weight, -bound, bound)
-        nn.init.uniform_(self.bias, -bound, bound)
-
-    def forward(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        """Logits of shape (n, n_classes) from inputs (n, ...) and latents (n, K)."""
-        x = x.flatten(1)
-        n_latent, n_classes, _ = self.weight.shape
-        # (n, K*C): every latent value's logits, then mixed by z.
-        per_latent = (x @ self.weight.reshape(n_latent * n_classes, -1).T).view(
-            -1, n_latent, n_classes
-        )
-        return torch.einsum("nk,nkc->nc", z, per_latent) + z @ self.bias
 
 
 class LatentModel(nn.Module):
@@ -75,7 +38,7 @@ class LatentModel(nn.Module):
         relaxed); returns logits of shape (n, n_classes).
     gradient : str
         The training method; decides the deterministic latent of :meth:`forward` (see
-        :func:`~ebmclassifier.latent.categorical.categorical_latent_eval`).
+        :func:`~ebmclassifier.latent.methods.polytope_latent_eval`).
     temperature : float
         ``tau`` of the Gumbel methods.
 
@@ -83,6 +46,8 @@ class LatentModel(nn.Module):
     ----------
     baseline : RunningMeanBaseline
         The score-function baseline; a buffer, so it moves and pickles with the model.
+    polytope : Polytope
+        The polytope of the latent: the simplex.
 
     Examples
     --------
@@ -105,11 +70,37 @@ class LatentModel(nn.Module):
         self.temperature = temperature
         self.baseline = RunningMeanBaseline()
 
+    @property
+    def polytope(self) -> Polytope:
+        return Simplex()
+
+    def sizes(self, x: torch.Tensor) -> torch.Tensor | None:
+        """What the polytope needs of a batch besides the scores: None for the simplex.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, ...)
+            A batch of inputs.
+
+        Returns
+        -------
+        None
+            Subclasses return a tensor (the sentence lengths of a batch of token ids).
+
+        Examples
+        --------
+        >>> import torch
+        >>> model = LatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), "spigot")
+        >>> model.sizes(torch.randn(5, 4)) is None
+        True
+        """
+        return None
+
     def latent(self, x: torch.Tensor) -> torch.Tensor:
         """The deterministic latent (n, K) fed to the decoder at prediction time.
 
         The MAP one-hot ``onehot(argmax(s))``, or the relaxed point of a relaxation (see
-        :func:`~ebmclassifier.latent.categorical.categorical_latent_eval`).
+        :func:`~ebmclassifier.latent.methods.polytope_latent_eval`).
 
         Parameters
         ----------
@@ -132,7 +123,78 @@ class LatentModel(nn.Module):
         >>> torch.allclose(relaxed, torch.softmax(encoder(x), dim=1))
         True
         """
-        return categorical_latent_eval(self.encoder(x), self.gradient, self.temperature)
+        return polytope_latent_eval(
+            self.polytope, self.encoder(x), self.sizes(x), self.gradient, self.temperature
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decoder(x, self.latent(x))
+
+    def marginals(self, x: torch.Tensor) -> torch.Tensor:
+        """The mean of the encoder's distribution ``p(z) ∝ exp(<s, z>)``: ``softmax(s)``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, ...)
+            A batch of inputs.
+
+        Returns
+        -------
+        Tensor of shape (n, K)
+            ``p(z = k | x)``, without gradient.
+
+        Examples
+        --------
+        >>> import torch
+        >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
+        >>> model = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="spigot")
+        >>> torch.allclose(model.marginals(x), torch.softmax(encoder(x), dim=1))
+        True
+        """
+        with torch.no_grad():
+            return self.polytope.marginals(self.encoder(x), self.sizes(x))
+
+    def predict_latent(self, x: torch.Tensor) -> torch.Tensor:
+        """The MAP latent of each sample, as an index: ``argmax_k s_k(x)``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, ...)
+            A batch of inputs.
+
+        Returns
+        -------
+        Tensor of shape (n,), int64
+
+        Examples
+        --------
+        >>> import torch
+        >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
+        >>> model = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="spigot")
+        >>> torch.equal(model.predict_latent(x), encoder(x).argmax(dim=1))
+        True
+        """
+        with torch.no_grad():
+            return self.encoder(x).argmax(dim=-1)
+
+    def latent_features(self, x: torch.Tensor) -> torch.Tensor:
+        """The marginals as one row of features per sample (the estimator's ``transform``).
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, ...)
+            A batch of inputs.
+
+        Returns
+        -------
+        Tensor of shape (n, K)
+            :meth:`marginals`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> model = LatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), "spigot")
+        >>> model.latent_features(torch.randn(5, 4)).shape
+        torch.Size([5, 3])
+        """
+        return self.marginals(x)

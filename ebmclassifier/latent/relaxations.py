@@ -4,13 +4,17 @@ Unlike the surrogates of :mod:`ebmclassifier.latent.surrogates`, the relaxed met
 decoder a point of the simplex instead of a vertex and differentiate it exactly:
 
 - ``"softmax"``: ``z = softmax(s)``;
-- ``"sparsemax"``: ``z = proj_simplex(s)`` (:func:`~ebmclassifier.latent.simplex.project_simplex`);
+- ``"sparsemax"``: ``z = proj_simplex(s)``
+  (:func:`~ebmclassifier.latent.categorical.simplex.project_simplex`);
 - ``"gumbel"``: ``z = softmax((s + g) / tau)`` with ``g`` standard Gumbel noise [2]_ [3]_;
 - ``"gumbel_st"``: forward ``onehot(argmax(s + g))``, backward the *full* Jacobian of
   ``softmax((s + g) / tau)`` [2]_ (its straight-through variant) — not only its diagonal.
 
 The first three are compositions of differentiable tensor operations, so autograd differentiates
-them; only the straight-through variant needs its own :class:`torch.autograd.Function`.
+them; only the straight-through variant needs its own :class:`torch.autograd.Function`, written
+once for any :class:`~ebmclassifier.latent.polytope.Polytope`: forward ``MAP(s + g)``, backward
+that of ``Marg((s + g) / tau)`` (for trees, the MAP tree and the arc marginals of arc-wise
+perturbed scores).
 
 References
 ----------
@@ -25,8 +29,8 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from .simplex import project_simplex
-from .surrogates import one_hot_argmax
+from .categorical.simplex import Simplex, project_simplex
+from .polytope import Polytope
 
 __all__ = [
     "GumbelStraightThrough",
@@ -143,24 +147,32 @@ def gumbel_softmax(
 
 
 class GumbelStraightThrough(torch.autograd.Function):
-    """Forward ``onehot(argmax(s + g))``; backward ``J^T grad`` with J the full Jacobian of
-    ``p = softmax((s + g) / tau)``: ``ds = p * (grad - <p, grad>) / tau``.
+    """Forward ``MAP(s + g)``; backward ``J^T grad`` with J the full Jacobian of
+    ``p = Marg((s + g) / tau)``: on the simplex ``ds = p * (grad - <p, grad>) / tau``.
 
-    Call as ``GumbelStraightThrough.apply(scores, noise, temperature)``, or through
-    :func:`gumbel_straight_through`.
+    Call as ``GumbelStraightThrough.apply(scores, noise, temperature[, polytope, sizes])``, or
+    through :func:`gumbel_straight_through`. The backward pass differentiates the polytope's
+    marginals (softmax on the simplex, the arc marginals of trees) at the perturbed scores.
 
     Parameters
     ----------
-    scores : Tensor of shape (n, K)
-    noise : Tensor of shape (n, K)
+    scores : Tensor of shape (B, ...)
+        E.g. (n, K) on the simplex.
+    noise : Tensor of shape (B, ...)
         Standard Gumbel noise (:func:`sample_gumbel`).
     temperature : float
         ``tau > 0``.
+    polytope : Polytope, optional
+        The structures' polytope; default the simplex
+        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
+    sizes : Tensor, optional
+        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
+        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
 
     Returns
     -------
-    Tensor of shape (n, K)
-        One-hot rows.
+    Tensor of shape (B, ...)
+        The MAP structure of the perturbed scores (one-hot rows on the simplex).
 
     Examples
     --------
@@ -179,20 +191,32 @@ class GumbelStraightThrough(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, scores, noise, temperature):
+    def forward(
+        ctx,
+        scores: torch.Tensor,
+        noise: torch.Tensor,
+        temperature: float,
+        polytope: Polytope | None = None,
+        sizes: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        polytope = Simplex() if polytope is None else polytope
         perturbed = scores + noise
+        ctx.polytope = polytope
         ctx.temperature = float(temperature)
-        ctx.save_for_backward(torch.softmax(perturbed / temperature, dim=-1))
-        return one_hot_argmax(perturbed)
+        ctx.save_for_backward(perturbed, sizes)
+        return polytope.map(perturbed, sizes)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_z):
         if not ctx.needs_input_grad[0]:
-            return None, None, None
-        (p,) = ctx.saved_tensors
-        inner = (p * grad_z).sum(dim=-1, keepdim=True)
-        return p * (grad_z - inner) / ctx.temperature, None, None
+            return (None,) * 5
+        perturbed, sizes = ctx.saved_tensors
+        with torch.enable_grad():
+            leaf = perturbed.detach().requires_grad_(True)
+            soft = ctx.polytope.marginals(leaf / ctx.temperature, sizes)
+            (grad_s,) = torch.autograd.grad(soft, leaf, grad_z)
+        return (grad_s, *(None,) * 4)
 
 
 def gumbel_straight_through(

@@ -1,10 +1,13 @@
-"""Score-function estimator (REINFORCE) for a sampled categorical latent, with a baseline.
+"""Score-function estimator (REINFORCE) for a sampled latent structure, with a baseline.
 
-The encoder defines ``p = softmax(s)``; the forward pass draws ``z ~ Categorical(p)`` as a one-hot.
-The gradient of the expected downstream loss ``E_{z~p}[l(z)]`` is ``E[l(z) * dlog p(z)/ds]``
-[2]_, and ``dlog p(z)/ds = onehot(z) - p`` for a softmax. Per sample, the backward pass returns
+The encoder defines the Gibbs distribution ``p(z) = exp(<s, z> - log Z(s))`` over the structures
+of a :class:`~ebmclassifier.latent.polytope.Polytope` (a categorical ``softmax(s)`` by default,
+or trees); the forward pass draws an exact sample ``z ~ p``. The gradient of the expected
+downstream loss ``E_{z~p}[l(z)]`` is ``E[l(z) * dlog p(z)/ds]`` [2]_, and
+``dlog p(z)/ds = z - Marg(s)`` (``onehot(z) - softmax(s)`` for a categorical). Per sample, the
+backward pass returns
 
-    ``dL/ds_i = (l_i(z_i) - b) * (onehot(z_i) - p_i)``,
+    ``dL/ds_i = (l_i(z_i) - b) * (z_i - Marg(s_i))``,
 
 the loss itself (not its negative, the reward: minimising the loss means this is the gradient to
 *descend*), with ``b`` a running mean of past batch losses. ``E[onehot(z) - p] = 0`` so ``b``
@@ -26,6 +29,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
+
+from .categorical.simplex import Simplex
+from .polytope import Polytope
 
 __all__ = ["RunningMeanBaseline", "ScoreFunction", "score_function_sample"]
 
@@ -92,28 +98,38 @@ class RunningMeanBaseline(nn.Module):
 
 
 class ScoreFunction(torch.autograd.Function):
-    """Forward: one-hot sample of ``softmax(s)``; backward: ``(l - b) * (onehot(z) - p)``.
+    """Forward: an exact sample ``z ~ p(z)``; backward: ``(l(z) - b) * (z - Marg(s))``.
 
-    Call as ``ScoreFunction.apply(scores, loss_fn, baseline, generator)`` where ``loss_fn(z)``
-    returns the per-sample losses (shape (n,)) of the current decoder at ``z``; it is evaluated
-    (without gradient) in ``backward`` only. ``baseline`` is a :class:`RunningMeanBaseline` or
-    None. The gradient arriving at ``z`` is not used: the decoder's own parameters get theirs
-    through the ordinary graph, and ``z`` is a sample, not a differentiable function of ``s``.
+    Call as ``ScoreFunction.apply(scores, loss_fn, baseline, generator[, polytope, sizes])``
+    where ``loss_fn(z)`` returns the per-sample losses (shape (B,)) of the current decoder at
+    ``z``; it is evaluated (without gradient) in ``backward`` only. ``baseline`` is None or an
+    object with a ``value`` tensor and an ``update(losses)`` method, such as
+    :class:`RunningMeanBaseline`. The gradient arriving at ``z`` is not used: the decoder's own
+    parameters get theirs through the ordinary graph, and ``z`` is a sample, not a
+    differentiable function of ``s``.
 
     Parameters
     ----------
-    scores : Tensor of shape (n, K)
+    scores : Tensor of shape (B, ...)
+        Encoder scores, e.g. (n, K) on the simplex.
     loss_fn : callable
-        ``loss_fn(z) -> Tensor (n,)``.
+        ``loss_fn(z) -> Tensor (B,)``.
     baseline : RunningMeanBaseline or None
         Read, then updated with this batch's losses, in the backward pass.
     generator : torch.Generator or None
         Source of the samples.
+    polytope : Polytope, optional
+        The structures' polytope; default the simplex
+        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`, one-hot samples of
+        ``softmax(s)``).
+    sizes : Tensor, optional
+        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
+        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
 
     Returns
     -------
-    z : Tensor of shape (n, K)
-        One-hot samples.
+    z : Tensor of shape (B, ...)
+        One sampled structure per sample (one-hot rows on the simplex).
 
     Examples
     --------
@@ -131,28 +147,37 @@ class ScoreFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, scores, loss_fn, baseline, generator):
-        p = torch.softmax(scores, dim=-1)
-        index = torch.multinomial(p, 1, generator=generator)
-        z = torch.zeros_like(p).scatter_(-1, index, 1.0)
+    def forward(
+        ctx,
+        scores: torch.Tensor,
+        loss_fn: LossFn,
+        baseline: RunningMeanBaseline | None,
+        generator: torch.Generator | None,
+        polytope: Polytope | None = None,
+        sizes: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        polytope = Simplex() if polytope is None else polytope
+        z = polytope.sample(scores, sizes, generator)
+        ctx.polytope = polytope
         ctx.loss_fn = loss_fn
         ctx.baseline = baseline
-        ctx.save_for_backward(p, z)
+        ctx.save_for_backward(scores, z, sizes)
         return z
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_z):
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None
-        p, z = ctx.saved_tensors
+            return (None,) * 6
+        scores, z, sizes = ctx.saved_tensors
         with torch.no_grad():
-            losses = ctx.loss_fn(z).detach().to(p.dtype)
-        b = 0.0 if ctx.baseline is None else ctx.baseline.value.to(p.dtype)
-        grad_s = (losses - b).unsqueeze(-1) * (z - p)
+            losses = ctx.loss_fn(z).detach().to(scores.dtype)
+        b = 0.0 if ctx.baseline is None else ctx.baseline.value.to(scores.dtype)
+        marginals = ctx.polytope.marginals(scores, sizes)
+        weight = (losses - b).reshape(-1, *(1,) * (z.dim() - 1))
         if ctx.baseline is not None:
             ctx.baseline.update(losses)
-        return grad_s, None, None, None
+        return (weight * (z - marginals), *(None,) * 5)
 
 
 def score_function_sample(

@@ -1,24 +1,30 @@
-"""Surrogate gradients for an argmax over a categorical latent: STE-I, SPIGOT, SPIGOT-CE, SPIGOT-EG.
+"""Surrogate gradients of the MAP structure, over any polytope: STE-I, SPIGOT, SPIGOT-CE/-EG.
 
-The forward pass of every method here is the MAP one-hot ``z_hat = onehot(argmax(s))``, whose
-true Jacobian is zero. The backward pass replaces it by "pulling back" the downstream gradient
-``gamma = dL/dz`` to a target ``z_tilde`` that the decoder would prefer, and returns the gradient
-of a loss that moves the encoder towards it [1]_:
+The forward pass of every method here is the MAP structure ``z_hat = argmax_{z in Z} <s, z>``
+(the one-hot argmax of a categorical latent, the best tree of a sentence), whose true Jacobian
+is zero. The backward pass replaces it by "pulling back" the downstream gradient
+``gamma = dL/dz`` to a target ``z_k`` that the decoder would prefer, and returns the gradient
+of a loss that moves the encoder towards it [1]_. Each method is written once, over the oracles
+of a :class:`~ebmclassifier.latent.polytope.Polytope` ``M`` (``Marg`` = its marginals, ``Pi`` =
+its Euclidean projection):
 
 ============  ===========================  ====================================================
 method        start point (z_0)            inner step, ``t = 0 .. k-1``
 ============  ===========================  ====================================================
 STE-I         ``z_hat``                    ``z_{t+1} = z_t - eta * gamma(z_t)``
-SPIGOT        ``z_hat``                    ``z_{t+1} = proj_simplex(z_t - eta * gamma(z_t))``
-SPIGOT-CE     ``mu_0 = softmax(s)``        ``z_{t+1} = proj_simplex(z_t - eta * gamma(z_t))``
-SPIGOT-EG     ``mu_0 = softmax(s)``        ``z_{t+1} = softmax(log z_t - eta * gamma(z_t))``
+SPIGOT        ``z_hat``                    ``z_{t+1} = Pi(z_t - eta * gamma(z_t))``
+SPIGOT-CE     ``mu_0 = Marg(s)``           ``z_{t+1} = Pi(z_t - eta * gamma(z_t))``
+SPIGOT-EG     ``mu_0 = Marg(s)``           ``s_{t+1} = s_t - eta * gamma(Marg(s_t))``
 ============  ===========================  ====================================================
 
-and ``dL/ds := z_0 - z_k``. With ``k = 1`` these are the paper's Eqs.: STE-I gives
-``eta * gamma`` (identity straight-through), SPIGOT gives ``z_hat - proj(z_hat - eta*gamma)``
+and ``dL/ds := z_0 - z_k`` (for SPIGOT-EG, ``Marg(s) - Marg(s_k)``: mirror descent on the
+polytope is gradient descent on the scores). With ``k = 1`` these are the paper's equations:
+STE-I gives ``eta * gamma`` (identity straight-through), SPIGOT ``z_hat - Pi(z_hat - eta*gamma)``
 (the perceptron-loss gradient towards the pulled-back target), SPIGOT-CE
-``softmax(s) - proj(softmax(s) - eta * gamma(mu_0))`` (the cross-entropy gradient towards it) and
-SPIGOT-EG ``softmax(s) - softmax(s - eta * gamma(mu_0))``.
+``Marg(s) - Pi(Marg(s) - eta * gamma(mu_0))`` (the cross-entropy gradient towards it) and
+SPIGOT-EG ``Marg(s) - Marg(s - eta * gamma(mu_0))``. On the simplex (the default polytope),
+``Marg`` is softmax and ``Pi`` sparsemax; on trees, the arc marginals and SparseMAP
+(:class:`~ebmclassifier.latent.trees.polytope.TreePolytope`).
 
 Conventions
 -----------
@@ -26,11 +32,13 @@ Conventions
 Gradients at any other point come from ``gamma_fn(z) -> dL/dz``, a closure over the current
 decoder, inputs and targets that the caller builds once per training step; it must compute the
 gradient of the *same* loss whose gradient arrives at ``z`` (see
-:func:`ebmclassifier.latent.categorical.gamma_from_loss`). It is called inside ``backward`` only,
-so validation passes, which never call ``backward``, pay nothing for it. ``eta`` multiplies gamma
+:func:`ebmclassifier.latent.gamma_from_loss`). It is called inside ``backward`` only, so
+validation passes, which never call ``backward``, pay nothing for it. ``eta`` multiplies gamma
 as given: for a batch-mean loss, gamma of a sample is 1/n of its own gradient, so callers that want
 a per-sample step size pass the sum of per-sample losses and rescale the encoder's gradient
-(:class:`ebmclassifier.latent.classifier.LatentStructureClassifier` does this).
+(:class:`ebmclassifier.latent.classifier.LatentStructureClassifier` does this). Gradients on
+coordinates that are no part of a sample's structures (a tree's padding) are ignored and
+returned as zero (:meth:`~ebmclassifier.latent.polytope.Polytope.restrict`).
 
 References
 ----------
@@ -48,9 +56,10 @@ from collections.abc import Callable
 import torch
 from torch.autograd.function import once_differentiable
 
-from .simplex import project_simplex
+from .categorical.simplex import Simplex, one_hot_argmax
+from .polytope import Polytope
 
-#: The type of ``gamma_fn``: latent points (n, K) -> the downstream gradient ``dL/dz`` there.
+#: The type of ``gamma_fn``: latent points (B, ...) -> the downstream gradient ``dL/dz`` there.
 GammaFn = Callable[[torch.Tensor], torch.Tensor]
 
 __all__ = [
@@ -63,88 +72,67 @@ __all__ = [
 ]
 
 
-def one_hot_argmax(scores: torch.Tensor) -> torch.Tensor:
-    """MAP one-hot vector of each row of ``scores`` (shape (n, K)), ties to the lowest index.
+class _PullBack:
+    """What a pulled-back target needs: the polytope and the batch's sizes, gamma_fn, eta, k."""
 
-    Parameters
-    ----------
-    scores : Tensor of shape (n, K)
+    def __init__(self, polytope, sizes, gamma_fn, step_size, inner_steps):
+        self.polytope = polytope
+        self.sizes = sizes
+        self.gamma_fn = gamma_fn
+        self.step_size = step_size
+        self.inner_steps = inner_steps
 
-    Returns
-    -------
-    Tensor of shape (n, K)
-        ``onehot(argmax(s))`` per row, in the dtype of ``scores``; not differentiable.
+    def require_gamma_fn(self, method: str, why: str) -> None:
+        if self.gamma_fn is None:
+            raise ValueError(
+                f"{method} needs gamma_fn (the downstream gradient at points other than the "
+                f"MAP structure) {why}; got gamma_fn=None. Build one with "
+                "ebmclassifier.latent.gamma_from_loss (or pass loss_fn to the latent function)."
+            )
 
-    Examples
-    --------
-    >>> import torch
-    >>> one_hot_argmax(torch.tensor([[0.1, 2.0, -1.0]]))
-    tensor([[0., 1., 0.]])
-    """
-    index = scores.argmax(dim=-1, keepdim=True)
-    return torch.zeros_like(scores).scatter_(-1, index, 1.0)
+    def gamma(self, z: torch.Tensor) -> torch.Tensor:
+        return self.polytope.restrict(self.gamma_fn(z), self.sizes)
 
+    def marginals(self, scores: torch.Tensor) -> torch.Tensor:
+        return self.polytope.marginals(scores, self.sizes)
 
-def _require_gamma_fn(gamma_fn: GammaFn | None, method: str, why: str) -> GammaFn:
-    if gamma_fn is None:
-        raise ValueError(
-            f"{method} needs gamma_fn (the downstream gradient at points other than the argmax) "
-            f"{why}; got gamma_fn=None. Build one with ebmclassifier.latent.gamma_from_loss."
-        )
-    return gamma_fn
-
-
-def _inner_steps(
-    z: torch.Tensor,
-    gamma: torch.Tensor,
-    gamma_fn: GammaFn | None,
-    step_size: float,
-    inner_steps: int,
-    update: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-) -> torch.Tensor:
-    """Run ``z <- update(z, eta * gamma(z))`` k times; ``gamma`` is gamma at the start point."""
-    for t in range(inner_steps):
-        if t > 0:
-            gamma = gamma_fn(z)
-        z = update(z, step_size * gamma)
-    return z
+    def steps(self, z: torch.Tensor, gamma: torch.Tensor, project: bool) -> torch.Tensor:
+        """``z <- Pi(z - eta * gamma(z))`` (or without ``Pi``) k times; ``gamma`` is at ``z``."""
+        for t in range(self.inner_steps):
+            if t > 0:
+                gamma = self.gamma(z)
+            z = z - self.step_size * gamma
+            if project:
+                z = self.polytope.project(z, self.sizes)
+        return z
 
 
-def _euclidean_step(z: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
-    return z - step
+def _ste_grad(pb: _PullBack, scores, z_hat, gamma):
+    if pb.inner_steps > 1:
+        pb.require_gamma_fn("STE-I", "when inner_steps > 1")
+    return z_hat - pb.steps(z_hat, gamma, project=False)
 
 
-def _projected_step(z: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
-    return project_simplex(z - step)
+def _spigot_grad(pb: _PullBack, scores, z_hat, gamma):
+    if pb.inner_steps > 1:
+        pb.require_gamma_fn("SPIGOT", "when inner_steps > 1")
+    return z_hat - pb.steps(z_hat, gamma, project=True)
 
 
-def _ste_grad(scores, z_hat, grad_z, gamma_fn, step_size, inner_steps):
-    if inner_steps > 1:
-        gamma_fn = _require_gamma_fn(gamma_fn, "STE-I", "when inner_steps > 1")
-    return z_hat - _inner_steps(z_hat, grad_z, gamma_fn, step_size, inner_steps, _euclidean_step)
+def _spigot_ce_grad(pb: _PullBack, scores, z_hat, gamma):
+    pb.require_gamma_fn("SPIGOT-CE", "to evaluate gamma at the marginals Marg(s)")
+    mu_0 = pb.marginals(scores)
+    return mu_0 - pb.steps(mu_0, pb.gamma(mu_0), project=True)
 
 
-def _spigot_grad(scores, z_hat, grad_z, gamma_fn, step_size, inner_steps):
-    if inner_steps > 1:
-        gamma_fn = _require_gamma_fn(gamma_fn, "SPIGOT", "when inner_steps > 1")
-    return z_hat - _inner_steps(z_hat, grad_z, gamma_fn, step_size, inner_steps, _projected_step)
-
-
-def _spigot_ce_grad(scores, z_hat, grad_z, gamma_fn, step_size, inner_steps):
-    gamma_fn = _require_gamma_fn(gamma_fn, "SPIGOT-CE", "to evaluate gamma at softmax(s)")
-    mu_0 = torch.softmax(scores, dim=-1)
-    return mu_0 - _inner_steps(
-        mu_0, gamma_fn(mu_0), gamma_fn, step_size, inner_steps, _projected_step
-    )
-
-
-def _spigot_eg_grad(scores, z_hat, grad_z, gamma_fn, step_size, inner_steps):
-    gamma_fn = _require_gamma_fn(gamma_fn, "SPIGOT-EG", "to evaluate gamma at softmax(s)")
-    # Iterate on scores rather than on log(mu): the same points, and no log(0).
+def _spigot_eg_grad(pb: _PullBack, scores, z_hat, gamma):
+    pb.require_gamma_fn("SPIGOT-EG", "to evaluate gamma at the marginals Marg(s)")
+    # Mirror descent on the polytope is gradient descent on the scores: the same points as
+    # iterating on log(mu), and no log(0).
     s_k = scores
-    for _ in range(inner_steps):
-        s_k = s_k - step_size * gamma_fn(torch.softmax(s_k, dim=-1))
-    return torch.softmax(scores, dim=-1) - torch.softmax(s_k, dim=-1)
+    for _ in range(pb.inner_steps):
+        s_k = s_k - pb.step_size * pb.gamma(pb.marginals(s_k))
+    return pb.marginals(scores) - pb.marginals(s_k)
 
 
 def _surrogate_backward(pulled_back):
@@ -153,40 +141,53 @@ def _surrogate_backward(pulled_back):
     @once_differentiable
     def backward(ctx, grad_z):
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None
-        scores, z_hat = ctx.saved_tensors
-        grad_s = pulled_back(scores, z_hat, grad_z, ctx.gamma_fn, ctx.step_size, ctx.inner_steps)
-        return grad_s, None, None, None
+            return (None,) * 6
+        scores, z_hat, sizes = ctx.saved_tensors
+        polytope = ctx.polytope
+        pb = _PullBack(polytope, sizes, ctx.gamma_fn, ctx.step_size, ctx.inner_steps)
+        grad_s = pulled_back(pb, scores, z_hat, polytope.restrict(grad_z, sizes))
+        return (polytope.restrict(grad_s, sizes), *(None,) * 5)
 
     return staticmethod(backward)
 
 
 class _ArgmaxSurrogate(torch.autograd.Function):
-    """Forward ``onehot(argmax(s))``; each subclass sets ``backward`` to its pulled-back target.
+    """Forward the MAP structure; each subclass sets ``backward`` to its pulled-back target.
 
-    Called as ``Method.apply(scores, gamma_fn, step_size, inner_steps)``.
+    Called as ``Method.apply(scores, gamma_fn, step_size, inner_steps, polytope, sizes)``; the
+    last two default to the simplex.
     """
 
     @staticmethod
-    def forward(ctx, scores, gamma_fn, step_size, inner_steps):
-        z_hat = one_hot_argmax(scores)
+    def forward(
+        ctx,
+        scores: torch.Tensor,
+        gamma_fn: GammaFn | None,
+        step_size: float,
+        inner_steps: int,
+        polytope: Polytope | None = None,
+        sizes: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        polytope = Simplex() if polytope is None else polytope
+        z_hat = polytope.map(scores, sizes)
+        ctx.polytope = polytope
         ctx.gamma_fn = gamma_fn
         ctx.step_size = float(step_size)
         ctx.inner_steps = int(inner_steps)
-        ctx.save_for_backward(scores, z_hat)
+        ctx.save_for_backward(scores, z_hat, sizes)
         return z_hat
 
 
 class STEIdentity(_ArgmaxSurrogate):
     """STE-I: ``dL/ds = z_hat - z_k``, plain gradient steps from ``z_hat`` (``eta*gamma`` if k=1).
 
-    Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps)``. See the module
-    docstring and Mihaylova et al. (2020).
+    Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps[, polytope, sizes])``.
+    See the module docstring and Mihaylova et al. (2020).
 
     Parameters
     ----------
-    scores : Tensor of shape (n, K)
-        Encoder scores ``s``.
+    scores : Tensor of shape (B, ...)
+        Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable or None
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None
         when ``inner_steps == 1``.
@@ -194,11 +195,17 @@ class STEIdentity(_ArgmaxSurrogate):
         ``eta``.
     inner_steps : int
         ``k``.
+    polytope : Polytope, optional
+        The structures' polytope; default the simplex
+        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
+    sizes : Tensor, optional
+        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
+        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
 
     Returns
     -------
-    z_hat : Tensor of shape (n, K)
-        ``onehot(argmax(s))``.
+    z_hat : Tensor of shape (B, ...)
+        The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
     --------
@@ -218,13 +225,13 @@ class STEIdentity(_ArgmaxSurrogate):
 class SPIGOT(_ArgmaxSurrogate):
     """SPIGOT: ``dL/ds = z_hat - z_k``, projected gradient steps from ``z_hat``.
 
-    Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps)``. See the module
-    docstring, Mihaylova et al. (2020) and Peng et al. (2018).
+    Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps[, polytope, sizes])``. See
+    the module docstring, Mihaylova et al. (2020) and Peng et al. (2018).
 
     Parameters
     ----------
-    scores : Tensor of shape (n, K)
-        Encoder scores ``s``.
+    scores : Tensor of shape (B, ...)
+        Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable or None
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`); may be None
         when ``inner_steps == 1``.
@@ -232,11 +239,17 @@ class SPIGOT(_ArgmaxSurrogate):
         ``eta``.
     inner_steps : int
         ``k``.
+    polytope : Polytope, optional
+        The structures' polytope; default the simplex
+        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
+    sizes : Tensor, optional
+        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
+        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
 
     Returns
     -------
-    z_hat : Tensor of shape (n, K)
-        ``onehot(argmax(s))``.
+    z_hat : Tensor of shape (B, ...)
+        The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
     --------
@@ -255,27 +268,34 @@ class SPIGOT(_ArgmaxSurrogate):
 
 
 class SPIGOTCrossEntropy(_ArgmaxSurrogate):
-    """SPIGOT-CE: ``dL/ds = mu_0 - z_k``, projected steps from ``mu_0 = softmax(s)``.
+    """SPIGOT-CE: ``dL/ds = mu_0 - z_k``, projected steps from ``mu_0 = Marg(s)``.
 
     ``gamma`` is evaluated at ``mu_0`` (and later iterates) through ``gamma_fn``, which is
-    required. Call as ``SPIGOTCrossEntropy.apply(scores, gamma_fn, step_size, inner_steps)``.
+    required. Call as
+    ``SPIGOTCrossEntropy.apply(scores, gamma_fn, step_size, inner_steps[, polytope, sizes])``.
     See the module docstring and Mihaylova et al. (2020).
 
     Parameters
     ----------
-    scores : Tensor of shape (n, K)
-        Encoder scores ``s``.
+    scores : Tensor of shape (B, ...)
+        Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`).
     step_size : float
         ``eta``.
     inner_steps : int
         ``k``.
+    polytope : Polytope, optional
+        The structures' polytope; default the simplex
+        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
+    sizes : Tensor, optional
+        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
+        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
 
     Returns
     -------
-    z_hat : Tensor of shape (n, K)
-        ``onehot(argmax(s))``.
+    z_hat : Tensor of shape (B, ...)
+        The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
     --------
@@ -296,28 +316,35 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
 
 
 class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
-    """SPIGOT-EG: ``dL/ds = softmax(s) - softmax(s_k)``, exponentiated-gradient steps.
+    """SPIGOT-EG: ``dL/ds = Marg(s) - Marg(s_k)``, exponentiated-gradient steps.
 
-    ``s_{t+1} = s_t - eta * gamma(softmax(s_t))`` from ``s_0 = s``; for ``k = 1`` this is
-    ``softmax(s) - softmax(s - eta * gamma(mu_0))``. ``gamma_fn`` is required. Call as
-    ``SPIGOTExponentiatedGradient.apply(scores, gamma_fn, step_size, inner_steps)``.
-    See the module docstring and Mihaylova et al. (2020).
+    ``s_{t+1} = s_t - eta * gamma(Marg(s_t))`` from ``s_0 = s``; for ``k = 1`` this is
+    ``Marg(s) - Marg(s - eta * gamma(mu_0))``, with ``Marg = softmax`` on the simplex.
+    ``gamma_fn`` is required. Call as ``SPIGOTExponentiatedGradient.apply(scores, gamma_fn,
+    step_size, inner_steps[, polytope, sizes])``. See the module docstring and Mihaylova et al.
+    (2020).
 
     Parameters
     ----------
-    scores : Tensor of shape (n, K)
-        Encoder scores ``s``.
+    scores : Tensor of shape (B, ...)
+        Encoder scores ``s``, e.g. (n, K) on the simplex.
     gamma_fn : callable
         ``gamma_fn(z) -> dL/dz`` (:func:`~ebmclassifier.latent.gamma_from_loss`).
     step_size : float
         ``eta``.
     inner_steps : int
         ``k``.
+    polytope : Polytope, optional
+        The structures' polytope; default the simplex
+        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
+    sizes : Tensor, optional
+        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
+        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
 
     Returns
     -------
-    z_hat : Tensor of shape (n, K)
-        ``onehot(argmax(s))``.
+    z_hat : Tensor of shape (B, ...)
+        The MAP structure, ``onehot(argmax(s))`` on the simplex.
 
     Examples
     --------

@@ -1,18 +1,12 @@
-"""Dependency trees as latent structures: MAP, log-partition, marginals, sampling, SparseMAP.
+"""MAP, log-partition, marginals and sampling of dependency trees, projective or not.
 
-The public entry points of the tree routines, dispatching on ``projective``:
-
-==================  =====================================  ======================================
-                    projective (``projective=True``)       non-projective
-==================  =====================================  ======================================
-MAP                 Eisner (:func:`eisner`)                Chu-Liu-Edmonds (:func:`chu_liu_edmonds`)
-log-partition       inside algorithm                       matrix-tree theorem (Koo et al. 2007)
-marginals           gradient of log Z (inside-outside)     gradient of log Z
-SparseMAP           active set over the MAP oracle         the same, with Chu-Liu-Edmonds
-==================  =====================================  ======================================
+The public entry points of the tree routines, dispatching on ``projective``. Each checks its
+arguments once and runs a private core that trusts them; the tree polytope
+(:class:`~ebmclassifier.latent.trees.polytope.TreePolytope`) calls the cores directly. The
+algorithms of each family are listed in :mod:`ebmclassifier.latent.trees`.
 
 Conventions (shapes, root, padding, single-root trees) are those of
-:mod:`ebmclassifier.latent._tree_utils`: ``scores[b, head, modifier]`` of shape
+:mod:`ebmclassifier.latent.trees._arcs`: ``scores[b, head, modifier]`` of shape
 ``(B, N + 1, N + 1)`` with the root at index 0 and ``lengths[b]`` real words.
 """
 
@@ -20,25 +14,11 @@ from __future__ import annotations
 
 import torch
 
-from ._tree_utils import arc_mask, arcs_to_heads, check_arc_scores, heads_to_arcs
-from .tree_nonprojective import chu_liu_edmonds, nonprojective_log_partition
-from .tree_projective import eisner, projective_log_partition
-from .tree_sparsemap import tree_sparsemap
+from ._arcs import check_arc_scores, heads_to_arcs
+from .nonprojective import _chu_liu_edmonds, _matrix_tree
+from .projective import _eisner, _inside
 
-__all__ = [
-    "arc_mask",
-    "arcs_to_heads",
-    "chu_liu_edmonds",
-    "eisner",
-    "heads_to_arcs",
-    "nonprojective_log_partition",
-    "projective_log_partition",
-    "sample_trees",
-    "tree_log_partition",
-    "tree_map",
-    "tree_marginals",
-    "tree_sparsemap",
-]
+__all__ = ["sample_trees", "tree_log_partition", "tree_map", "tree_marginals"]
 
 
 def tree_map(
@@ -63,12 +43,18 @@ def tree_map(
     Examples
     --------
     >>> import torch
+    >>> from ebmclassifier.latent.trees import arcs_to_heads
     >>> s = torch.zeros(1, 3, 3)
     >>> s[0, 0, 2] = s[0, 2, 1] = 1.0
     >>> arcs_to_heads(tree_map(s))
     tensor([[2, 0]])
     """
-    return eisner(scores, lengths) if projective else chu_liu_edmonds(scores, lengths)
+    scores, lengths = check_arc_scores(scores, lengths)
+    return _map(scores, lengths, projective)
+
+
+def _map(scores: torch.Tensor, lengths: torch.Tensor, projective: bool) -> torch.Tensor:
+    return _eisner(scores, lengths) if projective else _chu_liu_edmonds(scores, lengths)
 
 
 def tree_log_partition(
@@ -95,9 +81,12 @@ def tree_log_partition(
     >>> tree_log_partition(torch.zeros(1, 4, 4), projective=False).exp().round()
     tensor([9.])
     """
-    if projective:
-        return projective_log_partition(scores, lengths)
-    return nonprojective_log_partition(scores, lengths)
+    scores, lengths = check_arc_scores(scores, lengths)
+    return _log_partition(scores, lengths, projective)
+
+
+def _log_partition(scores: torch.Tensor, lengths: torch.Tensor, projective: bool) -> torch.Tensor:
+    return _inside(scores, lengths) if projective else _matrix_tree(scores, lengths)
 
 
 def tree_marginals(
@@ -136,10 +125,14 @@ def tree_marginals(
             [0.0000, 0.5000, 0.0000]])
     """
     scores, lengths = check_arc_scores(scores, lengths)
+    return _marginals(scores, lengths, projective)
+
+
+def _marginals(scores: torch.Tensor, lengths: torch.Tensor, projective: bool) -> torch.Tensor:
     create_graph = scores.requires_grad and torch.is_grad_enabled()
     with torch.enable_grad():
         leaf = scores if create_graph else scores.detach().requires_grad_(True)
-        log_z = tree_log_partition(leaf, lengths, projective)
+        log_z = _log_partition(leaf, lengths, projective)
         (marginals,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=create_graph)
     return marginals
 
@@ -180,6 +173,10 @@ def sample_trees(
     tensor([2., 2., 2., 2.])
     """
     scores, lengths = check_arc_scores(scores, lengths)
+    return _sample(scores, lengths, projective, generator)
+
+
+def _sample(scores, lengths, projective, generator=None) -> torch.Tensor:
     n = scores.shape[1] - 1
     # a large finite penalty rather than -inf keeps the charts free of nan
     forbid = -1e4 if scores.dtype != torch.float64 else -1e8
@@ -187,7 +184,7 @@ def sample_trees(
     heads = torch.full((scores.shape[0], n), -1, dtype=torch.long, device=scores.device)
     rows = torch.arange(n + 1, device=scores.device)
     for m in range(1, n + 1):
-        marg = tree_marginals(work, lengths, projective)[:, :, m]  # (B, N+1) over heads
+        marg = _marginals(work, lengths, projective)[:, :, m]  # (B, N+1) over heads
         padding = (lengths < m)[:, None]
         probs = torch.where(padding, torch.ones_like(marg), marg.clamp(min=0.0))
         head = torch.multinomial(probs, 1, generator=generator)[:, 0]

@@ -1,0 +1,209 @@
+"""The shared part of the composed estimators: experts as ``(name, estimator)`` pairs.
+
+:class:`~ebmclassifier.ensemble.ProductOfExperts` and
+:class:`~ebmclassifier.concepts.ConceptComposition` hold a list of experts as
+:class:`~sklearn.ensemble.VotingClassifier` does: nested parameters (``name__param``), a
+clone of each fitted in ``fit`` (a ``FrozenEstimator`` clones to itself and ignores ``fit``).
+They validate the input once, at their public methods, and then run every expert's network
+(its documented fitted attribute ``module_``, which maps a batch to logits) on the same
+tensors, so a composed energy can be differentiated with respect to the input.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils import Bunch
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import ParamChecker
+
+__all__ = ["ExpertsBase"]
+
+
+def _module_device(module: torch.nn.Module) -> torch.device:
+    parameter = next(module.parameters(), None)
+    return torch.device("cpu") if parameter is None else parameter.device
+
+
+class ExpertsBase(BaseEstimator):
+    """What both faces share: the ``(name, estimator)`` list, nested parameters, fitting the
+    experts, and batched inference through their networks."""
+
+    # ------------------------------------------------------------------ parameters
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Parameters of this estimator and, with ``deep``, of every expert as ``name__param``.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Also return each expert (under its name) and its parameters.
+
+        Returns
+        -------
+        params : dict
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> poe = ProductOfExperts([("ce", NGEBMClassifier(beta=0.0)), ("ng", NGEBMClassifier())])
+        >>> params = poe.get_params()
+        >>> params["ce__beta"], params["ng__beta"], params["combine"]
+        (0.0, 0.5, 'product')
+        """
+        params = super().get_params(deep=False)
+        if deep:
+            for name, expert in self._pairs():
+                params[name] = expert
+                for key, value in expert.get_params(deep=True).items():
+                    params[f"{name}__{key}"] = value
+        return params
+
+    def set_params(self, **params):
+        """Set parameters; ``name`` replaces an expert and ``name__param`` sets one of its own.
+
+        Parameters
+        ----------
+        **params
+            Parameters of this estimator, experts by name, or ``name__param`` of an expert.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> poe = ProductOfExperts([("expert", NGEBMClassifier())])
+        >>> poe.set_params(expert__beta=0.1, weights=[2.0]).get_params()["expert__beta"]
+        0.1
+        >>> poe.set_params(expert=NGEBMClassifier(beta=0.0)).estimators[0][1].beta
+        0.0
+        """
+        if "estimators" in params:
+            self.estimators = params.pop("estimators")
+        names = [name for name, _ in self._pairs()]
+        for name in [key for key in params if key in names]:
+            expert = params.pop(name)
+            self.estimators = [(n, expert if n == name else e) for n, e in self._pairs()]
+        return super().set_params(**params)
+
+    def _pairs(self) -> list:
+        """The ``(name, estimator)`` pairs, or ``[]`` when the parameter is not such a list
+        (``fit`` says what is wrong with it)."""
+        try:
+            pairs = [(name, expert) for name, expert in self.estimators]
+        except (TypeError, ValueError):
+            return []
+        return pairs if all(hasattr(e, "get_params") for _, e in pairs) else []
+
+    def _check_common_params(self, check: ParamChecker) -> None:
+        owner = type(self).__name__
+        pairs = self._pairs()
+        if not pairs or not all(isinstance(name, str) for name, _ in pairs):
+            check.add(
+                f"The 'estimators' parameter of {owner} must be a non-empty list of "
+                f"(name, estimator) pairs with str names. Got {self.estimators!r} instead."
+            )
+        names = [name for name, _ in pairs]
+        own = set(super().get_params(deep=False))
+        bad = sorted(
+            {n for n in names if names.count(n) > 1 or "__" in str(n) or n in own}, key=str
+        )
+        if bad:
+            check.add(
+                f"The names of the experts of {owner} must be unique, contain no '__' and not "
+                f"be one of its parameters {sorted(own)!r}. Got {bad!r}; rename them."
+            )
+        check.integer("batch_size", 1)
+        if pairs and not check.messages:
+            self._check_weights(check, len(pairs))
+
+    def _check_weights(self, check: ParamChecker, n_experts: int) -> None:
+        if self.weights is None:
+            return
+        weights = np.asarray(self.weights, dtype=object)
+        ok = weights.shape == (n_experts,) and all(
+            isinstance(w, Real) and not isinstance(w, bool) and math.isfinite(w) for w in weights
+        )
+        if not ok:
+            check.add(
+                f"The 'weights' parameter of {type(self).__name__} must be None or a list of "
+                f"{n_experts} finite numbers, one per expert. Got {self.weights!r} instead."
+            )
+
+    def _resolved_weights(self) -> np.ndarray:
+        n = len(self.estimators)
+        return np.ones(n) if self.weights is None else np.asarray(self.weights, dtype=float)
+
+    # ------------------------------------------------------------------ fitting
+
+    def _fit_experts(self, X: np.ndarray, targets: list) -> None:
+        """Clone and fit each expert on its target (a ``FrozenEstimator`` clones to itself
+        and ignores ``fit``), then check what the composition needs of the fitted experts."""
+        experts = [
+            clone(expert).fit(X, t) for (_, expert), t in zip(self.estimators, targets, strict=True)
+        ]
+        names = [name for name, _ in self.estimators]
+        for name, expert in zip(names, experts, strict=True):
+            if not isinstance(getattr(expert, "module_", None), torch.nn.Module):
+                raise TypeError(
+                    f"The expert {name!r} of {type(self).__name__} ({type(expert).__name__}) has "
+                    "no torch module_ after fit; the experts must be the library's estimators "
+                    "(or others whose fitted module_ maps a batch to logits)."
+                )
+            if getattr(expert, "n_features_in_", self.n_features_in_) != self.n_features_in_:
+                raise ValueError(
+                    f"The expert {name!r} was fitted on {expert.n_features_in_} features, but X "
+                    f"has {self.n_features_in_}; all experts must take the same input."
+                )
+        self.estimators_ = experts
+        self.named_estimators_ = Bunch(**dict(zip(names, experts, strict=True)))
+        self.weights_ = self._resolved_weights()
+
+    # ------------------------------------------------------------------ inference
+
+    def _validate_X(self, X, *, reset: bool) -> np.ndarray:
+        if isinstance(X, torch.Tensor):
+            X = X.detach().cpu().numpy()
+        X = validate_data(self, X, reset=reset, dtype=np.float32, allow_nd=True)
+        if reset:
+            self.input_shape_ = tuple(X.shape[1:])
+        elif tuple(X.shape[1:]) != self.input_shape_:
+            raise ValueError(
+                f"X has samples of shape {tuple(X.shape[1:])}, but {type(self).__name__} was "
+                f"fitted on samples of shape {self.input_shape_}."
+            )
+        return X
+
+    def _device(self) -> torch.device:
+        return _module_device(self.estimators_[0].module_)
+
+    def _eval(self) -> None:
+        for expert in self.estimators_:
+            expert.module_.eval()
+
+    def _expert_logits(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """Logits of expert ``k`` for a batch, on the batch's device (experts may differ)."""
+        module = self.estimators_[k].module_
+        return module(x.to(_module_device(module))).to(x.device)
+
+    def _map(self, X, fn) -> np.ndarray:
+        """Validate ``X`` once, then ``fn(batch)`` batch by batch, so memory stays flat.
+
+        Under ``torch.no_grad``; ``fn`` may enable gradients for itself (``approx_mass``)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        self._eval()
+        device, out = self._device(), []
+        with torch.no_grad():
+            for start in range(0, len(X), self.batch_size):
+                # A copy per batch: the user's array may be read-only.
+                xb = torch.tensor(X[start : start + self.batch_size], device=device)
+                out.append(fn(xb).detach().cpu())
+        return torch.cat(out).numpy()

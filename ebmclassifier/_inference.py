@@ -1,0 +1,229 @@
+"""Batched inference, the face every estimator shares: probabilities, energies, OOD scores.
+
+A mixin over the estimator's ``module_``: each public method validates ``X`` once (the
+estimator's ``_validate_X``), then maps the network over it in batches of the inference batch
+size, so that predicting on a million rows holds memory flat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from sklearn.utils.validation import check_is_fitted
+
+from .energy import OOD_METHODS, energy, ood_score
+
+__all__ = ["InferenceMixin"]
+
+
+class InferenceMixin:
+    """``predict*``, ``energy``, ``score_ood``, ``score_samples``, ``input_range``."""
+
+    def _inference_batch_size(self, n: int) -> int:
+        size = self.get_params_for("iterator_valid").get("batch_size", self.batch_size)
+        return n if size == -1 else size
+
+    def _map_batches(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
+        """Validate ``X`` and apply ``fn`` batch by batch, so memory stays flat."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        self._set_mode(False)
+        size = max(1, self._inference_batch_size(len(X)))
+        out = []
+        for start in range(0, len(X), size):
+            # A copy per batch: the user's array may be read-only, and is never written.
+            xb = torch.tensor(X[start : start + size], device=self.device_)
+            out.append(fn(xb).detach().cpu())
+        return torch.cat(out).numpy()
+
+    def _logits(self, xb: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.module_(xb)
+
+    def _map_logits(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
+        """``fn(logits)`` batch by batch; also for the skorch ``Dataset`` that skorch's
+        scoring callbacks pass, through ``forward`` (which they cache)."""
+        if isinstance(X, torch.utils.data.Dataset):
+            return fn(self.forward(X)).numpy()
+        return self._map_batches(X, lambda xb: fn(self._logits(xb)))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities ``p(y|x) = softmax(f(x))``.
+
+        Parameters
+        ----------
+        X : array-like of the training input's sample shape
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> proba = clf.fit(X, y).predict_proba(X)
+        >>> proba.shape, proba.dtype, np.allclose(proba.sum(axis=1), 1)
+        ((40, 3), dtype('float32'), True)
+        """
+        return self._map_logits(X, lambda logits: torch.softmax(logits, dim=1))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Log class probabilities, computed stably as ``log_softmax(f(x))``.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> log_proba = clf.fit(X, y).predict_log_proba(X)
+        >>> bool((log_proba <= 0).all()), np.allclose(np.exp(log_proba), clf.predict_proba(X))
+        (True, True)
+        """
+        return self._map_logits(X, lambda logits: torch.log_softmax(logits, dim=1))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class label of each sample.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels as given in ``fit`` (strings stay strings).
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> labels = np.array(["cat", "dog", "owl"])[y]
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> predicted = clf.fit(X, labels).predict(X)
+        >>> predicted.dtype.kind, set(predicted) <= {"cat", "dog", "owl"}
+        ('U', True)
+        >>> bool((predicted == clf.classes_[clf.predict_proba(X).argmax(axis=1)]).all())
+        True
+        """
+        best = self._map_logits(X, lambda logits: logits.argmax(dim=1))
+        return self.classes_[best]
+
+    def energy(self, X) -> np.ndarray:
+        """Energy ``E(x) = -logsumexp_y f(x)[y]`` of each sample.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The lower, the more typical of the training data.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> energies = clf.fit(X, y).energy(X)
+        >>> with torch.no_grad():
+        ...     logits = clf.module_(torch.tensor(X, dtype=torch.float32, device=clf.device_))
+        >>> energies.shape, np.allclose(energies, -torch.logsumexp(logits, dim=1).cpu().numpy())
+        ((40,), True)
+        """
+        return self._map_logits(X, energy)
+
+    def score_ood(self, X, method: str | None = None) -> np.ndarray:
+        """Out-of-distribution score of each sample.
+
+        Parameters
+        ----------
+        X : array-like
+        method : {"energy", "max_softmax", "approx_mass"} or None, default=None
+            ``None`` uses the ``ood_method`` parameter. ``"energy"`` is ``E(x)``,
+            ``"max_softmax"`` is ``-max_y p(y|x)``, ``"approx_mass"`` is ``||dE/dx||_2``
+            (Grathwohl et al., 2020), which needs one backward pass per batch.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The higher, the more likely out-of-distribution.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> clf.score_ood(X).shape  # NG-EBM's default: ood_method="approx_mass"
+        (40,)
+        >>> bool((clf.score_ood(X) >= 0).all())  # a gradient norm
+        True
+        >>> np.allclose(clf.score_ood(X, method="energy"), clf.energy(X))
+        True
+        >>> s = clf.score_ood(X, method="max_softmax")  # -max_y p(y|x), in [-1, -1/3]
+        >>> bool(((s >= -1) & (s <= -1 / 3 + 1e-6)).all())
+        True
+        """
+        method = self.ood_method if method is None else method
+        if method not in OOD_METHODS:
+            raise ValueError(
+                f"Unknown score_ood method {method!r}; use one of "
+                + ", ".join(repr(m) for m in OOD_METHODS)
+                + "."
+            )
+        return self._map_batches(X, lambda xb: ood_score(self.module_, xb, method))
+
+    def score_samples(self, X) -> np.ndarray:
+        """scikit-learn's outlier convention: ``-score_ood(X)`` with the default method.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The lower, the more abnormal.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> np.array_equal(clf.score_samples(X), -clf.score_ood(X))
+        True
+        """
+        return -self.score_ood(X)
+
+    def input_range(self) -> tuple[float, float]:
+        """The smallest and the largest value of the training inputs, over every feature.
+
+        One box for all features (``(0.0, 1.0)`` for images in [0, 1]): the box an attack keeps
+        its inputs in (:func:`~ebmclassifier.metrics.adversarial_accuracy`).
+
+        Returns
+        -------
+        low, high : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> low, high = clf.fit(X, y).input_range()
+        >>> (low, high) == (float(X.astype(np.float32).min()), float(X.astype(np.float32).max()))
+        True
+        """
+        check_is_fitted(self)
+        return float(self.input_min_.min()), float(self.input_max_.max())

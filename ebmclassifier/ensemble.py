@@ -1,0 +1,350 @@
+"""ProductOfExperts: a product or a mixture of classifiers over one label set.
+
+A thin face over :mod:`ebmclassifier.compose` (:func:`~ebmclassifier.compose.product_logits`,
+:func:`~ebmclassifier.compose.mixture_logits`); the experts are held as in
+:mod:`ebmclassifier._experts`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin
+
+from ._experts import ExpertsBase
+from ._ood import OODDecisionMixin
+from ._validation import ParamChecker
+from .compose import mixture_logits, product_logits
+from .energy import OOD_METHODS, energy, ood_score
+
+__all__ = ["ProductOfExperts"]
+
+
+class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
+    """Product or mixture of classifiers over the same labels, with their energies composed.
+
+    Each expert ``k`` has logits ``f_k(x)`` (so ``log p_k(y|x) = f_k(x)[y] + E_k(x)`` with
+    ``E_k(x) = -logsumexp_y f_k(x)[y]``). With weights ``w_k``:
+
+    - ``combine="product"`` (conjunction, a product of experts; Hinton, 2002): logits
+      ``sum_k w_k f_k(x)``, so ``predict_proba = softmax(sum_k w_k f_k)`` and
+      ``energy(X) = -logsumexp_y sum_k w_k f_k(x)[y]``. No renormalisation of the experts is
+      needed; a negative weight subtracts an expert (Du, Li & Mordatch, 2020).
+    - ``combine="mixture"`` (disjunction; with experts that differ only in their seed, the
+      deep ensemble of Lakshminarayanan et al., 2017): ``p(y|x) = sum_k w_k p_k(y|x) / sum_k w_k``
+      and ``energy(X) = -logsumexp_k (log w_k - E_k(x))`` with the weights normalised to sum
+      to one; see :func:`~ebmclassifier.compose.mixture_logits`. Weights must be
+      non-negative.
+
+    ``fit`` fits a clone of each expert on ``(X, y)``, as
+    :class:`~sklearn.ensemble.VotingClassifier` does; pass an already fitted expert as
+    :class:`sklearn.frozen.FrozenEstimator` ``(expert)`` and it is used as it is. Every score
+    (``energy``, ``score_ood`` with its three methods, ``score_samples``) is that of the
+    composed logits; ``"approx_mass"`` differentiates the composed energy with respect to the
+    input. The input is validated once, by this estimator; the experts' networks then run on
+    the same tensors.
+
+    Parameters
+    ----------
+    estimators : list of (str, estimator) pairs
+        The experts: the library's estimators (anything whose fitted ``module_`` maps a batch
+        to logits), all over the same label set and input. Their parameters are reachable as
+        ``name__param`` (``GridSearchCV(poe, {"expert__beta": [0.1, 0.5]})``).
+    weights : array-like of shape (n_experts,) or None, default=None
+        ``w_k``; ``None`` weighs every expert 1. Any finite numbers for the product;
+        non-negative with a positive sum for the mixture. Read by ``fit``.
+    combine : {"product", "mixture"}, default="product"
+    ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
+        The default method of :meth:`score_ood` and :meth:`score_samples`.
+    batch_size : int, default=256
+        Rows per batch at inference.
+
+    Attributes
+    ----------
+    estimators_ : list of estimators
+        The fitted experts, in the order of ``estimators``.
+    named_estimators_ : sklearn.utils.Bunch
+        The fitted experts by name.
+    classes_ : ndarray of shape (n_classes,)
+    weights_ : ndarray of shape (n_experts,)
+    n_features_in_ : int
+    input_shape_ : tuple of int
+        The shape of one sample.
+
+    References
+    ----------
+    .. [1] Hinton, G. E. "Training Products of Experts by Minimizing Contrastive Divergence".
+       Neural Computation, 2002.
+    .. [2] Du, Y., Li, S. and Mordatch, I. "Compositional Visual Generation with Energy Based
+       Models". NeurIPS 2020.
+    .. [3] Lakshminarayanan, B., Pritzel, A. and Blundell, C. "Simple and Scalable Predictive
+       Uncertainty Estimation using Deep Ensembles". NeurIPS 2017.
+
+    Examples
+    --------
+    A deep ensemble of three cross-entropy nets (``beta=0``) that differ in their seed:
+
+    >>> from sklearn.datasets import make_blobs
+    >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+    >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+    >>> members = [(f"seed{s}", NGEBMClassifier(beta=0.0, max_epochs=5, random_state=s,
+    ...                                         module__hidden_sizes=(8,))) for s in range(3)]
+    >>> ensemble = ProductOfExperts(members, combine="mixture").fit(X, y)
+    >>> ensemble.predict_proba(X[:2]).shape, ensemble.score_ood(X[:2], "approx_mass").shape
+    ((2, 3), (2,))
+    """
+
+    def __init__(
+        self,
+        estimators,
+        weights=None,
+        combine: str = "product",
+        ood_method: str = "energy",
+        batch_size: int = 256,
+    ) -> None:
+        self.estimators = estimators
+        self.weights = weights
+        self.combine = combine
+        self.ood_method = ood_method
+        self.batch_size = batch_size
+
+    def _check_params(self) -> None:
+        check = ParamChecker(self)
+        self._check_common_params(check)
+        check.choice("combine", ("product", "mixture"))
+        check.choice("ood_method", OOD_METHODS)
+        if self.combine == "mixture" and not check.messages and self.weights is not None:
+            weights = self._resolved_weights()
+            if (weights < 0).any() or weights.sum() <= 0:
+                check.add(
+                    "The 'weights' of a ProductOfExperts with combine='mixture' must be "
+                    f"non-negative with a positive sum (mixture proportions). Got "
+                    f"{self.weights!r}; negative weights are for combine='product'."
+                )
+        check.raise_if_any()
+
+    def fit(self, X, y):
+        """Fit a clone of every expert on ``(X, y)`` (a ``FrozenEstimator`` is kept as it is).
+
+        Parameters
+        ----------
+        X : array-like of shape ``(n_samples, n_features)`` or ``(n_samples, *input_shape)``
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            On a bad parameter, experts over different label sets, or experts fitted on a
+            different number of features.
+
+        Examples
+        --------
+        An expert fitted before, frozen, beside one that ``fit`` trains:
+
+        >>> from sklearn.datasets import make_blobs
+        >>> from sklearn.frozen import FrozenEstimator
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> fitted = net.fit(X, y)
+        >>> poe = ProductOfExperts([("old", FrozenEstimator(fitted)), ("new", net)]).fit(X, y)
+        >>> poe.named_estimators_["old"].estimator is fitted, poe.classes_
+        (True, array([0, 1, 2]))
+        """
+        self._check_params()
+        if y is None:
+            raise ValueError("ProductOfExperts requires y to be passed, but the target y is None.")
+        X = self._validate_X(X, reset=True)
+        self._fit_experts(X, [y] * len(self.estimators))
+        first_name, first = self.estimators[0][0], self.estimators_[0]
+        for (name, _), expert in zip(self.estimators[1:], self.estimators_[1:], strict=True):
+            if not np.array_equal(expert.classes_, first.classes_):
+                raise ValueError(
+                    f"The experts of a ProductOfExperts must have the same label set: "
+                    f"{name!r} has classes {expert.classes_.tolist()!r} but {first_name!r} has "
+                    f"{first.classes_.tolist()!r}."
+                )
+        self.classes_ = first.classes_
+        return self
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The composed logits of a batch (see the class docstring)."""
+        logits = [self._expert_logits(k, x) for k in range(len(self.estimators_))]
+        weights = torch.as_tensor(self.weights_, dtype=x.dtype, device=x.device)
+        compose = product_logits if self.combine == "product" else mixture_logits
+        return compose(logits, weights)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of the composition, ``softmax`` of the composed logits.
+
+        Parameters
+        ----------
+        X : array-like of the training input's sample shape
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+
+        Examples
+        --------
+        A product of one expert is that expert:
+
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from sklearn.frozen import FrozenEstimator
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,)).fit(X, y)
+        >>> poe = ProductOfExperts([("net", FrozenEstimator(net))]).fit(X, y)
+        >>> np.allclose(poe.predict_proba(X), net.predict_proba(X), atol=1e-6)
+        True
+        """
+        return self._map(X, lambda x: torch.softmax(self._logits(x), dim=1))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Log class probabilities, ``log_softmax`` of the composed logits.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,))
+        >>> poe = ProductOfExperts([("a", net), ("b", net)], combine="mixture").fit(X, y)
+        >>> np.allclose(np.exp(poe.predict_log_proba(X)), poe.predict_proba(X), atol=1e-6)
+        True
+        """
+        return self._map(X, lambda x: torch.log_softmax(self._logits(x), dim=1))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable label under the composition.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> labels = np.array(["cat", "dog", "owl"])[y]
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,))
+        >>> poe = ProductOfExperts([("a", net), ("b", net)]).fit(X, labels)
+        >>> predicted = poe.predict(X)
+        >>> set(predicted) <= {"cat", "dog", "owl"}
+        True
+        >>> bool((predicted == poe.classes_[poe.predict_proba(X).argmax(axis=1)]).all())
+        True
+        """
+        best = self._map(X, lambda x: self._logits(x).argmax(dim=1))
+        return self.classes_[best]
+
+    def energy(self, X) -> np.ndarray:
+        """Energy of the composition, ``-logsumexp_y`` of the composed logits.
+
+        ``-logsumexp_y sum_k w_k f_k(x)[y]`` for the product, ``-logsumexp_k(log w_k - E_k(x))``
+        (normalised weights) for the mixture.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The lower, the more typical of the training data under the composition.
+
+        Examples
+        --------
+        A mixture of two copies of one expert has that expert's energy:
+
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from sklearn.frozen import FrozenEstimator
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,)).fit(X, y)
+        >>> net = FrozenEstimator(net)
+        >>> mix = ProductOfExperts([("a", net), ("b", net)], combine="mixture").fit(X, y)
+        >>> np.allclose(mix.energy(X), net.energy(X), atol=1e-5)
+        True
+        """
+        return self._map(X, lambda x: energy(self._logits(x)))
+
+    def score_ood(self, X, method: str | None = None) -> np.ndarray:
+        """Out-of-distribution score of each sample, from the composed logits.
+
+        Parameters
+        ----------
+        X : array-like
+        method : {"energy", "max_softmax", "approx_mass"} or None, default=None
+            ``None`` uses ``ood_method``. ``"energy"``: the composed energy;
+            ``"max_softmax"``: ``-max_y p(y|x)`` of the composition; ``"approx_mass"``:
+            ``||dE/dx||_2`` of the composed energy, by one backward pass through every expert.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The higher, the more likely out-of-distribution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,))
+        >>> poe = ProductOfExperts([("a", net), ("b", net)], weights=[1.0, -0.5]).fit(X, y)
+        >>> np.allclose(poe.score_ood(X, "energy"), poe.energy(X))
+        True
+        >>> bool((poe.score_ood(X, "approx_mass") >= 0).all())
+        True
+        """
+        method = self.ood_method if method is None else method
+        # an unknown method: ood_score's ValueError, on the first batch
+        return self._map(X, lambda x: ood_score(self._logits, x, method))
+
+    def score_samples(self, X) -> np.ndarray:
+        """scikit-learn's outlier convention: ``-score_ood(X)`` with the default method.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The lower, the more abnormal.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier, ProductOfExperts
+        >>> X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
+        >>> net = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,))
+        >>> poe = ProductOfExperts([("a", net)], ood_method="max_softmax").fit(X, y)
+        >>> np.array_equal(poe.score_samples(X), -poe.score_ood(X, "max_softmax"))
+        True
+        """
+        return -self.score_ood(X)

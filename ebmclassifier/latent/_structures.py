@@ -1,0 +1,124 @@
+"""What LatentStructureClassifier does differently for each ``structure``.
+
+The estimator looks its structure up here once per call (``STRUCTURES[structure]``) instead of
+testing ``structure`` wherever the two differ: how input is read, which network and default
+encoder and decoder it builds, and how the columns of ``transform`` are named. Everything else
+(training, the surrogates, prediction) is generic over the network's polytope.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+import torch
+
+from ..nn import MLP
+from .categorical.networks import BilinearDecoder
+from .networks import LatentModel
+from .score_function import RunningMeanBaseline
+from .trees._tokens import as_token_ids, encode_tokens
+from .trees.networks import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel
+
+
+class Categorical:
+    """One of ``n_latent`` values: flat or image-shaped float input, the simplex."""
+
+    #: ``score_ood(method="approx_mass")`` differentiates the energy w.r.t. the input.
+    continuous_input = True
+    default_encoder = MLP
+    default_decoder = BilinearDecoder
+
+    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+        """The input as the network takes it, from the base's float32 validation."""
+        return checked
+
+    def sizes(self, estimator) -> dict:
+        """The data-dependent arguments an encoder or decoder class may take."""
+        return {
+            "n_features": prod(estimator.input_shape_),
+            "n_latent": estimator.n_latent,
+            "n_classes": len(estimator.classes_),
+            "input_shape": estimator.input_shape_,
+        }
+
+    def encoder_defaults(self, estimator) -> dict:
+        """Arguments of the default encoder: a linear map to the ``n_latent`` scores."""
+        n_features = prod(estimator.input_shape_)
+        return {"n_features": n_features, "n_classes": estimator.n_latent, "hidden_sizes": ()}
+
+    def network(self, estimator, encoder, decoder) -> LatentModel:
+        return LatentModel(encoder, decoder, estimator.gradient, estimator.temperature)
+
+    def feature_names(self, estimator) -> list[str]:
+        """``<class name>0 .. <class name>{K-1}``, scikit-learn's names for K components."""
+        prefix = type(estimator).__name__.lower()
+        return [f"{prefix}{k}" for k in range(estimator.n_latent)]
+
+
+class DependencyTree(Categorical):
+    """A dependency tree over the tokens of a sequence: integer token ids, the tree polytope.
+
+    ``fit`` learns the ids it sees (``vocabulary_``; a warm-started fit keeps it with the
+    network); the networks get compact indices: 0 for padding, ``i + 1`` for ``vocabulary_[i]``
+    and ``len(vocabulary_) + 1`` for every id that ``fit`` did not see (the out-of-vocabulary
+    index).
+    """
+
+    continuous_input = False
+    default_encoder = BiLSTMArcScorer
+    default_decoder = TreeGCNDecoder
+
+    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+        if isinstance(X, torch.Tensor):
+            X = X.detach().cpu().numpy()
+        ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
+        # a warm start keeps the network, and with it the vocabulary its embeddings index
+        warm = estimator.warm_start and estimator.initialized_
+        if reset and not (warm and hasattr(estimator, "vocabulary_")):
+            estimator.vocabulary_ = np.unique(ids[ids > 0])
+        return encode_tokens(ids, *_vocabulary(estimator))
+
+    def sizes(self, estimator) -> dict:
+        return {
+            "vocab_size": len(estimator.vocabulary_) + 2,  # padding and out-of-vocabulary
+            "n_classes": len(estimator.classes_),
+            "input_shape": estimator.input_shape_,
+        }
+
+    def encoder_defaults(self, estimator) -> dict:
+        return {}
+
+    def network(self, estimator, encoder, decoder) -> TreeLatentModel:
+        return TreeLatentModel(
+            encoder,
+            decoder,
+            estimator.gradient,
+            bool(estimator.projective),
+            estimator.temperature,
+            RunningMeanBaseline(),
+        )
+
+    def feature_names(self, estimator) -> list[str]:
+        """``<class name>_token{m}_head{h}``: word ``m`` (from 1) has head ``h`` (0 = root)."""
+        prefix = type(estimator).__name__.lower()
+        n_tokens = estimator.input_shape_[0]
+        return [
+            f"{prefix}_token{m}_head{h}"
+            for m in range(1, n_tokens + 1)
+            for h in range(n_tokens + 1)
+        ]
+
+
+def _vocabulary(estimator) -> tuple[np.ndarray, int | None]:
+    """The ids ``fit`` saw and the out-of-vocabulary index (None: an unseen id is an error)."""
+    vocabulary = getattr(estimator, "vocabulary_", None)
+    if vocabulary is not None:
+        return vocabulary, len(vocabulary) + 1
+    # Fitted by release 0.1: the ids index the embeddings directly, and there is no spare row.
+    n_ids = int(estimator.input_max_.max()) + 1
+    return np.arange(1, n_ids, dtype=np.int64), None
+
+
+#: The structure of each value of ``structure``.
+STRUCTURES = {"categorical": Categorical(), "dependency_tree": DependencyTree()}

@@ -1,0 +1,151 @@
+"""The polytope interface: one implementation of each method, any structure that gives oracles."""
+
+import importlib
+import pickle
+
+import pytest
+import torch
+
+from ebmclassifier.latent.categorical.simplex import Simplex
+from ebmclassifier.latent.methods import polytope_latent, polytope_latent_eval
+from ebmclassifier.latent.polytope import Polytope
+from ebmclassifier.latent.trees import tree_map, tree_marginals, tree_sparsemap
+from ebmclassifier.latent.trees.polytope import TreePolytope
+
+
+class Hypercube(Polytope):
+    """Independent binary parts, ``M = [0, 1]^d``: a third structure, written for this test."""
+
+    def map(self, scores, sizes):
+        return (scores > 0).to(scores.dtype)
+
+    def marginals(self, scores, sizes):
+        return torch.sigmoid(scores)
+
+    def project(self, point, sizes):
+        return point.clamp(0.0, 1.0)
+
+    def sample(self, scores, sizes, generator=None):
+        u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype)
+        return (u < torch.sigmoid(scores)).to(scores.dtype)
+
+
+def _problem(seed=0, shape=(5, 4)):
+    g = torch.Generator().manual_seed(seed)
+    s, t = torch.randn(shape, generator=g, dtype=torch.float64), torch.randn(shape, generator=g)
+    t = t.to(torch.float64)
+    return s, t, lambda z: 0.5 * ((z - t) ** 2).sum(-1) + (z * t).sum(-1) ** 2
+
+
+def _gamma(z, t):
+    return (z - t) + 2 * (z * t).sum(-1, keepdim=True) * t
+
+
+@pytest.mark.parametrize("method", ["ste", "spigot", "spigot_ce", "spigot_eg", "sfe"])
+def test_each_method_on_a_new_polytope_follows_its_formula(method):
+    s, t, loss_fn = _problem()
+    eta, cube = 0.6, Hypercube()
+    scores = s.clone().requires_grad_(True)
+    z = polytope_latent(
+        cube,
+        scores,
+        None,
+        method,
+        loss_fn,
+        step_size=eta,
+        inner_steps=2,
+        generator=torch.Generator().manual_seed(1),
+    )
+    loss_fn(z).sum().backward()
+    z = z.detach()
+    z_hat, mu = (s > 0).double(), torch.sigmoid(s)
+    if method == "ste":
+        z1 = z_hat - eta * _gamma(z_hat, t)
+        expected = z_hat - (z1 - eta * _gamma(z1, t))
+    elif method in ("spigot", "spigot_ce"):
+        start = z_hat if method == "spigot" else mu
+        z1 = (start - eta * _gamma(start, t)).clamp(0, 1)
+        expected = start - (z1 - eta * _gamma(z1, t)).clamp(0, 1)
+    elif method == "spigot_eg":
+        s1 = s - eta * _gamma(mu, t)
+        expected = mu - torch.sigmoid(s1 - eta * _gamma(torch.sigmoid(s1), t))
+    else:  # the score function: d log p(z) / ds = z - sigmoid(s)
+        expected = loss_fn(z)[:, None] * (z - mu)
+    torch.testing.assert_close(scores.grad, expected)
+
+
+def test_relaxations_and_eval_use_the_oracles():
+    s, *_ = _problem(seed=2)
+    cube = Hypercube()
+    torch.testing.assert_close(polytope_latent(cube, s, None, "marginals"), torch.sigmoid(s))
+    torch.testing.assert_close(polytope_latent(cube, s, None, "sparsemap"), s.clamp(0, 1))
+    torch.testing.assert_close(
+        polytope_latent_eval(cube, s, None, "gumbel", 0.5), torch.sigmoid(s / 0.5)
+    )
+    assert torch.equal(polytope_latent_eval(cube, s, None, "spigot"), (s > 0).double())
+
+
+def test_tree_polytope_oracles_are_the_tree_functions():
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(2, 5, 5, generator=g, dtype=torch.float64)
+    lengths = torch.tensor([4, 2])
+    for projective in (True, False):
+        polytope = TreePolytope(projective)
+        assert torch.equal(polytope.map(s, lengths), tree_map(s, lengths, projective))
+        torch.testing.assert_close(
+            polytope.marginals(s, lengths), tree_marginals(s, lengths, projective)
+        )
+        torch.testing.assert_close(
+            polytope.project(s, lengths), tree_sparsemap(s, lengths, projective)
+        )
+        z = polytope.sample(s, lengths, torch.Generator().manual_seed(4))
+        assert torch.equal(polytope.restrict(z, lengths), z)
+        torch.testing.assert_close(z[:, :, 1:].sum(1)[1], torch.tensor([1.0, 1, 0, 0]).double())
+
+
+def test_simplex_sample_of_non_finite_scores_does_not_raise():
+    # multinomial refuses nan probabilities; such a row's loss is flagged as diverged anyway
+    scores = torch.tensor([[float("nan"), 0.0, 1.0], [0.0, 50.0, 0.0]])
+    z = Simplex().sample(scores, None, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(z.sum(-1), torch.ones(2))
+    assert z[1, 1] == 1
+
+
+def test_polytopes_are_values_that_pickle():
+    assert TreePolytope(False) == TreePolytope(False) != TreePolytope(True)
+    assert pickle.loads(pickle.dumps(TreePolytope(False))) == TreePolytope(False)
+    assert Simplex() == Simplex()
+
+
+@pytest.mark.parametrize(
+    "old, new, name",
+    [
+        ("simplex", "categorical.simplex", "SimplexProjection"),
+        ("_tree_utils", "trees._arcs", "check_arc_scores"),
+        ("tree_projective", "trees.projective", "eisner"),
+        ("tree_nonprojective", "trees.nonprojective", "chu_liu_edmonds"),
+        ("tree_sparsemap", "trees.sparsemap", "SparseMAPTree"),
+        ("tree_surrogates", "trees.surrogates", "TreeSPIGOT"),
+        ("tree_latent", "trees.latent", "tree_latent"),
+        ("tree_modules", "trees.networks", "TreeLatentModel"),
+        ("networks", "categorical.networks", "BilinearDecoder"),
+        ("categorical", "methods", "gamma_from_loss"),
+        ("trees", "trees.inference", "tree_marginals"),
+        ("surrogates", "categorical.simplex", "one_hot_argmax"),
+    ],
+)
+def test_release_0_1_module_paths_still_import(old, new, name):
+    before = importlib.import_module(f"ebmclassifier.latent.{old}")
+    after = importlib.import_module(f"ebmclassifier.latent.{new}")
+    assert getattr(before, name) is getattr(after, name)
+    exec(f"from ebmclassifier.latent.{old} import {name}", {})
+
+
+def test_a_pickle_naming_an_old_module_path_loads():
+    # pickles of release 0.1 name e.g. ebmclassifier.latent.tree_modules.TreeLatentModel
+    from ebmclassifier.latent.trees.networks import TreeLatentModel
+
+    data = pickle.dumps(TreeLatentModel, protocol=0)
+    old = data.replace(b"ebmclassifier.latent.trees.networks", b"ebmclassifier.latent.tree_modules")
+    assert old != data
+    assert pickle.loads(old) is TreeLatentModel
