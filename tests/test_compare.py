@@ -704,3 +704,37 @@ def test_holding_out_labels_the_test_split_lacks_is_refused():
     hold_out_classes(data, [1])
     assert data.y_train.tolist() == [0, 2] and data.y_test.tolist() == [0]
     assert len(data.ood["held-out classes"]) == 1
+
+
+def test_ensembles_mix_five_seeds_nets_and_cost_five_fits(tmp_path):
+    from ebmclassifier import ProductOfExperts
+
+    built = []
+    registry = default_models()
+    spec = registry["ce_ens"]
+    registry["ce_ens"] = ModelSpec(
+        "ce_ens", spec.description, build=lambda p: built.append(spec.build(p)) or built[-1]
+    )
+    small = {"module__hidden_sizes": (8,)}
+    config = CompareConfig(
+        models=("ce", "ce_ens"), seeds=1, max_epochs=2, max_train=200, max_test=60, n_attack=10,
+        progress=False, extra_params={"ce": small, "ce_ens": small},
+    )  # fmt: skip
+    results = run_comparison(config, registry=registry)
+    (ensemble,) = built
+    assert isinstance(ensemble, ProductOfExperts) and ensemble.combine == "mixture"
+    assert [net.random_state for net in ensemble.estimators_] == [0, 1, 2, 3, 4]
+    assert all(net.beta == 0.0 for net in ensemble.estimators_)
+    run = next(r for r in results["runs"] if r["model"] == "ce_ens")
+    # five fits: one epoch of each expert (skorch's median epoch duration), summed
+    expected = sum(np.median([row["dur"] for row in net.history]) for net in ensemble.estimators_)
+    assert run["seconds_per_epoch"] == pytest.approx(expected)
+    assert run["robust_accuracy"] is None and set(run["ood"]) == {
+        "energy",
+        "max_softmax",
+        "approx_mass",
+    }
+    assert run["ood_decisions"]["energy"]["false_positive_rate"] >= 0.0
+    tabs = write_report(results, tmp_path)
+    assert "| ce_ens |" in tabs["main"] and "not attacked" in tabs["main"]
+    assert "An ensemble (`*_ens`) trains five nets" in (tmp_path / "report.md").read_text()

@@ -177,7 +177,14 @@ def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> 
 
 
 def _seconds_per_epoch(estimator, fit_seconds: float, max_epochs: int) -> float:
-    """Median of skorch's per-epoch durations; the fit time over epochs without a history."""
+    """Median of skorch's per-epoch durations; the fit time over epochs without a history.
+
+    An ensemble (``estimators_``) costs the sum of its experts' epochs: one epoch of each.
+    """
+    experts = getattr(estimator, "estimators_", None)
+    if experts:
+        share = fit_seconds / len(experts)
+        return sum(_seconds_per_epoch(e, share, max_epochs) for e in experts)
     try:
         durations = [row["dur"] for row in estimator.history]
     except (AttributeError, KeyError, TypeError):
@@ -208,9 +215,11 @@ def _calibrated(spec, fitted, calibration, max_epochs) -> _Measured:
     )  # fmt: skip
 
 
-def _trained(spec, fitted, seed, config, setup) -> _Measured:
-    """A fitted model, attacked in the data's own units (through the standardization)."""
-    model, fit_seconds = fitted[spec.name]
+def _robust_accuracy(model, seed, config, setup) -> list | None:
+    """Accuracy under PGD in the data's own units (through the standardization); None for a
+    model without a network of its own to differentiate (an ensemble)."""
+    if not hasattr(model, "module_"):
+        return None
     view = {}
     if setup.standardizer is not None:  # the ball and the box in raw units
         view = {
@@ -218,10 +227,16 @@ def _trained(spec, fitted, seed, config, setup) -> _Measured:
             "input_range": setup.data.input_range,
         }
     X_attack = setup.X_attack
-    robust = adversarial_accuracy(
+    return adversarial_accuracy(
         model, X_attack, setup.data.y_test[: len(X_attack)], setup.epsilons, norm=config.norm,
         steps=config.attack_steps, random_state=seed, **view,
     ).tolist()  # fmt: skip
+
+
+def _trained(spec, fitted, seed, config, setup) -> _Measured:
+    """A fitted model, attacked in the data's own units where it has a network to attack."""
+    model, fit_seconds = fitted[spec.name]
+    robust = _robust_accuracy(model, seed, config, setup)
     return _Measured(
         model,
         lambda X, method: model.score_ood(X, method=method),

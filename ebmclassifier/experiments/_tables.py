@@ -123,12 +123,14 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
     main_rows = []
     for model, s in summary.items():
         sc = s["scalars"]
-        robust = s["robust_accuracy"][j] if s["robust_accuracy"] else None
+        if s["robust_accuracy"]:
+            robust = _fmt(s["robust_accuracy"][j])
+        else:  # a recalibrated model keeps its base's predictions; an ensemble is not attacked
+            robust = "= base model" if model in results.get("calibrated", {}) else "not attacked"
         main_rows.append(
             [model, _fmt(sc.get("accuracy")), _fmt(sc.get("ece")), _fmt(sc.get("nll")),
-             _fmt(s["aurc"].get("max_softmax"), 4),
-             _fmt(robust) if robust else "= base model", _fmt(sc.get("seconds_per_epoch"), 4),
-             _fmt(sc.get("cost_vs_ce"), 2)]
+             _fmt(s["aurc"].get("max_softmax"), 4), robust,
+             _fmt(sc.get("seconds_per_epoch"), 4), _fmt(sc.get("cost_vs_ce"), 2)]
         )  # fmt: skip
     norm = _NORMS[results["config"]["norm"]]
     main = _table(
@@ -222,7 +224,7 @@ def _calibration_regime(summary: dict) -> str | None:
         text += f" ({spread}): CE is about as calibrated as temperature scaling makes it here"
     others = [
         f"{m} {s['scalars']['ece']['median']:.3f}"
-        for m in ("ngebm", "jem")
+        for m in ("ngebm", "jem", "ce_ens", "ngebm_ens")
         if (s := summary.get(m)) and "ece" in s["scalars"]
     ]
     if others:
@@ -250,8 +252,11 @@ def _ood_line(name: str, summary: dict) -> str | None:
     if detectors:
         top = max(detectors, key=lambda k: detectors[k]["median"])
         baselines[f"CE + {top}"] = detectors[top]
+    if "ce_ens" in best:
+        score, by_set = best["ce_ens"]
+        baselines[f"CE ensemble / {score}"] = by_set[name]["auroc"]
     line += " Baselines: " + ", ".join(f"{k} {v['median']:.3f}" for k, v in baselines.items())
-    for m in ("ngebm", "jem"):
+    for m in ("ngebm", "jem", "ngebm_ens"):
         if m in best:
             score, by_set = best[m]
             own = by_set[name]["auroc"]

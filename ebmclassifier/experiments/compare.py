@@ -442,8 +442,9 @@ COMMAND = Command(
                 ".npz/.csv file; several, comma-separated, run one after the other, one "
                 "report section each (default digits)", "data", default="digits"),
         _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
-        _option("--models", "comma-separated, from ce, ce_ts, ngebm, ngebm_ts, jem, jem_ts "
-                "(default: ce,ce_ts,ngebm,jem)", "models", type=CommaList(str),
+        _option("--models", "comma-separated, from ce, ce_ts, ce_ens, ngebm, ngebm_ts, "
+                "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
+                type=CommaList(str),
                 default=["ce", "ce_ts", "ngebm", "jem"]),
         _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds", type=int, default=3),
         _option("--out", "output folder (default report/)", default="report"),

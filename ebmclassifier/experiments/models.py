@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..detectors import DETECTORS, KNNDetector
+from ..ensemble import ProductOfExperts
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP, WideResNet, wide_resnet_blocks_per_group
@@ -15,6 +16,9 @@ __all__ = ["ModelSpec", "default_models", "network_params"]
 
 #: The model whose penultimate features the post-hoc detectors (``--detectors``) read.
 DETECTOR_BASE = "ce"
+
+#: How many nets a ``*_ens`` model mixes.
+ENSEMBLE_SIZE = 5
 
 OOD_SCORES = ("energy", "max_softmax", "approx_mass")
 
@@ -107,12 +111,16 @@ class ModelSpec:
 
 
 def default_models() -> dict[str, ModelSpec]:
-    """The models ``compare`` knows: ``ce``, ``ngebm``, ``jem`` and each one temperature-scaled.
+    """The models ``compare`` knows: ``ce``, ``ngebm``, ``jem``, each one temperature-scaled, and
+    ensembles of ``ce`` and ``ngebm``.
 
     ``<name>_ts`` trains nothing: it recalibrates the fitted ``<name>`` by temperature scaling
     on the held-out calibration split (``ce_ts`` is the usual fix for calibration the energy
     methods are judged against; ``ngebm_ts`` and ``jem_ts`` show what the same fix does to
-    them).
+    them). ``<name>_ens`` is a deep ensemble (Lakshminarayanan et al. 2017): the mixture
+    (:class:`~ebmclassifier.ProductOfExperts` with ``combine="mixture"``) of ``ENSEMBLE_SIZE``
+    (5) nets of ``<name>`` trained from seeds ``5 s, ..., 5 s + 4`` at compare's seed ``s``;
+    it costs five fits, and it has no network of its own for PGD to attack.
 
     Returns
     -------
@@ -122,9 +130,12 @@ def default_models() -> dict[str, ModelSpec]:
     --------
     >>> registry = default_models()
     >>> list(registry)
-    ['ce', 'ce_ts', 'ngebm', 'ngebm_ts', 'jem', 'jem_ts']
+    ['ce', 'ce_ts', 'ce_ens', 'ngebm', 'ngebm_ts', 'ngebm_ens', 'jem', 'jem_ts']
     >>> registry["ce"].build({"max_epochs": 1}).beta, registry["ce_ts"].calibrates
     (0.0, 'ce')
+    >>> ensemble = registry["ngebm_ens"].build({"random_state": 2})
+    >>> ensemble.combine, [net.random_state for _, net in ensemble.estimators]
+    ('mixture', [10, 11, 12, 13, 14])
     """
     return {
         "ce": ModelSpec(
@@ -132,16 +143,38 @@ def default_models() -> dict[str, ModelSpec]:
             build=lambda params: NGEBMClassifier(beta=0.0, **params),
         ),
         "ce_ts": _temperature_scaled("ce"),
+        "ce_ens": _ensemble("ce", 0.0),
         "ngebm": ModelSpec(
             "ngebm", "NG-EBM, beta=gamma=0.5",
             build=lambda params: NGEBMClassifier(beta=0.5, **params),
         ),
         "ngebm_ts": _temperature_scaled("ngebm"),
+        "ngebm_ens": _ensemble("ngebm", 0.5),
         "jem": ModelSpec(
             "jem", "JEM (SGLD from a replay buffer)", build=lambda params: JEMClassifier(**params)
         ),
         "jem_ts": _temperature_scaled("jem"),
     }  # fmt: skip
+
+
+def _ensemble(base: str, beta: float) -> ModelSpec:
+    def build(params: dict) -> ProductOfExperts:
+        seed = params.get("random_state") or 0
+        experts = [
+            (
+                f"{base}{k}",
+                NGEBMClassifier(beta=beta, **{**params, "random_state": seed * ENSEMBLE_SIZE + k}),
+            )
+            for k in range(ENSEMBLE_SIZE)
+        ]
+        return ProductOfExperts(experts, combine="mixture")
+
+    return ModelSpec(
+        f"{base}_ens",
+        f"deep ensemble: the mixture of {ENSEMBLE_SIZE} {base} nets from seeds 5s..5s+4 "
+        "(ProductOfExperts(combine='mixture')); costs five fits",
+        build=build,
+    )
 
 
 def _temperature_scaled(base: str) -> ModelSpec:

@@ -312,7 +312,13 @@ def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
         "curve when the model answers its most confident test samples first (confidence max "
         "softmax; lower is better). `cost x CE`: seconds per epoch over "
         "the CE model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
-        "predictions, so its accuracy and robustness are those of `ce`.",
+        "predictions, so its accuracy and robustness are those of `ce`."
+        + (
+            " An ensemble (`*_ens`) trains five nets: its seconds per epoch are the sum of one "
+            "epoch of each, and it has no single network for PGD to attack."
+            if any(m.endswith("_ens") for m in summary)
+            else ""
+        ),
         "",
         "## What the numbers say",
         "",
