@@ -8,7 +8,7 @@ import pytest
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ebmclassifier import cli
+from ebmclassifier import NGEBMClassifier, cli
 from ebmclassifier.attacks import pgd_attack
 from ebmclassifier.compare import (
     CompareConfig,
@@ -154,7 +154,7 @@ def test_report_files(results, tmp_path):
         f"{kind}_{model}.png"
         for kind in ("reliability", "ood", "robustness")
         for model in ("ce", "ngebm")
-    } | {"reliability_ce_ts.png", "ood_ce_ts.png", "robustness.png"}
+    } | {"reliability_ce_ts.png", "ood_ce_ts.png", "robustness.png", "risk_coverage.png"}
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved["runs"]) == 6 and "_figure_data" not in saved["runs"][0]
     assert saved["summary"]["ce"]["scalars"]["accuracy"]["n"] == 2
@@ -439,3 +439,302 @@ def test_the_reproducing_command_line_spells_every_given_option():
     assert (config.epsilons, config.standardize, config.progress) == ([0.0, 0.05], False, False)
     default = cli.build_parser().parse_args(["compare"])
     assert "--network" not in COMMAND.command_line(default)
+
+
+# ----------------------------------------------------------------------------- issue #17:
+# held-out classes, OOD files, post-hoc detectors, AURC and OOD decisions
+
+
+class RecordingNGEBM(NGEBMClassifier):
+    """NGEBMClassifier that keeps what it was fitted on (and itself) in ``SEEN``."""
+
+    SEEN: dict = {}
+
+    def fit(self, X, y, **kwargs):
+        RecordingNGEBM.SEEN.update(X_fit=np.asarray(X), y_fit=np.asarray(y), model=self)
+        return super().fit(X, y, **kwargs)
+
+
+def _tiny_ce(params):
+    return RecordingNGEBM(beta=0.0, module__hidden_sizes=(16,), **params)
+
+
+@pytest.fixture(scope="module")
+def near_ood(tmp_path_factory):
+    """One seed of ce + ce_ts on digits without labels 8 and 9, every detector, one OOD file."""
+    folder = tmp_path_factory.mktemp("ood")
+    X_file = np.random.default_rng(0).uniform(0, 1, size=(30, 64)).astype(np.float32)
+    np.savez(folder / "my_noise.npz", X=X_file)
+    registry = {
+        "ce": ModelSpec("ce", "tiny CE", build=_tiny_ce),
+        "ce_ts": default_models()["ce_ts"],
+    }
+    config = CompareConfig(
+        models=("ce", "ce_ts"), seeds=1, max_epochs=2, n_attack=10, progress=False,
+        ood_classes=("8", "9"), ood_files=(str(folder / "my_noise.npz"),),
+        detectors=("mahalanobis", "knn", "vim"),
+    )  # fmt: skip
+    results = run_comparison(config, registry=registry)
+    return results, dict(RecordingNGEBM.SEEN), config, X_file
+
+
+def _standardized_sets(config):
+    """compare's own standardized data and the seed-0 calibration split, recomputed."""
+    from sklearn.model_selection import train_test_split
+
+    from ebmclassifier.experiments.compare import _load
+
+    data = _load(config).data
+    _, X_cal, _, _ = train_test_split(
+        data.X_train, data.y_train, test_size=0.2, stratify=data.y_train, random_state=0
+    )
+    return data, X_cal
+
+
+def test_held_out_classes_never_reach_training_and_become_ood(near_ood):
+    results, seen, _, _ = near_ood
+    full = load_named_dataset("digits")
+    assert not np.isin(seen["y_fit"], [8, 9]).any()
+    assert seen["model"].classes_.tolist() == list(range(8))  # the fitted classes lack 8, 9
+    assert results["data"]["classes"] == list(range(8))
+    assert results["data"]["held_out_classes"] == [8, 9]
+    n_held = int(np.isin(full.y_test, [8, 9]).sum())
+    assert results["data"]["ood_sets"]["held-out classes"] == n_held
+    assert results["data"]["n_test"] == len(full.y_test) - n_held
+    for run in results["runs"]:
+        assert "held-out classes" in run["ood"]["max_softmax"]
+        assert set(run["ood_decisions"]["max_softmax"]["miss_rate"]) == set(
+            results["data"]["ood_sets"]
+        )
+
+
+def test_an_ood_file_is_read_and_standardized_like_the_test_split(near_ood):
+    results, _, config, X_file = near_ood
+    data, _ = _standardized_sets(config)
+    assert results["data"]["ood_sets"]["my_noise"] == 30
+    assert results["data"]["ood_files"] == {"my_noise": config.ood_files[0]}
+    # the standardizer is the training split's (labels 0-7 only), as for the test split
+    X_train = load_named_dataset("digits").X_train
+    in_distribution = X_train[~np.isin(load_named_dataset("digits").y_train, [8, 9])]
+    expected = Standardizer(in_distribution).transform(X_file)
+    np.testing.assert_array_equal(data.ood["my_noise"], expected)
+
+
+def test_detectors_are_fitted_on_the_fit_part_of_the_training_split_only(monkeypatch):
+    from ebmclassifier.detectors import (
+        KNNDetector,
+        MahalanobisDetector,
+        ViMDetector,
+        penultimate_features,
+    )
+
+    fitted_on = {}
+    for cls in (MahalanobisDetector, KNNDetector, ViMDetector):
+        original = cls.fit
+
+        def recording_fit(self, features, y=None, _original=original, **kwargs):
+            fitted_on[type(self).__name__] = (np.asarray(features), y)
+            return _original(self, features, y, **kwargs)
+
+        monkeypatch.setattr(cls, "fit", recording_fit)
+    config = CompareConfig(
+        models=("ce",), seeds=1, max_epochs=1, n_attack=10, max_test=60, progress=False,
+        detectors=("mahalanobis", "knn", "vim"),
+    )  # fmt: skip
+    registry = {"ce": ModelSpec("ce", "tiny CE", build=_tiny_ce)}
+    results = run_comparison(config, registry=registry)
+    seen = dict(RecordingNGEBM.SEEN)
+    expected = penultimate_features(seen["model"], seen["X_fit"])
+    assert set(fitted_on) == {"MahalanobisDetector", "KNNDetector", "ViMDetector"}
+    for features, _ in fitted_on.values():
+        # exactly the features of the samples CE trained on: no test or calibration sample
+        np.testing.assert_array_equal(features, expected)
+    np.testing.assert_array_equal(fitted_on["MahalanobisDetector"][1], seen["y_fit"])
+    # k = max(1, round(n_fit / 1000)): 1 on digits' 1,005 fit samples
+    assert results["detectors"]["knn"] == "KNNDetector(n_neighbors=1)"
+    (run,) = results["runs"]
+    assert {"mahalanobis", "knn", "vim"} <= set(run["ood"]) and "knn" in run["aurc"]
+
+
+def test_aurc_and_ood_decisions_equal_a_hand_computation(near_ood):
+    from ebmclassifier.metrics import aurc
+
+    results, seen, config, _ = near_ood
+    model = seen["model"]
+    data, X_cal = _standardized_sets(config)
+    ce = next(r for r in results["runs"] if r["model"] == "ce")
+    proba = model.predict_proba(data.X_test)
+    for score in ("energy", "max_softmax", "approx_mass"):
+        s_test = model.score_ood(data.X_test, method=score)
+        expected = aurc(data.y_test, proba, -s_test, classes=model.classes_)
+        assert ce["aurc"][score] == pytest.approx(expected, abs=1e-12)
+        # calibrate_ood's rule by hand: the ceil(0.95 n)-th smallest calibration score
+        s_cal = np.sort(model.score_ood(X_cal, method=score))
+        threshold = s_cal[int(np.ceil(0.95 * len(s_cal))) - 1]
+        decision = ce["ood_decisions"][score]
+        assert decision["threshold"] == pytest.approx(threshold)
+        assert decision["false_positive_rate"] == pytest.approx(np.mean(s_test > threshold))
+        for name, X_ood in data.ood.items():
+            missed = np.mean(model.score_ood(X_ood, method=score) <= threshold)
+            assert decision["miss_rate"][name] == pytest.approx(missed), name
+    # max_softmax's AURC is the plain max-probability one
+    assert ce["aurc"]["max_softmax"] == pytest.approx(aurc(data.y_test, proba), abs=1e-12)
+    # a detector's threshold follows the same rule over its own score
+    from ebmclassifier.detectors import KNNDetector, fit_detector, penultimate_features
+
+    knn = fit_detector(KNNDetector(n_neighbors=1), model, seen["X_fit"], seen["y_fit"])
+    s_cal = np.sort(knn.score_ood(penultimate_features(model, X_cal)))
+    threshold = s_cal[int(np.ceil(0.95 * len(s_cal))) - 1]
+    assert ce["ood_decisions"]["knn"]["threshold"] == pytest.approx(threshold)
+
+
+def test_report_shows_the_new_tables_and_figure(near_ood, tmp_path):
+    results, _, _, _ = near_ood
+    tabs = write_report(results, tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert "| model | accuracy | ECE | NLL | AURC |" in tabs["main"]
+    assert (
+        "| ce / knn |" in tabs["ood_auroc"] and "missed: held-out classes" in tabs["ood_decisions"]
+    )
+    assert "| ce_ts / max_softmax |" in tabs["aurc"]
+    assert "the labels 8, 9, which no model saw in training" in report
+    assert "network the estimators' default for the data's shape" in report
+    assert "`my_noise` is read from" in report and "post-hoc detector `KNNDetector" in report
+    assert "risk_coverage.png" in tabs["figures"]
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["runs"][0]["ood_decisions"]["knn"]["miss_rate"]["held-out classes"] >= 0
+    assert any(line.startswith("Calibration regime: CE's ECE") for line in tabs["verdicts"])
+
+
+def _bad_ood_files(folder):
+    np.savez(folder / "short.npz", X=np.zeros((5, 10), dtype=np.float32))
+    np.savez(folder / "no_x.npz", Z=np.zeros((5, 64)))
+    (folder / "unlabelled.csv").write_text("\n".join([",".join(["0.5"] * 64)] * 3))
+    (folder / "notes.txt").write_text("not data")
+    np.savez(folder / "flat64.npz", X=np.zeros((5, 64), dtype=np.float32))
+    X = np.random.default_rng(0).normal(size=(40, 5)).astype(np.float32)
+    np.savez(folder / "five.npz", X=X, y=np.arange(40) % 2)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ood-classes", "11"], "does not have: ['11']. Its labels are ['0', '1'"),
+        (["--ood-classes", "0,1,2,3,4,5,6,7,8,9"], "leaving 0 to train on; at least 2"),
+        (["--ood-classes", "0,1,2,3,4,5,6,7,8"], "leaving 1 to train on"),
+        (["--ood-classes", ","], "--ood-classes names no label"),
+        (["--ood", "{dir}/short.npz"], "short.npz' holds samples of shape (10,), but digits"),
+        (["--ood", "{dir}/no_x.npz"], "must hold an array named 'X'"),
+        (["--ood", "{dir}/unlabelled.csv"], "its label column (named 'target', else the last)"),
+        (["--ood", "{dir}/notes.txt"], "use a .npz (array X) or a .csv file"),
+        (["--ood", "{dir}/missing.npz"], "missing.npz' not found"),
+        (["--ood", "{dir}/flat64.npz,{dir}/flat64.npz"], "a name already taken"),
+        (["--detectors", "odin"], "Unknown detectors ['odin'] in --detectors"),
+        (["--detectors", "knn", "--models", "ngebm"], "add ce to --models"),
+        (["--data", "digits,digits"], "--data must name each data set once"),
+        # every data set is checked before the first one trains
+        (["--data", "digits,{dir}/five.npz", "--ood", "{dir}/flat64.npz"], "but five.npz has"),
+    ],
+)
+def test_bad_ood_options_stop_the_cli_before_training(args, message, tmp_path, monkeypatch, capsys):
+    import ebmclassifier.experiments.compare as compare_module
+
+    _bad_ood_files(tmp_path)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a model was trained before the bad option was reported")
+
+    monkeypatch.setattr(compare_module, "_fit", no_training)
+    args = [a.replace("{dir}", str(tmp_path)) for a in args]
+    code = cli.main(["compare", "--out", str(tmp_path / "out"), "--no-progress", *args])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("error:") == 1 and "Traceback" not in err
+
+
+def test_an_ood_csv_with_flat_rows_is_reshaped_to_the_sample_shape(tmp_path):
+    from ebmclassifier.experiments._ood_sets import read_ood_file
+
+    rows = np.arange(64, dtype=np.float32).reshape(2, 32)
+    (tmp_path / "flat.csv").write_text(
+        "\n".join(",".join(f"{v:g}" for v in row) + ",0" for row in rows)  # label column last
+    )
+    X = read_ood_file(tmp_path / "flat.csv", (2, 4, 4), "images")
+    np.testing.assert_array_equal(X, rows.reshape(2, 2, 4, 4))
+    (tmp_path / "nan.csv").write_text("1,nan,0\n")
+    with pytest.raises(ValueError, match="nan.csv'.*NaN"):
+        read_ood_file(tmp_path / "nan.csv", (2,), "pairs")
+
+
+def test_several_data_sets_run_in_one_command_one_section_each(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr("ebmclassifier.experiments.compare.default_models", _registry)
+    rng = np.random.default_rng(0)
+    for name, n_features in (("blobs", 5), ("wide", 7)):
+        X = rng.normal(size=(200, n_features)).astype(np.float32)
+        np.savez(tmp_path / f"{name}.npz", X=X, y=(X[:, 0] > 0).astype(int))
+    out = tmp_path / "report"
+    code = cli.main(
+        ["compare", "--data", f"{tmp_path / 'blobs.npz'},{tmp_path / 'wide.npz'}",
+         "--models", "ce", "--seeds", "1", "--epochs", "2", "--n-attack", "10",
+         "--out", str(out), "--no-progress"]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "## blobs.npz" in printed and "## wide.npz" in printed
+    report = (out / "report.md").read_text()
+    assert "## ebmclassifier compare: blobs.npz" in report
+    assert "## ebmclassifier compare: wide.npz" in report
+    assert "![risk_coverage.png](wide.npz/risk_coverage.png)" in report
+    assert (out / "wide.npz" / "risk_coverage.png").exists()
+    saved = json.loads((out / "results.json").read_text())
+    assert list(saved["datasets"]) == ["blobs.npz", "wide.npz"]
+    assert saved["datasets"]["wide.npz"]["data"]["input_shape"] == [7]
+
+
+def test_holding_out_labels_the_test_split_lacks_is_refused():
+    from sklearn.utils import Bunch
+
+    from ebmclassifier.experiments._ood_sets import hold_out_classes
+
+    X = np.zeros((3, 2), dtype=np.float32)
+    data = Bunch(name="toy", X_train=X, y_train=np.array([0, 1, 2]), X_test=X[:2],
+                 y_test=np.array([0, 1]), ood={})  # fmt: skip
+    with pytest.raises(ValueError, match=r"toy has no sample of the labels \['2'\]"):
+        hold_out_classes(data, [2])
+    hold_out_classes(data, [1])
+    assert data.y_train.tolist() == [0, 2] and data.y_test.tolist() == [0]
+    assert len(data.ood["held-out classes"]) == 1
+
+
+def test_ensembles_mix_five_seeds_nets_and_cost_five_fits(tmp_path):
+    from ebmclassifier import ProductOfExperts
+
+    built = []
+    registry = default_models()
+    spec = registry["ce_ens"]
+    registry["ce_ens"] = ModelSpec(
+        "ce_ens", spec.description, build=lambda p: built.append(spec.build(p)) or built[-1]
+    )
+    small = {"module__hidden_sizes": (8,)}
+    config = CompareConfig(
+        models=("ce", "ce_ens"), seeds=1, max_epochs=2, max_train=200, max_test=60, n_attack=10,
+        progress=False, extra_params={"ce": small, "ce_ens": small},
+    )  # fmt: skip
+    results = run_comparison(config, registry=registry)
+    (ensemble,) = built
+    assert isinstance(ensemble, ProductOfExperts) and ensemble.combine == "mixture"
+    assert [net.random_state for net in ensemble.estimators_] == [0, 1, 2, 3, 4]
+    assert all(net.beta == 0.0 for net in ensemble.estimators_)
+    run = next(r for r in results["runs"] if r["model"] == "ce_ens")
+    # five fits: one epoch of each expert (skorch's median epoch duration), summed
+    expected = sum(np.median([row["dur"] for row in net.history]) for net in ensemble.estimators_)
+    assert run["seconds_per_epoch"] == pytest.approx(expected)
+    assert run["robust_accuracy"] is None and set(run["ood"]) == {
+        "energy",
+        "max_softmax",
+        "approx_mass",
+    }
+    assert run["ood_decisions"]["energy"]["false_positive_rate"] >= 0.0
+    tabs = write_report(results, tmp_path)
+    assert "| ce_ens |" in tabs["main"] and "not attacked" in tabs["main"]
+    assert "An ensemble (`*_ens`) trains five nets" in (tmp_path / "report.md").read_text()

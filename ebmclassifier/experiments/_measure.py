@@ -1,25 +1,45 @@
 """One run record of ``compare``: a fitted model measured on the test split, through its public
-methods (``predict_proba``, ``score_ood``) and :func:`~ebmclassifier.metrics.adversarial_accuracy`.
+methods (``predict_proba``, ``score_ood``, ``calibrate_ood``) and
+:func:`~ebmclassifier.metrics.adversarial_accuracy`.
+
+Per score (the model's own ``score_ood`` methods and, for the CE model, the post-hoc detectors):
+
+- ``ood``: :func:`~ebmclassifier.metrics.ood_metrics` against each OOD set;
+- ``aurc``: the area under the risk-coverage curve of the model's predictions on the test split
+  when the score decides which to answer first, confidence ``-score_ood`` (for ``max_softmax``
+  that is ``max_y p(y|x)``, the usual selective classifier);
+- ``ood_decisions``: the threshold ``calibrate_ood(X_cal, tpr=0.95, method=score)`` sets on the
+  held-out calibration split, the ``false_positive_rate`` (share of the in-distribution test
+  samples it flags) and, per OOD set, the ``miss_rate`` (share of the OOD samples it does not
+  flag). A sample is flagged when its score is above the threshold (``predict_ood``'s rule).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.metrics import log_loss
 from skorch.callbacks import Callback
 
+from .._ood import OODDecisionMixin
+from ..detectors import fit_detector, penultimate_features
 from ..metrics import (
     adversarial_accuracy,
+    aurc,
     classwise_calibration_error,
     encode_labels,
     expected_calibration_error,
     maximum_calibration_error,
     ood_metrics,
 )
+from .models import DETECTOR_BASE, build_detector
+
+#: The share of held-out in-distribution data the OOD decision threshold keeps.
+OOD_TPR = 0.95
 
 
 class EpochBar(Callback):
@@ -42,6 +62,16 @@ class EpochBar(Callback):
     def on_train_end(self, net, **kwargs):
         self.bar_.close()
         self.bar_ = None  # a fitted estimator stays picklable
+
+
+@dataclass
+class Split:
+    """One seed's division of the training split: the fit part and the calibration part."""
+
+    X_fit: np.ndarray
+    X_cal: np.ndarray
+    y_fit: np.ndarray
+    y_cal: np.ndarray
 
 
 @dataclass
@@ -70,20 +100,91 @@ def _proba_metrics(y_true, proba, classes, n_bins) -> dict:
     }
 
 
-def _ood_results(score_fn: Callable, scores: Sequence[str], X_test, ood: dict) -> dict:
-    """{score: {ood set: ood_metrics}} with score_fn(X, method) oriented as score_ood."""
-    results = {}
-    for method in scores:
-        s_in = np.asarray(score_fn(X_test, method))
-        results[method] = {
-            name: ood_metrics(s_in, np.asarray(score_fn(X_ood, method)))
-            for name, X_ood in ood.items()
+def _scores(score_fn: Callable, methods: Sequence[str], X_test, ood: dict) -> dict:
+    """{method: (test scores, {ood set: scores})}, oriented as score_ood."""
+    return {
+        method: (
+            np.asarray(score_fn(X_test, method)),
+            {name: np.asarray(score_fn(X, method)) for name, X in ood.items()},
+        )
+        for method in methods
+    }
+
+
+def _ood_results(scores: dict) -> dict:
+    """{score: {ood set: ood_metrics}}."""
+    return {
+        method: {name: ood_metrics(s_in, s_out) for name, s_out in by_set.items()}
+        for method, (s_in, by_set) in scores.items()
+    }
+
+
+class _ScoreFunction(OODDecisionMixin, BaseEstimator):
+    """The library's ``calibrate_ood`` over a score function, for what has no such method of its
+    own: a temperature-scaled model, a post-hoc detector."""
+
+    ood_method = None
+
+    def __init__(self, score_fn=None):
+        self.score_fn = score_fn
+
+    def fit(self, X=None, y=None):
+        self.fitted_ = True
+        return self
+
+    def score_ood(self, X, method=None):
+        return np.asarray(self.score_fn(X, method))
+
+
+def _threshold(measured, method: str, own_scores, X_cal) -> float:
+    """``calibrate_ood(X_cal, tpr=OOD_TPR, method)``'s threshold: the model's own where it has
+    the method, else the same rule over the score function."""
+    model = measured.model
+    if method in own_scores and hasattr(model, "calibrate_ood"):
+        decider = model
+    else:
+        decider = _ScoreFunction(measured.score_fn).fit()
+    return float(decider.calibrate_ood(X_cal, tpr=OOD_TPR, method=method).ood_threshold_)
+
+
+def _decisions(thresholds: dict, scores: dict) -> dict:
+    """Per score: the threshold, the share of test samples flagged, the share of OOD missed."""
+    return {
+        method: {
+            "threshold": t,
+            "false_positive_rate": float(np.mean(scores[method][0] > t)),
+            "miss_rate": {name: float(np.mean(s <= t)) for name, s in scores[method][1].items()},
         }
-    return results
+        for method, t in thresholds.items()
+    }
+
+
+def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> _Measured:
+    """``measured`` with the post-hoc detectors as extra scores, fitted on the fit part only."""
+    model = measured.model
+    detectors = {
+        name: fit_detector(build_detector(name, len(split.y_fit)), model, split.X_fit, split.y_fit)
+        for name in names
+    }
+    own = measured.score_fn
+
+    def score_fn(X, method):
+        if method in detectors:
+            return detectors[method].score_ood(penultimate_features(model, X))
+        return own(X, method)
+
+    return replace(measured, score_fn=score_fn)
 
 
 def _seconds_per_epoch(estimator, fit_seconds: float, max_epochs: int) -> float:
-    """Median of skorch's per-epoch durations; the fit time over epochs without a history."""
+    """Median of skorch's per-epoch durations; the fit time over epochs without a history.
+
+    An ensemble (``estimators_``) costs the sum of its experts' epochs: one epoch of each.
+    """
+    experts = getattr(estimator, "estimators_", None)
+    if experts:
+        share = fit_seconds / len(experts)
+        return sum(_seconds_per_epoch(e, share, max_epochs) for e in experts)
     try:
         durations = [row["dur"] for row in estimator.history]
     except (AttributeError, KeyError, TypeError):
@@ -114,9 +215,11 @@ def _calibrated(spec, fitted, calibration, max_epochs) -> _Measured:
     )  # fmt: skip
 
 
-def _trained(spec, fitted, seed, config, setup) -> _Measured:
-    """A fitted model, attacked in the data's own units (through the standardization)."""
-    model, fit_seconds = fitted[spec.name]
+def _robust_accuracy(model, seed, config, setup) -> list | None:
+    """Accuracy under PGD in the data's own units (through the standardization); None for a
+    model without a network of its own to differentiate (an ensemble)."""
+    if not hasattr(model, "module_"):
+        return None
     view = {}
     if setup.standardizer is not None:  # the ball and the box in raw units
         view = {
@@ -124,10 +227,16 @@ def _trained(spec, fitted, seed, config, setup) -> _Measured:
             "input_range": setup.data.input_range,
         }
     X_attack = setup.X_attack
-    robust = adversarial_accuracy(
+    return adversarial_accuracy(
         model, X_attack, setup.data.y_test[: len(X_attack)], setup.epsilons, norm=config.norm,
         steps=config.attack_steps, random_state=seed, **view,
     ).tolist()  # fmt: skip
+
+
+def _trained(spec, fitted, seed, config, setup) -> _Measured:
+    """A fitted model, attacked in the data's own units where it has a network to attack."""
+    model, fit_seconds = fitted[spec.name]
+    robust = _robust_accuracy(model, seed, config, setup)
     return _Measured(
         model,
         lambda X, method: model.score_ood(X, method=method),
@@ -137,23 +246,34 @@ def _trained(spec, fitted, seed, config, setup) -> _Measured:
     )
 
 
-def measure(spec, fitted, seed, calibration, config, setup) -> dict:
+def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
     """One run record: the model ``spec`` at ``seed``, measured on the test split.
 
-    ``fitted`` maps a trained model's name to ``(estimator, fit seconds)``; ``calibration`` is
-    the held-out ``(X_cal, y_cal)``; ``config`` and ``setup`` are ``compare``'s.
+    ``fitted`` maps a trained model's name to ``(estimator, fit seconds)``; ``split`` holds the
+    seed's fit and calibration parts; ``config`` and ``setup`` are ``compare``'s.
     """
     if spec.calibrates:
-        measured = _calibrated(spec, fitted, calibration, setup.max_epochs)
+        measured = _calibrated(spec, fitted, (split.X_cal, split.y_cal), setup.max_epochs)
     else:
         measured = _trained(spec, fitted, seed, config, setup)
-    model, score_fn, data = measured.model, measured.score_fn, setup.data
+    methods = tuple(spec.scores)
+    if spec.name == DETECTOR_BASE and config.detectors:
+        measured = _with_detectors(measured, config.detectors, split)
+        methods += tuple(config.detectors)
+    model, data = measured.model, setup.data
     proba = model.predict_proba(data.X_test)
+    scores = _scores(measured.score_fn, methods, data.X_test, data.ood)
+    thresholds = {m: _threshold(measured, m, spec.scores, split.X_cal) for m in methods}
     record = {
         "model": spec.name,
         "seed": seed,
         **_proba_metrics(data.y_test, proba, model.classes_, config.n_bins),
-        "ood": _ood_results(score_fn, spec.scores, data.X_test, data.ood),
+        "aurc": {
+            m: aurc(data.y_test, proba, -s_in, classes=model.classes_)
+            for m, (s_in, _) in scores.items()
+        },
+        "ood": _ood_results(scores),
+        "ood_decisions": _decisions(thresholds, scores),
         "robust_accuracy": measured.robust,
         "fit_seconds": measured.fit_seconds,
         "seconds_per_epoch": measured.seconds_per_epoch,
@@ -161,13 +281,12 @@ def measure(spec, fitted, seed, calibration, config, setup) -> dict:
         **measured.extra,
     }
     if seed == 0:
-        first = spec.scores[0]
         record["_figure_data"] = {
             "y_test": data.y_test,
             "proba": proba,
             "classes": model.classes_,
-            "score": first,
-            "scores_in": np.asarray(score_fn(data.X_test, first)),
-            "scores_out": {k: np.asarray(score_fn(v, first)) for k, v in data.ood.items()},
+            "score": methods[0],
+            "scores_in": scores[methods[0]][0],
+            "scores_out": scores[methods[0]][1],
         }
     return record

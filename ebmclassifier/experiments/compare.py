@@ -17,8 +17,16 @@ AUPR-out, FPR95 of each OOD score against each OOD set), accuracy under PGD at e
 and the training time per epoch (skorch's per-epoch ``dur``). :func:`write_report` turns the
 runs into tables, ``report.md``, ``results.json`` and figures.
 
+Beyond the test split's own OOD sets, ``ood_classes`` trains every model without some labels
+and makes their test samples the OOD set ``held-out classes``, and ``ood_files`` adds the
+user's own OOD samples (see :mod:`ebmclassifier.experiments._ood_sets`); ``detectors`` adds
+post-hoc detectors on the CE model's penultimate features, fitted on its training data. Each
+model also gets the area under its risk-coverage curve (AURC) per score and, per score, an OOD
+decision threshold calibrated on the held-out calibration split (``calibrate_ood`` with
+``tpr=0.95``), with the share of test samples it flags and of each OOD set it misses.
+
 Every measurement goes through the estimators' public methods (``predict_proba``,
-``score_ood``) and :func:`~ebmclassifier.metrics.adversarial_accuracy`.
+``score_ood``, ``calibrate_ood``) and :func:`~ebmclassifier.metrics.adversarial_accuracy`.
 """
 
 from __future__ import annotations
@@ -33,10 +41,12 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from ..datasets import load_named_dataset
+from ..detectors import DETECTORS
 from ._command import CommaList, Command, Option
-from ._measure import EpochBar, measure
-from .models import ModelSpec, default_models, network_params
-from .report import write_report
+from ._measure import OOD_TPR, EpochBar, Split, measure
+from ._ood_sets import add_requested_ood
+from .models import DETECTOR_BASE, ModelSpec, build_detector, default_models, network_params
+from .report import write_report, write_reports
 from .standardize import Standardizer
 
 __all__ = [
@@ -98,6 +108,16 @@ class CompareConfig:
         docstring); attacks and OOD sets stay in the data's own units either way.
     extra_params : dict of str to dict
         Additional estimator parameters per model name, e.g. ``{"jem": {"sgld_steps": 10}}``.
+    ood_classes : sequence or None
+        Labels held out of training (matched as text, so ``"5"`` names the label ``5``);
+        their test samples become the OOD set ``"held-out classes"``. At least two labels must
+        stay.
+    ood_files : sequence of str
+        ``.npz`` (array ``X``) or ``.csv`` files of OOD samples in the data's sample shape,
+        each an OOD set named after the file's stem, standardized like the test split.
+    detectors : sequence of str
+        Post-hoc detectors (names of :data:`~ebmclassifier.detectors.DETECTORS`) fitted on the
+        ``ce`` model's penultimate features of its training data; ``ce`` must be in ``models``.
 
     Examples
     --------
@@ -126,6 +146,9 @@ class CompareConfig:
     progress: bool = True
     standardize: bool = True
     extra_params: dict = field(default_factory=dict)
+    ood_classes: Sequence | None = None
+    ood_files: Sequence[str] = ()
+    detectors: Sequence[str] = ()
 
 
 @dataclass
@@ -133,6 +156,7 @@ class _Setup:
     """What every seed shares: the (standardized) data and the resolved training settings."""
 
     data: object  # a datasets.NamedDataset, its arrays standardized when ``standardizer`` is set
+    requested: dict  # held_out_classes and ood_files, see _ood_sets.add_requested_ood
     standardizer: Standardizer | None
     X_attack: np.ndarray  # the first test samples, in the data's own units
     max_epochs: int
@@ -158,7 +182,22 @@ def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
         selected.append(spec)
     if not selected:
         raise RuntimeError("None of the requested models can run here; see the messages above.")
+    _check_detectors(config.detectors or (), [s.name for s in selected])
     return selected, skipped
+
+
+def _check_detectors(detectors: Sequence[str], models: list[str]) -> None:
+    unknown = [d for d in detectors if d not in DETECTORS]
+    if unknown:
+        raise ValueError(
+            f"Unknown detectors {unknown!r} in --detectors; choose from {sorted(DETECTORS)!r}."
+        )
+    if detectors and DETECTOR_BASE not in models:
+        raise ValueError(
+            f"--detectors {','.join(detectors)} reads the penultimate features of the "
+            f"{DETECTOR_BASE!r} model (cross-entropy), which is not among the models "
+            f"{models!r}; add {DETECTOR_BASE} to --models."
+        )
 
 
 def _load(config: CompareConfig) -> _Setup:
@@ -168,11 +207,12 @@ def _load(config: CompareConfig) -> _Setup:
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
     )  # fmt: skip
-    if network and data.X_train.ndim != 4:
+    if config.network.startswith("wrn") and data.X_train.ndim != 4:
         raise ValueError(
             f"--network {config.network} takes images of shape (n, C, H, W); {data.name} has "
-            f"samples of shape {data.X_train.shape[1:]}. Use --network default."
+            f"samples of shape {data.X_train.shape[1:]}. Use --network default or mlp."
         )
+    requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
     n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
     X_attack = data.X_test[:n_attack]  # attacked in the data's own units
     standardizer = Standardizer(data.X_train) if config.standardize else None
@@ -187,6 +227,7 @@ def _load(config: CompareConfig) -> _Setup:
         epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
     return _Setup(
         data=data,
+        requested=requested,
         standardizer=standardizer,
         X_attack=X_attack,
         max_epochs=config.max_epochs or defaults["max_epochs"],
@@ -229,25 +270,26 @@ def _run_seeds(config, registry, specs, setup, log) -> tuple[list, list, tuple]:
     outer = tqdm(total=len(names) * config.seeds, desc=f"compare on {data.name}",
                  disable=not config.progress)  # fmt: skip
     for seed in range(config.seeds):
-        X_fit, X_cal, y_fit, y_cal = train_test_split(
+        split = Split(*train_test_split(
             data.X_train, data.y_train, test_size=config.calibration_size,
             stratify=data.y_train, random_state=seed,
-        )  # fmt: skip
+        ))  # fmt: skip
         fitted = {}
         for name in names:
-            result, failure = _fit(name, registry, seed, X_fit, y_fit, config, setup, log)
+            result, failure = _fit(name, registry, seed, split.X_fit, split.y_fit, config,
+                                   setup, log)  # fmt: skip
             if failure is None:
                 fitted[name] = result
             else:
                 failures.append(failure)
             outer.update(1)
         runs += [
-            measure(spec, fitted, seed, (X_cal, y_cal), config, setup)
+            measure(spec, fitted, seed, split, config, setup)
             for spec in specs
             if (spec.calibrates or spec.name) in fitted
         ]
     outer.close()
-    return runs, failures, (len(y_fit), len(y_cal))
+    return runs, failures, (len(split.y_fit), len(split.y_cal))
 
 
 def run_comparison(config: CompareConfig, registry=None, log: Callable = print) -> dict:
@@ -264,9 +306,17 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     Returns
     -------
     results : dict
-        ``config``, ``data`` (sizes, shapes, OOD sets), ``models`` (descriptions and skips),
-        ``epsilons`` and ``runs``: one record per (model, seed) with the measurements and, for
-        the first seed, the arrays the figures need (``_figure_data``, not written to JSON).
+        ``config``, ``data`` (sizes, shapes, classes, OOD sets), ``models`` (descriptions and
+        skips), ``detectors``, ``epsilons`` and ``runs``: one record per (model, seed) with the
+        measurements and, for the first seed, the arrays the figures need (``_figure_data``,
+        not written to JSON).
+
+    Raises
+    ------
+    ValueError
+        Before any training, for an unknown model, network or detector, detectors without the
+        ``ce`` model, ``ood_classes`` naming a label the data lacks or leaving fewer than two,
+        or an OOD file that cannot be read or holds samples of another shape.
 
     See Also
     --------
@@ -289,9 +339,20 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     >>> 0.0 <= results["runs"][2]["ood"]["approx_mass"]["uniform"]["auroc"] <= 1.0
     True
     """
+    return _run_all([config], registry, log)[0]
+
+
+def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = print) -> list:
+    """:func:`run_comparison` for each config, every one checked and loaded before training."""
     registry = default_models() if registry is None else registry
-    specs, skipped = _select_models(config, registry, log)
-    setup = _load(config)
+    prepared = []
+    for config in configs:
+        specs, skipped = _select_models(config, registry, log)
+        prepared.append((config, specs, skipped, _load(config)))
+    return [_execute(*plan, registry, log) for plan in prepared]
+
+
+def _execute(config, specs, skipped, setup, registry, log) -> dict:
     runs, failures, (n_fit, n_calibration) = _run_seeds(config, registry, specs, setup, log)
     _add_relative_cost(runs)
     return {
@@ -299,6 +360,8 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
         "data": _data_summary(setup, n_fit, n_calibration),
         "models": {s.name: s.description for s in specs},
         "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
+        "detectors": {name: repr(build_detector(name, n_fit)) for name in (config.detectors or ())},
+        "ood_tpr": OOD_TPR,
         "skipped": skipped,
         "failures": failures,
         "max_epochs": setup.max_epochs,
@@ -320,7 +383,9 @@ def _data_summary(setup: _Setup, n_fit: int, n_calibration: int) -> dict:
         "input_shape": list(data.X_train.shape[1:]),
         "input_range": [float(low), float(high)],
         "standardized": setup.standardizer is not None,
+        "classes": np.unique(data.y_train).tolist(),
         "ood_sets": {k: int(len(v)) for k, v in data.ood.items()},
+        **setup.requested,
     }
 
 
@@ -339,15 +404,23 @@ def _run_command(args) -> int:
     """Run the comparison the parsed options describe, write the report, print the tables."""
     if args.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
-    config = CompareConfig(**COMMAND.fields(args))
-    results = run_comparison(config, log=lambda msg: print(msg, file=sys.stderr))
-    tabs = write_report(results, args.out, command=COMMAND.command_line(args))
-    for key in ("main", "ood_auroc", "robust"):
-        print(tabs[key], end="\n\n")
-    for line in tabs["verdicts"]:
-        print("-", line)
-    report = Path(args.out) / "report.md"
-    print(f"\nReport: {report}, results.json and {len(tabs['figures'])} figures.")
+    fields = COMMAND.fields(args)
+    names = [name for name in fields.pop("data").split(",") if name.strip()]
+    if not names or len(set(names)) < len(names):
+        raise ValueError(f"--data must name each data set once; got {args.data!r}.")
+    configs = [CompareConfig(data=name, **fields) for name in names]
+    all_results = _run_all(configs, log=lambda msg: print(msg, file=sys.stderr))
+    printed = write_reports(all_results, args.out, command=COMMAND.command_line(args))
+    for results, tabs in zip(all_results, printed, strict=True):
+        if len(all_results) > 1:
+            print(f"## {results['data']['name']}", end="\n\n")
+        for key in ("main", "ood_auroc", "ood_decisions", "robust"):
+            print(tabs[key], end="\n\n")
+        for line in tabs["verdicts"]:
+            print("-", line)
+        print()
+    n_figures = sum(len(tabs["figures"]) for tabs in printed)
+    print(f"Report: {Path(args.out) / 'report.md'}, results.json and {n_figures} figures.")
     return 0
 
 
@@ -359,16 +432,19 @@ COMMAND = Command(
     name="compare",
     help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
     description=(
-        "Train each model for each seed and compare accuracy, calibration, OOD detection, "
-        "robustness to PGD and training cost. Writes report.md, results.json and PNG "
-        "figures into --out and prints the tables (median [min, max] over seeds)."
+        "Train each model for each seed and compare accuracy, calibration, selective "
+        "classification (AURC), OOD detection and decisions, robustness to PGD and training "
+        "cost. Writes report.md, results.json and PNG figures into --out and prints the tables "
+        "(median [min, max] over seeds)."
     ),
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
-                ".npz/.csv file", "data", default="digits"),
+                ".npz/.csv file; several, comma-separated, run one after the other, one "
+                "report section each (default digits)", "data", default="digits"),
         _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
-        _option("--models", "comma-separated, from ce, ce_ts, ngebm, ngebm_ts, jem, jem_ts "
-                "(default: ce,ce_ts,ngebm,jem)", "models", type=CommaList(str),
+        _option("--models", "comma-separated, from ce, ce_ts, ce_ens, ngebm, ngebm_ts, "
+                "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
+                type=CommaList(str),
                 default=["ce", "ce_ts", "ngebm", "jem"]),
         _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds", type=int, default=3),
         _option("--out", "output folder (default report/)", default="report"),
@@ -378,9 +454,9 @@ COMMAND = Command(
                 default=None),
         _option("--batch-size", "(estimator default)", "batch_size", type=int, default=None),
         _option("--device", "auto, cpu, cuda, ... (default auto)", "device", default="auto"),
-        _option("--network", "default (from the data's shape) or wrn-D-K, e.g. wrn-28-10: a "
-                "WideResNet without batch-norm, for images", "network", "changed",
-                default="default"),
+        _option("--network", "default (from the data's shape), mlp (an MLP for any shape) or "
+                "wrn-D-K, e.g. wrn-28-10: a WideResNet without batch-norm, for images",
+                "network", "changed", default="default"),
         _option("--epsilons", "PGD radii, comma-separated (data default)", "epsilons",
                 type=CommaList(float), default=None),
         _option("--norm", "PGD norm", "norm", choices=["linf", "l2"], default="linf"),
@@ -388,9 +464,18 @@ COMMAND = Command(
                 default=10),
         _option("--n-attack", "test samples attacked (default 500)", "n_attack", type=int,
                 default=500),
-        _option("--max-train", "subsample the training split", "max_train", type=int,
-                default=None),
+        _option("--max-train", "subsample the training split to at most this many samples "
+                "(a smaller one is kept whole)", "max_train", type=int, default=None),
         _option("--max-test", "subsample the test split", "max_test", type=int, default=None),
+        _option("--ood-classes", "labels to hold out of training, comma-separated; their test "
+                "samples become the OOD set 'held-out classes'", "ood_classes",
+                type=CommaList(str), default=None),
+        _option("--ood", "OOD files, comma-separated: .npz (array X) or .csv, in the data's "
+                "sample shape; one OOD set each, named after the file", "ood_files",
+                type=CommaList(str), default=None, metavar="FILE"),
+        _option("--detectors", "post-hoc OOD detectors on the ce model's penultimate "
+                f"features, fitted on its training data: {','.join(DETECTORS)}",
+                "detectors", type=CommaList(str), default=None),
         _option("--no-standardize", "train on the inputs as given instead of standardizing "
                 "them (per feature, or per channel for images and sequences)", "standardize",
                 action="store_false", dest="standardize"),

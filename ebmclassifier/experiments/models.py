@@ -6,11 +6,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..detectors import DETECTORS, KNNDetector
+from ..ensemble import ProductOfExperts
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
-from ..nn import WideResNet, wide_resnet_blocks_per_group
+from ..nn import MLP, WideResNet, wide_resnet_blocks_per_group
 
 __all__ = ["ModelSpec", "default_models", "network_params"]
+
+#: The model whose penultimate features the post-hoc detectors (``--detectors``) read.
+DETECTOR_BASE = "ce"
+
+#: How many nets a ``*_ens`` model mixes.
+ENSEMBLE_SIZE = 5
 
 OOD_SCORES = ("energy", "max_softmax", "approx_mass")
 
@@ -24,29 +32,34 @@ def network_params(network: str) -> dict:
     ----------
     network : str
         ``"default"`` (the estimators' own choice from the data's shape: an MLP or a small
-        ConvNet) or ``"wrn-D-K"``, a :class:`~ebmclassifier.nn.WideResNet` of depth ``D`` and
-        widen factor ``K`` without batch-norm (``"wrn-28-10"`` is the papers' network).
+        ConvNet), ``"mlp"`` (:class:`~ebmclassifier.nn.MLP`, which flattens any sample shape;
+        on MNIST-1D the cheap, over-confident setting) or ``"wrn-D-K"``, a
+        :class:`~ebmclassifier.nn.WideResNet` of depth ``D`` and widen factor ``K`` without
+        batch-norm (``"wrn-28-10"`` is the papers' network).
 
     Returns
     -------
     params : dict
-        ``{}`` for the default, else ``module``, ``module__depth`` and ``module__widen_factor``.
+        ``{}`` for the default, ``{"module": MLP}`` for ``"mlp"``, else ``module``,
+        ``module__depth`` and ``module__widen_factor``.
 
     Examples
     --------
     >>> params = network_params("wrn-28-10")
     >>> params["module"].__name__, params["module__depth"], params["module__widen_factor"]
     ('WideResNet', 28, 10)
-    >>> network_params("default")
-    {}
+    >>> network_params("default"), network_params("mlp")["module"].__name__
+    ({}, 'MLP')
     """
     if network == "default":
         return {}
+    if network == "mlp":
+        return {"module": MLP}
     match = _WRN.fullmatch(network)
     if match is None:
         raise ValueError(
-            f"Unknown network {network!r}: use 'default' or 'wrn-D-K' (e.g. 'wrn-28-10', a "
-            "WideResNet of depth 28 and widen factor 10)."
+            f"Unknown network {network!r}: use 'default', 'mlp' or 'wrn-D-K' (e.g. "
+            "'wrn-28-10', a WideResNet of depth 28 and widen factor 10)."
         )
     depth, widen_factor = int(match[1]), int(match[2])
     wide_resnet_blocks_per_group(depth)  # a bad depth fails here, before any training
@@ -98,12 +111,16 @@ class ModelSpec:
 
 
 def default_models() -> dict[str, ModelSpec]:
-    """The models ``compare`` knows: ``ce``, ``ngebm``, ``jem`` and each one temperature-scaled.
+    """The models ``compare`` knows: ``ce``, ``ngebm``, ``jem``, each one temperature-scaled, and
+    ensembles of ``ce`` and ``ngebm``.
 
     ``<name>_ts`` trains nothing: it recalibrates the fitted ``<name>`` by temperature scaling
     on the held-out calibration split (``ce_ts`` is the usual fix for calibration the energy
     methods are judged against; ``ngebm_ts`` and ``jem_ts`` show what the same fix does to
-    them).
+    them). ``<name>_ens`` is a deep ensemble (Lakshminarayanan et al. 2017): the mixture
+    (:class:`~ebmclassifier.ProductOfExperts` with ``combine="mixture"``) of ``ENSEMBLE_SIZE``
+    (5) nets of ``<name>`` trained from seeds ``5 s, ..., 5 s + 4`` at compare's seed ``s``;
+    it costs five fits, and it has no network of its own for PGD to attack.
 
     Returns
     -------
@@ -113,9 +130,12 @@ def default_models() -> dict[str, ModelSpec]:
     --------
     >>> registry = default_models()
     >>> list(registry)
-    ['ce', 'ce_ts', 'ngebm', 'ngebm_ts', 'jem', 'jem_ts']
+    ['ce', 'ce_ts', 'ce_ens', 'ngebm', 'ngebm_ts', 'ngebm_ens', 'jem', 'jem_ts']
     >>> registry["ce"].build({"max_epochs": 1}).beta, registry["ce_ts"].calibrates
     (0.0, 'ce')
+    >>> ensemble = registry["ngebm_ens"].build({"random_state": 2})
+    >>> ensemble.combine, [net.random_state for _, net in ensemble.estimators]
+    ('mixture', [10, 11, 12, 13, 14])
     """
     return {
         "ce": ModelSpec(
@@ -123,16 +143,38 @@ def default_models() -> dict[str, ModelSpec]:
             build=lambda params: NGEBMClassifier(beta=0.0, **params),
         ),
         "ce_ts": _temperature_scaled("ce"),
+        "ce_ens": _ensemble("ce", 0.0),
         "ngebm": ModelSpec(
             "ngebm", "NG-EBM, beta=gamma=0.5",
             build=lambda params: NGEBMClassifier(beta=0.5, **params),
         ),
         "ngebm_ts": _temperature_scaled("ngebm"),
+        "ngebm_ens": _ensemble("ngebm", 0.5),
         "jem": ModelSpec(
             "jem", "JEM (SGLD from a replay buffer)", build=lambda params: JEMClassifier(**params)
         ),
         "jem_ts": _temperature_scaled("jem"),
     }  # fmt: skip
+
+
+def _ensemble(base: str, beta: float) -> ModelSpec:
+    def build(params: dict) -> ProductOfExperts:
+        seed = params.get("random_state") or 0
+        experts = [
+            (
+                f"{base}{k}",
+                NGEBMClassifier(beta=beta, **{**params, "random_state": seed * ENSEMBLE_SIZE + k}),
+            )
+            for k in range(ENSEMBLE_SIZE)
+        ]
+        return ProductOfExperts(experts, combine="mixture")
+
+    return ModelSpec(
+        f"{base}_ens",
+        f"deep ensemble: the mixture of {ENSEMBLE_SIZE} {base} nets from seeds 5s..5s+4 "
+        "(ProductOfExperts(combine='mixture')); costs five fits",
+        build=build,
+    )
 
 
 def _temperature_scaled(base: str) -> ModelSpec:
@@ -143,3 +185,31 @@ def _temperature_scaled(base: str) -> ModelSpec:
         scores=("max_softmax",),
         calibrates=base,
     )
+
+
+def build_detector(name: str, n_train: int):
+    """An unfitted post-hoc detector of :mod:`ebmclassifier.detectors` for ``--detectors``.
+
+    The detectors keep their library defaults (Mahalanobis with the empirical covariance, ViM
+    with half the feature dimensions as its principal subspace) except KNN's ``k``, which
+    follows Sun et al. (2022): ``k = 50`` for CIFAR-10's 50,000 training samples and ``k``
+    proportional to the training set otherwise, so ``k = max(1, round(n_train / 1000))``.
+
+    Parameters
+    ----------
+    name : {"mahalanobis", "knn", "vim"}
+    n_train : int
+        The number of training samples the detector is fitted on.
+
+    Returns
+    -------
+    detector : MahalanobisDetector, KNNDetector or ViMDetector
+
+    Examples
+    --------
+    >>> build_detector("knn", 3200), build_detector("knn", 50_000).n_neighbors
+    (KNNDetector(n_neighbors=3), 50)
+    """
+    if name == "knn":
+        return KNNDetector(n_neighbors=max(1, round(n_train / 1000)))
+    return DETECTORS[name]()

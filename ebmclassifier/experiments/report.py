@@ -1,6 +1,7 @@
-"""Tables, verdicts, report.md, results.json and figures from the runs of ``compare``.
+"""report.md, results.json and figures from the runs of ``compare``.
 
-Every number is summarised over seeds as ``median [min, max]``.
+Every number is summarised over seeds as ``median [min, max]``; the tables and the verdicts
+come from :mod:`ebmclassifier.experiments._tables`.
 """
 
 from __future__ import annotations
@@ -12,221 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from ..plotting import plot_accuracy_vs_epsilon, plot_ood_histograms, plot_reliability_diagram
+from ..plotting_selective import plot_risk_coverage
+from ._tables import _NORMS, _fmt, summarise, tables, verdicts
 
 __all__ = ["write_report"]
-
-SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
-_NORMS = {"linf": "L-inf", "l2": "L2"}
-LOWER_IS_BETTER = {"ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce"}
-
-
-def _stat(values) -> dict | None:
-    values = [v for v in values if v is not None]
-    if not values:
-        return None
-    return {
-        "median": float(np.median(values)),
-        "min": float(np.min(values)),
-        "max": float(np.max(values)),
-        "n": len(values),
-    }
-
-
-def summarise(results: dict) -> dict:
-    """Summaries over seeds of every measurement.
-
-    Parameters
-    ----------
-    results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
-
-    Returns
-    -------
-    summary : dict
-        ``{model: {"scalars": {metric: stat}, "ood": {score: {set: {metric: stat}}},
-        "robust_accuracy": [stat per epsilon] or None}}`` with ``stat`` a dict of ``median``,
-        ``min``, ``max`` and ``n`` (seeds).
-    """
-    summary = {}
-    for model in results["models"]:
-        runs = [r for r in results["runs"] if r["model"] == model]
-        if not runs:
-            continue  # every fit failed; listed under "failures"
-        scalars = {
-            k: _stat([r.get(k) for r in runs]) for k in SCALARS + ("temperature", "divergences")
-        }
-        ood = {
-            score: {
-                name: {m: _stat([r["ood"][score][name][m] for r in runs]) for m in metrics}
-                for name, metrics in sets.items()
-            }
-            for score, sets in runs[0]["ood"].items()
-        }
-        robust = None
-        if runs[0]["robust_accuracy"] is not None:
-            per_eps = np.array([r["robust_accuracy"] for r in runs])
-            robust = [_stat(per_eps[:, j]) for j in range(per_eps.shape[1])]
-        summary[model] = {
-            "scalars": {k: v for k, v in scalars.items() if v is not None},
-            "ood": ood,
-            "robust_accuracy": robust,
-        }
-    return summary
-
-
-def _fmt(stat, digits: int = 3) -> str:
-    if stat is None:
-        return "n/a"
-    if stat["n"] == 1 or stat["min"] == stat["max"]:
-        return f"{stat['median']:.{digits}f}"
-    return f"{stat['median']:.{digits}f} [{stat['min']:.{digits}f}, {stat['max']:.{digits}f}]"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _attack_index(epsilons) -> int:
-    """The epsilon the main table reports: the middle one of the non-zero radii."""
-    nonzero = [i for i, e in enumerate(epsilons) if e > 0]
-    return nonzero[len(nonzero) // 2] if nonzero else 0
-
-
-def tables(results: dict, summary: dict) -> dict[str, str]:
-    """The report's markdown tables.
-
-    Parameters
-    ----------
-    results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
-    summary : dict
-        From :func:`summarise`.
-
-    Returns
-    -------
-    tables : dict of str to str
-        ``main``, ``ood_auroc``, ``ood_fpr95`` and ``robust``.
-    """
-    epsilons = results["epsilons"]
-    j = _attack_index(epsilons)
-    main_rows = []
-    for model, s in summary.items():
-        sc = s["scalars"]
-        robust = s["robust_accuracy"][j] if s["robust_accuracy"] else None
-        main_rows.append(
-            [model, _fmt(sc.get("accuracy")), _fmt(sc.get("ece")), _fmt(sc.get("nll")),
-             _fmt(robust) if robust else "= base model", _fmt(sc.get("seconds_per_epoch"), 4),
-             _fmt(sc.get("cost_vs_ce"), 2)]
-        )  # fmt: skip
-    norm = _NORMS[results["config"]["norm"]]
-    main = _table(
-        ["model", "accuracy", "ECE", "NLL", f"acc. {norm} PGD eps={epsilons[j]:.3g}",
-         "s / epoch", "cost x CE"],
-        main_rows,
-    )  # fmt: skip
-    sets = list(results["data"]["ood_sets"])
-    ood_tables = {}
-    for metric in ("auroc", "fpr95"):
-        rows = [
-            [f"{model} / {score}"] + [_fmt(by_set[name][metric]) for name in sets]
-            for model, s in summary.items()
-            for score, by_set in s["ood"].items()
-        ]
-        ood_tables[metric] = _table(["model / score"] + sets, rows)
-    robust_rows = [
-        [model] + [_fmt(st) for st in s["robust_accuracy"]]
-        for model, s in summary.items()
-        if s["robust_accuracy"]
-    ]
-    robust = _table(["model"] + [f"eps={e:.3g}" for e in epsilons], robust_rows)
-    return {
-        "main": main,
-        "ood_auroc": ood_tables["auroc"],
-        "ood_fpr95": ood_tables["fpr95"],
-        "robust": robust,
-    }
-
-
-def _compare_best(candidates: dict, lower: bool) -> str | None:
-    """'A (x) beats B (y), clearly / within the seed spread' for {label: stat}."""
-    ranked = sorted(
-        ((label, st) for label, st in candidates.items() if st is not None),
-        key=lambda item: item[1]["median"],
-        reverse=not lower,
-    )
-    if len(ranked) < 2:
-        return None
-    (best, b), (second, s) = ranked[0], ranked[1]
-    if f"{b['median']:.3f}" == f"{s['median']:.3f}":
-        return f"{best} and {second} tied ({b['median']:.3f})"
-    if b["n"] == 1 or s["n"] == 1:
-        how = "one seed, so no spread to judge the gap by"
-    elif (b["max"] < s["min"]) if lower else (b["min"] > s["max"]):
-        how = "clearly: no seed overlap"
-    else:
-        how = "within the seed spread"
-    return f"{best} ({b['median']:.3f}) ahead of {second} ({s['median']:.3f}), {how}"
-
-
-def verdicts(results: dict, summary: dict) -> list[str]:
-    """Plain sentences: who is best on each criterion, and how the energy methods compare
-    with the CE model's energy score, the standard energy-based OOD detector.
-
-    A gap is called clear only when the seed ranges do not overlap.
-
-    Parameters
-    ----------
-    results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
-    summary : dict
-        From :func:`summarise`.
-
-    Returns
-    -------
-    lines : list of str
-    """
-    lines = []
-    # a recalibrated model keeps its base model's predictions: no rival for accuracy
-    same_predictions = {m for m, spec in results.get("calibrated", {}).items() if spec}
-    for metric, label in (("accuracy", "Accuracy"), ("ece", "ECE"), ("nll", "NLL")):
-        c = {
-            m: s["scalars"].get(metric)
-            for m, s in summary.items()
-            if metric != "accuracy" or m not in same_predictions
-        }
-        text = _compare_best(c, metric in LOWER_IS_BETTER)
-        if text:
-            lines.append(f"{label}: {text}.")
-    j = _attack_index(results["epsilons"])
-    c = {m: s["robust_accuracy"][j] for m, s in summary.items() if s["robust_accuracy"]}
-    text = _compare_best(c, lower=False)
-    if text:
-        lines.append(f"Robust accuracy at eps={results['epsilons'][j]:.3g}: {text}.")
-    for name in results["data"]["ood_sets"]:
-        # each model by its best score on this set, so the sentence compares models
-        best = {
-            m: max(s["ood"].items(), key=lambda kv: kv[1][name]["auroc"]["median"])
-            for m, s in summary.items()
-        }
-        c = {f"{m} / {score}": by_set[name]["auroc"] for m, (score, by_set) in best.items()}
-        text = _compare_best(c, lower=False)
-        if not text:
-            continue
-        line = f"OOD AUROC on {name} (each model's best score): {text}."
-        baseline = summary.get("ce", {}).get("ood", {}).get("energy", {}).get(name)
-        if baseline is not None:
-            base = baseline["auroc"]["median"]
-            line += f" The CE model's energy score, the usual detector, reaches {base:.3f}"
-            for m in ("ngebm", "jem"):
-                if m in best:
-                    score, by_set = best[m]
-                    own = by_set[name]["auroc"]["median"]
-                    line += f"; {m} / {score} {own:.3f} ({own - base:+.3f})"
-            line += "."
-        lines.append(line)
-    return lines
 
 
 def _jsonable(obj):
@@ -244,7 +34,8 @@ def _jsonable(obj):
 def write_figures(results: dict, out: Path) -> list[str]:
     """Write the figures: reliability, OOD histograms and robustness, one PNG each per model.
 
-    ``reliability_<model>.png`` and ``ood_<model>.png`` show the first seed;
+    ``reliability_<model>.png`` and ``ood_<model>.png`` show the first seed, and so does
+    ``risk_coverage.png`` (every model's risk-coverage curve, confidence max softmax);
     ``robustness_<model>.png`` every seed (median and [min, max] band), and
     ``robustness.png`` all models' curves together.
 
@@ -279,6 +70,15 @@ def write_figures(results: dict, out: Path) -> list[str]:
             title=f"{model}, seed 0", path=path,
         )  # fmt: skip
         written.append(path.name)
+    first_seed = {r["model"]: r["_figure_data"] for r in results["runs"] if "_figure_data" in r}
+    if first_seed:
+        fig_data = next(iter(first_seed.values()))
+        plot_risk_coverage(
+            fig_data["y_test"], {model: d["proba"] for model, d in first_seed.items()},
+            classes=fig_data["classes"], title=f"{results['data']['name']}, seed 0",
+            path=out / "risk_coverage.png",
+        )  # fmt: skip
+        written.append("risk_coverage.png")
     curves = {}
     for model in results["models"]:
         runs = [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
@@ -302,6 +102,8 @@ def write_figures(results: dict, out: Path) -> list[str]:
 def _network_text(network) -> str:
     if network in (None, "default"):
         return "the estimators' default for the data's shape"
+    if network == "mlp":
+        return "`mlp` (the estimators' MLP, on the flattened samples)"
     return f"`{network}` (WideResNet without batch-norm)"
 
 
@@ -339,9 +141,10 @@ def write_report(results: dict, out, command: str = "") -> dict:
     ...     printed = write_report(run_comparison(config), out)
     ...     files = sorted(path.name for path in Path(out).iterdir())
     >>> files
-    ['ood_ce.png', 'reliability_ce.png', 'report.md', 'results.json', 'robustness_ce.png']
+    ['ood_ce.png', 'reliability_ce.png', 'report.md', 'results.json', 'risk_coverage.png',
+     'robustness_ce.png']
     >>> print(printed["main"].splitlines()[0])
-    | model | accuracy | ECE | NLL | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
+    | model | accuracy | ECE | NLL | AURC | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -360,6 +163,54 @@ def write_report(results: dict, out, command: str = "") -> dict:
     (out / "report.md").write_text("\n".join(md))
     payload = {**results, "summary": summary, "environment": env, "command": command}
     (out / "results.json").write_text(json.dumps(_jsonable(payload), indent=2))
+    return printed
+
+
+def write_reports(all_results: list, out, command: str = "") -> list[dict]:
+    """:func:`write_report` for the results of one or several data sets.
+
+    One data set: exactly :func:`write_report` into ``out``. Several: each data set's full
+    report in ``out/<data set>/``, and in ``out`` a ``report.md`` with one section per data
+    set (its figures linked from its folder) and a ``results.json`` holding every data set's
+    results under ``"datasets"``, keyed by name.
+
+    Parameters
+    ----------
+    all_results : list of dict
+        From :func:`~ebmclassifier.compare.run_comparison`, one per data set.
+    out : str or path-like
+    command : str, default=""
+
+    Returns
+    -------
+    printed : list of dict
+        :func:`write_report`'s return value per data set.
+    """
+    out = Path(out)
+    if len(all_results) == 1:
+        return [write_report(all_results[0], out, command)]
+    names = [results["data"]["name"] for results in all_results]
+    printed = [
+        write_report(r, out / name, command) for r, name in zip(all_results, names, strict=True)
+    ]
+    md = [
+        f"# ebmclassifier compare: {', '.join(names)}",
+        "",
+        f"Command: `{command}`" if command else "",
+        "",
+        "One section per data set, each also in its own folder with its figures and "
+        "results.json: " + ", ".join(f"[{name}]({name}/report.md)" for name in names) + ".",
+        "",
+    ]
+    for name in names:
+        section = (out / name / "report.md").read_text().splitlines()
+        section = [f"#{line}" if line.startswith("#") else line for line in section]
+        md += [line.replace("](", f"]({name}/") if line.startswith("![") else line
+               for line in section if not line.startswith("Command: ")]  # fmt: skip
+    (out / "report.md").write_text("\n".join(md))
+    datasets = {name: json.loads((out / name / "results.json").read_text()) for name in names}
+    payload = {"command": command, "environment": _environment(), "datasets": datasets}
+    (out / "results.json").write_text(json.dumps(payload, indent=2))
     return printed
 
 
@@ -385,10 +236,8 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         "",
         f"Data: {data['n_train']} training, {data['n_calibration']} held-out calibration and "
         f"{data['n_test']} test samples of shape {tuple(data['input_shape'])}, input range "
-        f"[{data['input_range'][0]:.3g}, {data['input_range'][1]:.3g}]. OOD sets (from the test "
-        f"split unless named after another data set): "
-        + ", ".join(f"{k} ({v})" for k, v in data["ood_sets"].items())
-        + ". "
+        f"[{data['input_range'][0]:.3g}, {data['input_range'][1]:.3g}]. "
+        + _ood_sets_text(data)
         + (
             "Every model trains on standardized inputs (zero mean and unit variance over the "
             "training split, per feature for flat samples and per channel for images and "
@@ -408,6 +257,11 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         "Models:",
         "",
         *[f"- `{m}`: {d}" for m, d in results["models"].items()],
+        *[
+            f"- `ce / {name}`: post-hoc detector `{detector}` on the `ce` model's penultimate "
+            "features, fitted on its training data only"
+            for name, detector in results.get("detectors", {}).items()
+        ],
         *[f"- `{m}`: skipped, {why}" for m, why in results["skipped"].items()],
         *[
             f"- `{f['model']}` failed at seed {f['seed']}: `{f['error']}`"
@@ -415,6 +269,20 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         ],
         "",
     ]
+
+
+def _ood_sets_text(data: dict) -> str:
+    """The OOD sets in a sentence, and where each comes from."""
+    text = "OOD sets: " + ", ".join(f"{k} ({v})" for k, v in data["ood_sets"].items()) + "; "
+    sources = ["from the test split unless named after another data set or a file"]
+    if data.get("held_out_classes"):
+        labels = ", ".join(str(c) for c in data["held_out_classes"])
+        sources.append(
+            f"`held-out classes` are the test samples of the labels {labels}, which no model "
+            "saw in training (every model trains on the other labels only)"
+        )
+    sources += [f"`{k}` is read from `{v}`" for k, v in data.get("ood_files", {}).items()]
+    return text + "; ".join(sources) + ". "
 
 
 def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
@@ -440,9 +308,17 @@ def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
         ],
         "",
         "Accuracy and calibration on the test split (ECE: top-label, "
-        f"{results['config']['n_bins']} equal-width bins). `cost x CE`: seconds per epoch over "
+        f"{results['config']['n_bins']} equal-width bins). AURC: area under the risk-coverage "
+        "curve when the model answers its most confident test samples first (confidence max "
+        "softmax; lower is better). `cost x CE`: seconds per epoch over "
         "the CE model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
-        "predictions, so its accuracy and robustness are those of `ce`.",
+        "predictions, so its accuracy and robustness are those of `ce`."
+        + (
+            " An ensemble (`*_ens`) trains five nets: its seconds per epoch are the sum of one "
+            "epoch of each, and it has no single network for PGD to attack."
+            if any(m.endswith("_ens") for m in summary)
+            else ""
+        ),
         "",
         "## What the numbers say",
         "",
@@ -464,7 +340,35 @@ def _detail_sections(results: dict, printed: dict) -> list[str]:
         printed["ood_fpr95"],
         "",
         "AUPR-in and AUPR-out are in results.json. Scores: `energy` E(x) = -logsumexp f(x), "
-        "`max_softmax` -max p(y|x), `approx_mass` ||dE/dx||.",
+        "`max_softmax` -max p(y|x), `approx_mass` ||dE/dx||"
+        + "".join(
+            f"; `ce / {name}`: post-hoc `{detector}` on the CE model's penultimate features"
+            for name, detector in results.get("detectors", {}).items()
+        )
+        + "."
+        + " FPR95 picks its threshold on the test and OOD samples themselves, as the papers do.",
+        "",
+        f"## OOD decisions at a threshold calibrated to keep {results['ood_tpr']:.0%} of "
+        "held-out in-distribution data",
+        "",
+        printed["ood_decisions"],
+        "",
+        "Each model's `calibrate_ood(X_cal, tpr="
+        f"{results['ood_tpr']:g}, method=score)` on the held-out calibration split (the one "
+        "`ce_ts` is fitted on), then `predict_ood`'s rule (flagged when the score is above the "
+        "threshold). `FPR: test flagged`: share of the in-distribution test samples flagged "
+        f"(false-positive rate; {1 - results['ood_tpr']:.0%} expected). `missed: <set>`: "
+        "share of that OOD set not flagged (miss rate; lower is better): what a deployed "
+        "threshold, chosen without seeing any OOD data, lets through.",
+        "",
+        "## Selective classification: AURC per score (lower is better)",
+        "",
+        printed["aurc"],
+        "",
+        "The model's predictions on the test split, answered in order of confidence "
+        "`-score_ood` (for `max_softmax` that is max p(y|x)): the error rate among the answered "
+        "samples averaged over every coverage (Geifman et al. 2019). A score that ranks the "
+        "misclassified test samples last gives a low AURC.",
         "",
         f"## Robustness: accuracy under {_NORMS[cfg['norm']]} PGD ({cfg['attack_steps']} steps, "
         f"random start) on {data['n_attacked']} test samples",
