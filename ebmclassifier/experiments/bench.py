@@ -42,7 +42,7 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import Command, Option
+from ._command import Command, DeviceName, Option, OutputPath
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
 from ._timing import compare_times, interleaved_times, summarize
 
@@ -343,11 +343,15 @@ COMMAND = Command(
     ),
     options=(
         Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
-        Option("--json", "also write the figures to PATH as JSON", {"metavar": "PATH"}),
+        Option(
+            "--json",
+            "also write the figures to PATH as JSON",
+            {"metavar": "PATH", "type": OutputPath(folder=False)},
+        ),
         Option(
             "--device",
             "'auto' adds the GPU section when CUDA is present (default: auto)",
-            {"choices": ("auto", "cpu", "cuda"), "default": "auto"},
+            {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
         ),
     ),
     run=_run_command,
