@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from ..datasets import load_named_dataset
-from ._command import CommaList, Command, Option
+from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import EpochBar, measure
 from .models import ModelSpec, default_models, network_params
 from .report import write_report
@@ -336,11 +336,16 @@ def _add_relative_cost(runs: list) -> None:
 
 
 def _run_command(args) -> int:
-    """Run the comparison the parsed options describe, write the report, print the tables."""
-    if args.seeds < 1:
-        raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
+    """Run the comparison the parsed options describe, write the report, print the tables.
+
+    A fit that fails does not stop the others; the report covers those that succeeded, and
+    the command then fails (:class:`CommandError`, exit status 1) listing the failed fits.
+    """
     config = CompareConfig(**COMMAND.fields(args))
     results = run_comparison(config, log=lambda msg: print(msg, file=sys.stderr))
+    failures = results["failures"]
+    if not results["runs"]:
+        raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
     tabs = write_report(results, args.out, command=COMMAND.command_line(args))
     for key in ("main", "ood_auroc", "robust"):
         print(tabs[key], end="\n\n")
@@ -348,7 +353,15 @@ def _run_command(args) -> int:
         print("-", line)
     report = Path(args.out) / "report.md"
     print(f"\nReport: {report}, results.json and {len(tabs['figures'])} figures.")
+    if failures:
+        raise CommandError(
+            f"{len(failures)} fit(s) failed, the report leaves them out: {_list_failures(failures)}"
+        )
     return 0
+
+
+def _list_failures(failures: list) -> str:
+    return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
 
 
 def _option(flag, help, field=None, echo="always", **kwargs) -> Option:
@@ -370,27 +383,32 @@ COMMAND = Command(
         _option("--models", "comma-separated, from ce, ce_ts, ngebm, ngebm_ts, jem, jem_ts "
                 "(default: ce,ce_ts,ngebm,jem)", "models", type=CommaList(str),
                 default=["ce", "ce_ts", "ngebm", "jem"]),
-        _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds", type=int, default=3),
-        _option("--out", "output folder (default report/)", default="report"),
-        _option("--epochs", "epochs per model (data default)", "max_epochs", type=int,
-                default=None),
-        _option("--lr", "learning rate (data default, else the estimator's)", "lr", type=float,
-                default=None),
-        _option("--batch-size", "(estimator default)", "batch_size", type=int, default=None),
-        _option("--device", "auto, cpu, cuda, ... (default auto)", "device", default="auto"),
+        _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds",
+                type=Number(int, low=1), default=3),
+        _option("--out", "output folder (default report/)", type=OutputPath(folder=True),
+                default="report"),
+        _option("--epochs", "epochs per model (data default)", "max_epochs",
+                type=Number(int, low=1), default=None),
+        _option("--lr", "learning rate (data default, else the estimator's)", "lr",
+                type=Number(float, low=0, low_open=True), default=None),
+        _option("--batch-size", "(estimator default)", "batch_size",
+                type=Number(int, low=1, also={-1: "the whole training split"}), default=None),
+        _option("--device", "auto, cpu, cuda, ... (default auto)", "device", type=DeviceName(),
+                default="auto"),
         _option("--network", "default (from the data's shape) or wrn-D-K, e.g. wrn-28-10: a "
                 "WideResNet without batch-norm, for images", "network", "changed",
                 default="default"),
         _option("--epsilons", "PGD radii, comma-separated (data default)", "epsilons",
-                type=CommaList(float), default=None),
+                type=CommaList(Number(float, low=0)), default=None),
         _option("--norm", "PGD norm", "norm", choices=["linf", "l2"], default="linf"),
-        _option("--attack-steps", "PGD steps (default 10)", "attack_steps", type=int,
-                default=10),
-        _option("--n-attack", "test samples attacked (default 500)", "n_attack", type=int,
-                default=500),
-        _option("--max-train", "subsample the training split", "max_train", type=int,
+        _option("--attack-steps", "PGD steps (default 10)", "attack_steps",
+                type=Number(int, low=1), default=10),
+        _option("--n-attack", "test samples attacked (default 500)", "n_attack",
+                type=Number(int, low=1), default=500),
+        _option("--max-train", "subsample the training split", "max_train",
+                type=Number(int, low=1), default=None),
+        _option("--max-test", "subsample the test split", "max_test", type=Number(int, low=1),
                 default=None),
-        _option("--max-test", "subsample the test split", "max_test", type=int, default=None),
         _option("--no-standardize", "train on the inputs as given instead of standardizing "
                 "them (per feature, or per channel for images and sequences)", "standardize",
                 action="store_false", dest="standardize"),
