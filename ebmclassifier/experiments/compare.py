@@ -189,7 +189,7 @@ def _load(config: CompareConfig) -> _Setup:
         data=data,
         standardizer=standardizer,
         X_attack=X_attack,
-        max_epochs=config.max_epochs or defaults["max_epochs"],
+        max_epochs=defaults["max_epochs"] if config.max_epochs is None else config.max_epochs,
         lr=config.lr if config.lr is not None else defaults.get("lr"),
         epsilons=epsilons,
         network=network,
