@@ -324,3 +324,18 @@ def test_demo_options_are_checked(capsys, monkeypatch, option, value):
     status, _, err = _run(capsys, "demo", option, value)
     assert status == 2
     assert _one_error_line(err, "demo") == f"argument {option}: expected an int >= 1, got {value!r}"
+
+
+def test_max_epochs_zero_through_the_python_api_is_kept():
+    # The command line refuses --epochs 0; CompareConfig(max_epochs=0) used to become 30.
+    built = []
+
+    def record(params):
+        built.append(params["max_epochs"])
+        return _FailsAtSeed(**{**params, "random_state": 1})  # its fit fails: nothing trains
+
+    registry = {"ce": ModelSpec("ce", "records its parameters", build=record)}
+    config = compare.CompareConfig(models=("ce",), seeds=1, max_epochs=0, max_test=60,
+                                   progress=False)  # fmt: skip
+    results = compare.run_comparison(config, registry=registry, log=lambda message: None)
+    assert built == [0] and results["max_epochs"] == 0
