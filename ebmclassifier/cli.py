@@ -13,8 +13,25 @@ from collections.abc import Sequence
 
 from . import __version__
 from .experiments import commands
+from .experiments._command import CommandError
 
 __all__ = ["main", "build_parser"]
+
+
+class _UsageError(Exception):
+    """A bad option, as argparse found it: ``prog`` is the (sub)command's."""
+
+    def __init__(self, prog: str, message: str):
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but a bad option is an exception, so that ``main`` prints one line
+    and returns 2 (argparse would print the usage and exit the interpreter)."""
+
+    def error(self, message: str):
+        raise _UsageError(self.prog, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> args.models, args.seeds, args.data
     (['ce', 'ngebm'], 1, 'digits')
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m ebmclassifier",
         description="Energy-based classifiers as scikit-learn estimators.",
     )
@@ -53,8 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     status : int
-        The exit status: 0 on success, 2 when the data or an option is wrong (missing files,
-        an unknown model or network; the message goes to stderr). Without a command the help
+        The exit status: 0 on success; 2 when an option or the data is wrong (an unknown or
+        out-of-range option, a device this machine lacks, an ``--out`` that cannot be written,
+        a missing or malformed data file, labels that are not classes), found before any
+        training; 1 when the run itself went wrong (a fit that failed: the other fits still
+        run and are reported, then the failed ones are listed). Each error is one line on
+        stderr, ``python -m ebmclassifier COMMAND: error: ...``. Without a command the help
         is printed. ``--help`` and ``--version`` print and exit, as argparse does.
 
     Examples
@@ -64,17 +85,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     ...     status = main([])
     >>> status, "compare" in printed.getvalue()
     (0, True)
+    >>> with contextlib.redirect_stderr(io.StringIO()) as errors:
+    ...     status = main(["compare", "--seeds", "0"])
+    >>> status
+    2
+    >>> print(errors.getvalue(), end="")
+    python -m ebmclassifier compare: error: argument --seeds: expected an int >= 1, got '0'
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        return _error(exc.prog, exc, 2)
     if not hasattr(args, "func"):
         parser.print_help()
         return 0
+    prog = f"{parser.prog} {args.command}"
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:  # bad data or options: a message, no traceback
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
+    except CommandError as exc:
+        return _error(prog, exc, exc.status)
+    except (OSError, ValueError) as exc:  # bad data, files or options: a message, no traceback
+        return _error(prog, exc, 2)
+
+
+def _error(prog: str, exc: Exception, status: int) -> int:
+    """Print ``exc`` as one ``error:`` line (a message of several lines joined by "; ")."""
+    message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

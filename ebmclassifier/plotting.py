@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 from matplotlib.figure import Figure
-from netcal.presentation import ReliabilityDiagram
+from matplotlib.ticker import MaxNLocator
 
 from .metrics import _top_label, expected_calibration_error, ood_metrics
 
@@ -29,15 +29,41 @@ def _finish(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
     return fig
 
 
+def _bin_statistics(confidence: np.ndarray, correct: np.ndarray, n_bins: int):
+    """Per equal-width confidence bin: edges, counts, accuracy and mean confidence.
+
+    Bin ``b`` holds ``[b / n_bins, (b + 1) / n_bins)``, the last one also 1.0, as the
+    calibration errors of :mod:`ebmclassifier.metrics` bin. Accuracy and mean confidence are
+    NaN in an empty bin: there is nothing to measure there.
+    """
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, n_bins - 1)
+    counts = np.bincount(index, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.bincount(index, weights=correct, minlength=n_bins) / counts
+        mean_confidence = np.bincount(index, weights=confidence, minlength=n_bins) / counts
+    return edges, counts, accuracy, mean_confidence
+
+
+def _mark_empty_bins(ax, edges: np.ndarray, empty: np.ndarray, label: str | None) -> None:
+    """A hatched grey band over each empty bin (one legend entry)."""
+    for i, b in enumerate(np.flatnonzero(empty)):
+        ax.axvspan(edges[b], edges[b + 1], facecolor="none", edgecolor="0.6", hatch="//",
+                   linewidth=0, label=label if i == 0 else None)  # fmt: skip
+
+
 def plot_reliability_diagram(
     y_true, y_proba, n_bins: int = 15, *, classes=None, title: str | None = None, path=None
 ) -> Figure:
-    """Reliability diagram of the top-label confidence (netcal's ``ReliabilityDiagram``).
+    """Reliability diagram of the top-label confidence, with the number of samples per bin.
 
-    Top: the share of samples per confidence bin. Bottom: accuracy per bin against the
-    diagonal of perfect calibration, the gap to it in red. Binning as in
-    :func:`~ebmclassifier.metrics.expected_calibration_error` (equal width over [0, 1]);
-    empty bins are drawn on the diagonal.
+    Top: accuracy per confidence bin (blue) against the diagonal of perfect calibration; the
+    red hatched bar runs from it to the bin's mean confidence, so its height is the bin's gap
+    ``|acc - conf|`` (ECE is their average weighted by the counts; Guo et al. 2017, eq. 3).
+    Bottom: the number of samples in each bin, written over its bar. An empty bin has no bar
+    in either panel: it is hatched grey, so that it reads as "no data", not as a bin of zero
+    accuracy or of perfect calibration. Binning as in
+    :func:`~ebmclassifier.metrics.expected_calibration_error` (equal width over [0, 1]).
 
     Parameters
     ----------
@@ -50,28 +76,53 @@ def plot_reliability_diagram(
     classes : array-like of shape (n_classes,), default=None
         The label of each column (``estimator.classes_``).
     title : str or None, default=None
-        Appended to the panel titles, e.g. the model's name. The ECE is always shown.
+        Put in front of the diagram's title, e.g. the model's name. The ECE is always shown.
     path : str, path-like or None, default=None
         Where to save the PNG.
 
     Returns
     -------
     fig : matplotlib.figure.Figure
+        ``fig.axes[0]`` is the count panel, ``fig.axes[1]`` the diagram.
 
     Examples
     --------
     >>> import numpy as np
-    >>> proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    >>> proba = np.array([[0.9, 0.1], [0.15, 0.85], [0.65, 0.35], [0.45, 0.55]])
     >>> fig = plot_reliability_diagram([0, 1, 1, 1], proba, n_bins=5, title="toy")
-    >>> len(fig.axes)
-    2
+    >>> counts, diagram = fig.axes
+    >>> [text.get_text() for text in counts.texts]  # samples in the non-empty bins
+    ['1', '1', '2']
     """
     confidence, correct = _top_label(y_true, y_proba, classes)
     ece = expected_calibration_error(y_true, y_proba, n_bins, classes=classes)
-    suffix = f"ECE {ece:.3f}" if title is None else f"{title}, ECE {ece:.3f}"
-    fig = Figure(figsize=(6, 6))
-    # a 1-D confidence with 0/1 hits is netcal's binary mode: exactly the top-label diagram
-    ReliabilityDiagram(bins=n_bins).plot(confidence, correct, title_suffix=suffix, fig=fig)
+    edges, counts, accuracy, mean_confidence = _bin_statistics(confidence, correct, n_bins)
+    full, width = counts > 0, 0.9 / n_bins
+    centres = (edges[:-1] + edges[1:])[full] / 2
+    fig = Figure(figsize=(6, 7))
+    grid = fig.add_gridspec(2, 1, height_ratios=(3, 1))
+    count_ax = fig.add_subplot(grid[1])
+    ax = fig.add_subplot(grid[0], sharex=count_ax)
+    ax.bar(centres, accuracy[full], width, color="tab:blue", edgecolor="black", label="accuracy")
+    # hatched, not filled: where the gap lies inside the accuracy bar (under-confidence) the
+    # bar's own top stays visible
+    ax.bar(centres, mean_confidence[full] - accuracy[full], width, bottom=accuracy[full],
+           facecolor="none", edgecolor="tab:red", hatch="\\\\", linewidth=1,
+           label="gap to the mean confidence")  # fmt: skip
+    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+    _mark_empty_bins(ax, edges, ~full, "empty bin (no samples)")
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="accuracy")
+    ax.tick_params(labelbottom=False)
+    ax.set_title(f"ECE {ece:.3f}" if title is None else f"{title}, ECE {ece:.3f}")
+    ax.legend(loc="upper left", fontsize="small")
+    for x, count in zip(centres, counts[full], strict=True):
+        count_ax.text(x, count, str(count), ha="center", va="bottom", fontsize="x-small")
+    count_ax.bar(centres, counts[full], width, color="0.5")
+    _mark_empty_bins(count_ax, edges, ~full, None)
+    count_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    count_ax.set(xlabel="confidence (top label)", ylabel=f"samples (n = {len(confidence)})",
+                 ylim=(0, counts.max() * 1.25))  # fmt: skip
+    fig.tight_layout()
     return _finish(fig, path)
 
 

@@ -36,8 +36,69 @@ def test_reliability_diagram_png_and_bars(tmp_path):
     diagram = fig.axes[1]
     assert "toy, ECE 0.400" in diagram.get_title()
     accuracy_bars = [p.get_height() for p in diagram.containers[0]]
-    # empty bins are drawn on the diagonal (bin centres 0.1 and 0.3)
-    np.testing.assert_allclose(accuracy_bars, [0.1, 0.3, 0.0, 1.0, 0.5])
+    # issue #15: the empty bins [0, 0.2) and [0.2, 0.4) get no bar (they used to be drawn on
+    # the diagonal, as if perfectly calibrated); the bin [0.4, 0.6) is a real accuracy of 0
+    np.testing.assert_allclose(accuracy_bars, [0.0, 1.0, 0.5])
+    np.testing.assert_allclose([p.get_x() + p.get_width() / 2 for p in diagram.containers[0]],
+                               [0.5, 0.7, 0.9])  # fmt: skip
+    # the red gap bars run from the accuracy to the bin's mean confidence (0.5, 0.7, 0.9)
+    gaps = diagram.containers[1]
+    np.testing.assert_allclose([p.get_y() + p.get_height() for p in gaps], [0.5, 0.7, 0.9])
+
+
+def _hatched_spans(ax):
+    return sorted(
+        (round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6))
+        for p in ax.patches
+        if p.get_hatch() == "//"
+    )
+
+
+def test_reliability_diagram_marks_empty_bins_and_writes_the_counts(tmp_path):
+    rng = np.random.default_rng(0)
+    # confidences only in [0.5, 0.6) and [0.8, 1]: bins 0-4 and 6-7 of 10 are empty
+    confidence = np.r_[rng.uniform(0.5, 0.6, 7), rng.uniform(0.8, 1.0, 30), 1.0]
+    proba = np.c_[confidence, 1 - confidence]
+    y = (rng.uniform(size=confidence.size) > confidence).astype(int)
+    fig = plot_reliability_diagram(y, proba, n_bins=10, path=tmp_path / "r.png")
+    counts_ax, diagram = fig.axes
+    expected_counts = np.histogram(confidence, bins=np.linspace(0, 1, 11))[0]
+    assert expected_counts.sum() == confidence.size and (expected_counts == 0).sum() == 7
+    full = np.flatnonzero(expected_counts)
+    # one count label per non-empty bin, over its bar
+    labels = {round(t.get_position()[0], 6): t.get_text() for t in counts_ax.texts}
+    assert labels == {round((b + 0.5) / 10, 6): str(expected_counts[b]) for b in full}
+    assert [p.get_height() for p in counts_ax.containers[0]] == list(expected_counts[full])
+    # every empty bin is hatched in both panels, and has no accuracy bar
+    empty = [
+        (round(b / 10, 6), round((b + 1) / 10, 6)) for b in np.flatnonzero(expected_counts == 0)
+    ]
+    assert _hatched_spans(diagram) == empty and _hatched_spans(counts_ax) == empty
+    assert len(diagram.containers[0]) == len(full)
+    legend = [t.get_text() for t in diagram.get_legend().get_texts()]
+    assert "empty bin (no samples)" in legend
+
+
+def test_reliability_bins_reproduce_the_ece():
+    # the diagram's bins against netcal's ECE (through expected_calibration_error): the
+    # count-weighted mean of |accuracy - mean confidence| over the drawn bins is the ECE;
+    # confidences on a bin edge (0.6 lies below linspace's 0.6000000000000001) land alike
+    from ebmclassifier.metrics import _top_label, expected_calibration_error
+    from ebmclassifier.plotting import _bin_statistics
+
+    rng = np.random.default_rng(1)
+    proba = rng.dirichlet(np.ones(3) * 0.5, size=400)
+    proba[:30] = [0.6, 0.3, 0.1]  # top-label confidence 0.6, a bin edge for n_bins=5 and 10
+    proba[30:40] = [0.3, 0.3, 0.4]
+    proba[40:50] = [1.0, 0.0, 0.0]
+    y = rng.integers(0, 3, size=400)
+    for n_bins in (5, 10, 15):
+        confidence, correct = _top_label(y, proba, None)
+        _, counts, accuracy, mean_conf = _bin_statistics(confidence, correct, n_bins)
+        full = counts > 0
+        ece = np.sum(counts[full] / 400 * np.abs(accuracy[full] - mean_conf[full]))
+        assert counts.sum() == 400 and np.isnan(accuracy[~full]).all()
+        np.testing.assert_allclose(ece, expected_calibration_error(y, proba, n_bins), atol=1e-12)
 
 
 def test_ood_histograms_png(tmp_path):

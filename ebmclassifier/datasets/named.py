@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
+from sklearn.utils.multiclass import type_of_target
 
 from .benchmarks import load_digits_ood, load_mnist1d
 from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
@@ -26,6 +27,27 @@ def _subsample(X, y, n, rng):
         return X, y
     idx = np.sort(rng.choice(len(y), size=n, replace=False))
     return X[idx], y[idx]
+
+
+def _check_class_labels(y: np.ndarray, source: str) -> None:
+    """The labels of a file must be classes, each with a sample for both sides of the split."""
+    kind = type_of_target(y)
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(
+            f"{source!r}: the labels y must be classes (integers or strings); they are {kind}, "
+            f"e.g. {y[:3].tolist()!r}. Bin or encode them as classes first."
+        )
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
+        raise ValueError(
+            f"{source!r}: y holds one class, {classes[0].item()!r}; a classifier needs two."
+        )
+    if counts.min() < 2:
+        raise ValueError(
+            f"{source!r}: class {classes[counts.argmin()].item()!r} has a single sample; the "
+            "stratified "
+            "70/30 split needs at least two per class. Drop it or add samples."
+        )
 
 
 def load_named_dataset(
@@ -76,6 +98,7 @@ def load_named_dataset(
         bunch, kind = _FOLDER_DATA[data](data_dir), data
     elif str(data).lower().endswith((".npz", ".csv")):
         X, y = load_array_file(data)
+        _check_class_labels(y, str(data))
         X_train, X_test, y_train, y_test = train_test_split(
             X, y, test_size=0.3, stratify=y, random_state=random_state
         )

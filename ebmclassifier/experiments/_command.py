@@ -1,46 +1,246 @@
-"""A command of the command line, its options declared once.
+"""A command of the command line, its options declared once, each with its own check.
 
 Each experiment module declares one :class:`Command`: its name, its help, its options and the
 function that runs it. The command line (:mod:`ebmclassifier.cli`) builds its parsers from these
 declarations, and a command that turns its options into a configuration object, or writes the
 command line that reproduces a run, reads the same declarations (:meth:`Option.spell`,
 :attr:`Option.field`), so an option is written in one place.
+
+An option's argparse ``type`` is also its check: :class:`Number` (a range), :class:`CommaList`,
+:class:`DeviceName` (the library's own device resolution) and :class:`OutputPath` (a folder or
+file that can be written). argparse runs them while it parses, so a bad value is reported
+before any data is loaded or any model trained; :meth:`Command.start` then makes and probes the
+output paths, which only trying reveals, and runs the command. A command that fails after that
+raises :class:`CommandError`; the command line prints either as one ``error:`` line.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import shlex
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class CommandError(Exception):
+    """A command failed; the command line prints ``message`` as one line and exits ``status``.
+
+    Parameters
+    ----------
+    message : str
+    status : int, default=1
+        1: the run went wrong (e.g. a fit failed); 2: an option or a file is wrong.
+    """
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
+
+
+class Number:
+    """An argparse ``type``: a finite int or float in a range, refused with the range otherwise.
+
+    Parameters
+    ----------
+    kind : {int, float}
+    low : number or None, default=None
+        The smallest value allowed (``low_open``: values must be greater).
+    low_open : bool, default=False
+    also : tuple, default=()
+        Values allowed outside the range, with what they mean (``{-1: "the whole split"}``).
+
+    Examples
+    --------
+    >>> Number(int, low=1)("3"), Number(float, low=0, low_open=True).describe()
+    (3, 'a finite float > 0')
+    >>> Number(int, low=1)("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an int >= 1, got '0'
+    """
+
+    def __init__(self, kind: type, low=None, *, low_open: bool = False, also: dict | None = None):
+        self.kind, self.low, self.low_open, self.also = kind, low, low_open, dict(also or {})
+        self.__name__ = kind.__name__  # argparse names the type in its own messages
+
+    def describe(self) -> str:
+        """``"an int >= 1"``, ``"a finite float > 0"``: what the option takes."""
+        what = "an int" if self.kind is int else "a finite float"
+        if self.low is not None:
+            what += f" {'>' if self.low_open else '>='} {self.low}"
+        return what + "".join(f" or {value} ({meaning})" for value, meaning in self.also.items())
+
+    def __call__(self, text: str):
+        try:
+            value = self.kind(text)
+        except ValueError:
+            value = None
+        if value is None or not self._allowed(value):
+            raise argparse.ArgumentTypeError(f"expected {self.describe()}, got {text!r}")
+        return value
+
+    def _allowed(self, value) -> bool:
+        if value in self.also:
+            return True
+        if not math.isfinite(value):
+            return False
+        return self.low is None or (value > self.low if self.low_open else value >= self.low)
 
 
 class CommaList:
     """An argparse ``type``: ``"a,b,c"`` -> ``[kind("a"), kind("b"), kind("c")]``.
 
+    The list must hold at least one item and no item twice.
+
     Parameters
     ----------
-    kind : type
-        The type of each item (``str``, ``float``, ...).
+    kind : type or Number
+        The type of each item (``str``, ``float``, ``Number(float, low=0)``, ...).
     """
 
-    def __init__(self, kind: type):
+    def __init__(self, kind):
         self.kind = kind
         self.__name__ = f"comma-separated {kind.__name__}"  # argparse names the type in errors
 
     def __call__(self, text: str) -> list:
-        try:
-            return [self.kind(part) for part in text.split(",") if part.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a comma-separated list of {self.kind.__name__}, got {text!r}"
-            ) from None
+        values = []
+        for part in (part for part in text.split(",") if part.strip()):
+            try:
+                values.append(self.kind(part))
+            except (ValueError, argparse.ArgumentTypeError):
+                raise argparse.ArgumentTypeError(
+                    f"expected a comma-separated list, each {self._item()}; {part!r} in "
+                    f"{text!r} is not"
+                ) from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected at least one value, got {text!r}")
+        repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        if repeated:
+            raise argparse.ArgumentTypeError(f"{text!r} lists {', '.join(repeated)} more than once")
+        return values
+
+    def _item(self) -> str:
+        return self.kind.describe() if isinstance(self.kind, Number) else f"a {self.kind.__name__}"
 
     def spell(self, values: Sequence) -> str:
         """The list written back as the option takes it (floats in ``%g`` form)."""
-        if self.kind is float:
+        if getattr(self.kind, "kind", self.kind) is float:
             return ",".join(f"{v:g}" for v in values)
         return ",".join(str(v) for v in values)
+
+
+class DeviceName:
+    """An argparse ``type``: a device the estimators can compute on here, kept as written.
+
+    The name goes through the library's own resolution (``"auto"``, ``"cpu"``, ``"cuda[:N]"``;
+    :func:`ebmclassifier._device.resolve_device`), then the device must exist on this machine:
+    a CUDA index below the number of GPUs, any other device one torch can allocate on.
+    """
+
+    __name__ = "device"
+
+    def __call__(self, text: str) -> str:
+        import torch
+
+        from .._device import resolve_device
+
+        try:
+            device = resolve_device(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if device.type == "meta":
+            problem = "it holds no data"
+        elif device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+            problem = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
+        else:
+            problem = _allocation_problem(torch, device)
+        if problem:
+            raise argparse.ArgumentTypeError(
+                f"cannot compute on device {text!r}: {problem}; use 'auto', 'cpu' or 'cuda[:N]'"
+            )
+        return text
+
+
+def _allocation_problem(torch, device) -> str | None:
+    """Why torch cannot put a tensor on ``device`` here, or None."""
+    try:
+        torch.empty(1, device=device)
+    except Exception as exc:  # torch raises one of several types per backend
+        first = (str(exc).splitlines() or [""])[0].split(". ")[0]  # torch's can run for lines
+        return f"{type(exc).__name__}: {first}"
+    return None
+
+
+class OutputPath:
+    """An argparse ``type``: where a command will write, checked before it runs.
+
+    Parameters
+    ----------
+    folder : bool
+        True: a folder, made (with its parents) when missing; it must not be a file. False: a
+        file in an existing folder; it must not be a folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> OutputPath(folder=True)(folder + "/new/report") == folder + "/new/report"
+    True
+    >>> OutputPath(folder=False)(folder)
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '...' is a folder; give the path of a file to write
+    """
+
+    def __init__(self, folder: bool):
+        self.folder = folder
+        self.__name__ = "folder" if folder else "file path"
+
+    def __call__(self, text: str) -> str:
+        path = Path(text)
+        problem = self._problem(path)
+        if problem:
+            raise argparse.ArgumentTypeError(f"{text!r} {problem}")
+        return text
+
+    def prepare(self, text: str) -> None:
+        """Make the folder (a file's folder must exist) and write a probe file in it.
+
+        Permissions, a read-only or a virtual file system show only when one tries to write;
+        the command calls this before it runs (:meth:`Command.start`), not after its work.
+
+        Raises
+        ------
+        OSError
+            When the folder cannot be made or written.
+        """
+        path = Path(text)
+        folder = path if self.folder else path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+        if not self.folder and path.exists():
+            with open(path, "a"):
+                pass
+
+    def _problem(self, path: Path) -> str | None:
+        if self.folder and path.exists() and not path.is_dir():
+            return "is a file; give a folder (it is made if missing)"
+        if not self.folder and path.is_dir():
+            return "is a folder; give the path of a file to write"
+        if path.exists():
+            return None if os.access(path, os.W_OK) else "is not writable"
+        parent = path.parent
+        if self.folder:  # made with its parents: the nearest existing one must be writable
+            while not parent.exists() and parent != parent.parent:
+                parent = parent.parent
+        if not parent.is_dir():
+            return f"cannot be written: {str(parent)!r} is not a folder"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"cannot be written: {str(parent)!r} is not writable"
+        return None
 
 
 #: The value of a switch that was not given, by its argparse action.
@@ -121,12 +321,34 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
     def add_to(self, subparsers) -> argparse.ArgumentParser:
-        """Register the command and its options; its ``func`` default is :attr:`run`."""
+        """Register the command and its options; ``func`` is :meth:`start`, ``command`` the name."""
         parser = subparsers.add_parser(self.name, help=self.help, description=self.description)
         for option in self.options:
             parser.add_argument(option.flag, help=option.help, **option.argparse)
-        parser.set_defaults(func=self.run)
+        parser.set_defaults(func=self.start, command=self.name)
         return parser
+
+    def start(self, args: argparse.Namespace) -> int:
+        """Prepare what the options name (an :class:`OutputPath` is made and probed), then run.
+
+        Raises
+        ------
+        CommandError
+            With status 2, naming the option, when a path cannot be written.
+        """
+        for option in self.options:
+            prepare = getattr(option.argparse.get("type"), "prepare", None)
+            value = getattr(args, option.dest)
+            if prepare is None or value is None:
+                continue
+            try:
+                prepare(value)
+            except OSError as exc:
+                raise CommandError(
+                    f"argument {option.flag}: {value!r} cannot be written ({exc.strerror or exc})",
+                    status=2,
+                ) from None
+        return self.run(args)
 
     def fields(self, args: argparse.Namespace) -> dict:
         """``{field: value}`` of the options that fill a configuration field."""

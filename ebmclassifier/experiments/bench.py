@@ -14,6 +14,9 @@ contender alike:
    report says how far apart they are.
 3. **Inference.** Throughput of ``predict_proba`` and ``score_ood`` against plain batched
    PyTorch on the same network.
+4. **Inference memory.** How far memory peaks above the input while ``predict_proba``,
+   ``energy`` and ``score_ood(method="approx_mass")`` run on a million rows, as a multiple of
+   the input's size (:mod:`ebmclassifier.experiments._memory`).
 
 Timings are interleaved: every round runs each contender once, in a rotating order, after
 warm-up rounds, and a ratio is the median over rounds of the per-round ratio, so slow drift
@@ -42,7 +45,8 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import Command, Option
+from ._command import Command, DeviceName, Option, OutputPath
+from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
 from ._timing import compare_times, interleaved_times, summarize
 
@@ -191,7 +195,7 @@ def bench_inference(rounds: int, warmup: int = 1, copies: int = 5) -> dict:
 # ---------------------------------------------------------------------- the whole run
 
 
-def run_bench(quick: bool = False, device: str = "auto") -> dict:
+def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) -> dict:
     """Run the whole benchmark and return its figures as a JSON-ready dict.
 
     Parameters
@@ -201,17 +205,22 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the GPU section runs; the step benchmark always runs on the CPU too, and the
         fit and inference benchmarks run on the CPU.
+    memory : bool, default=True
+        Measure the peak memory of inference (a fresh Python process per measurement: about
+        ten seconds with ``quick``, a minute or two without).
 
     Returns
     -------
     dict
-        ``meta``, ``steps`` (CPU), ``fit``, ``inference`` and ``gpu`` (``None`` without CUDA).
+        ``meta``, ``steps`` (CPU), ``fit``, ``inference``, ``memory`` (peak memory of
+        inference over the input's size; ``None`` without ``memory``) and ``gpu`` (``None``
+        without CUDA).
 
     Examples
     --------
     The quick settings take some seconds (``python -m ebmclassifier bench`` runs the full one):
 
-    >>> result = run_bench(quick=True, device="cpu")
+    >>> result = run_bench(quick=True, device="cpu", memory=False)
     >>> sorted(result["steps"]), result["gpu"]
     (['conv_1x8x8', 'mlp_64'], None)
     >>> result["steps"]["mlp_64"]["ce"]["median_ms"] > 0
@@ -224,6 +233,7 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
         steps = bench_steps(torch.device("cpu"), rounds=2, warmup=1, settings=settings)
         fit = bench_fit(rounds=2, warmup=0, epochs=1, n_samples=320)
         inference = bench_inference(rounds=2, warmup=0, copies=1)
+        sizes = (100_000, ("float32",), ("predict_proba", "approx_mass"))
     else:
         small = {k: v for k, v in STEP_SETTINGS.items() if k != "conv_3x32x32"}
         steps = bench_steps(torch.device("cpu"), rounds=15, warmup=3, settings=small)
@@ -232,6 +242,8 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
         steps.update(bench_steps(torch.device("cpu"), rounds=10, warmup=2, settings=large))
         fit = bench_fit(rounds=10, warmup=1, epochs=2)
         inference = bench_inference(rounds=5, warmup=1)
+        sizes = (1_000_000, ("float32", "float64"), ("predict_proba", "energy", "approx_mass"))
+    memory_section = bench_memory(*sizes) if memory else None
     gpu = None
     if resolved.type == "cuda":
         gpu = {
@@ -249,7 +261,10 @@ def run_bench(quick: bool = False, device: str = "auto") -> dict:
         "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
         "seconds": time.perf_counter() - started,
     }
-    return {"meta": meta, "steps": steps, "fit": fit, "inference": inference, "gpu": gpu}
+    return {
+        "meta": meta, "steps": steps, "fit": fit, "inference": inference,
+        "memory": memory_section, "gpu": gpu,
+    }  # fmt: skip
 
 
 def _step_table(steps: dict) -> list[str]:
@@ -271,6 +286,23 @@ def _step_table(steps: dict) -> list[str]:
     return lines
 
 
+def _memory_table(memory: dict) -> list[str]:
+    first = next(iter(memory.values()))
+    lines = [
+        f"Inference memory, {first['n_rows']:,} rows x 64 (peak above the input, as a multiple "
+        "of the input; 0 = nothing beyond it):"
+    ]
+    for name, row in memory.items():
+        ratio = "n/a" if row["ratio_to_input"] is None else f"{row['ratio_to_input']:.2f}x"
+        bound = "" if row["exact"] else " (lower bound)"
+        output = row["output_mb"] / row["input_mb"]
+        lines.append(
+            f"  {name:<22} {ratio}{bound} of {row['input_mb']:.0f} MB; output {output:.2f}x; "
+            f"numpy/python {row['traced_ratio_to_input']:.2f}x"
+        )
+    return lines
+
+
 def format_bench(result: dict) -> str:
     """A short human-readable summary of :func:`run_bench`'s result.
 
@@ -282,12 +314,12 @@ def format_bench(result: dict) -> str:
     Returns
     -------
     str
-        Step-cost ratios per setting, fit against a hand-written loop, inference throughput
-        and the GPU section, one line each.
+        Step-cost ratios per setting, fit against a hand-written loop, inference throughput,
+        inference memory and the GPU section, one line each.
 
     Examples
     --------
-    >>> text = format_bench(run_bench(quick=True, device="cpu"))
+    >>> text = format_bench(run_bench(quick=True, device="cpu", memory=False))
     >>> print(text.splitlines()[1])
     Training step, ratio to the CE step (median over interleaved rounds, CPU time):
     >>> text.splitlines()[-1]
@@ -313,6 +345,8 @@ def format_bench(result: dict) -> str:
             f"  {method:<14} estimator {row['estimator_samples_per_s']:10.0f}, plain "
             f"{row['plain_samples_per_s']:10.0f} -> {row['estimator']['ratio']:.3f}x the time"
         )
+    if result["memory"] is not None:
+        lines += _memory_table(result["memory"])
     if result["gpu"] is not None:
         lines.append(
             f"GPU ({result['gpu']['device_name']}), ratio to the float32 CE step (wall clock):"
@@ -343,11 +377,15 @@ COMMAND = Command(
     ),
     options=(
         Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
-        Option("--json", "also write the figures to PATH as JSON", {"metavar": "PATH"}),
+        Option(
+            "--json",
+            "also write the figures to PATH as JSON",
+            {"metavar": "PATH", "type": OutputPath(folder=False)},
+        ),
         Option(
             "--device",
             "'auto' adds the GPU section when CUDA is present (default: auto)",
-            {"choices": ("auto", "cpu", "cuda"), "default": "auto"},
+            {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
         ),
     ),
     run=_run_command,

@@ -42,7 +42,7 @@ from sklearn.model_selection import train_test_split
 
 from ..datasets import load_named_dataset
 from ..detectors import DETECTORS
-from ._command import CommaList, Command, Option
+from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._ood_sets import add_requested_ood
 from .models import DETECTOR_BASE, ModelSpec, build_detector, default_models, network_params
@@ -230,7 +230,7 @@ def _load(config: CompareConfig) -> _Setup:
         requested=requested,
         standardizer=standardizer,
         X_attack=X_attack,
-        max_epochs=config.max_epochs or defaults["max_epochs"],
+        max_epochs=defaults["max_epochs"] if config.max_epochs is None else config.max_epochs,
         lr=config.lr if config.lr is not None else defaults.get("lr"),
         epsilons=epsilons,
         network=network,
@@ -401,15 +401,23 @@ def _add_relative_cost(runs: list) -> None:
 
 
 def _run_command(args) -> int:
-    """Run the comparison the parsed options describe, write the report, print the tables."""
-    if args.seeds < 1:
-        raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
+    """Run the comparison the parsed options describe, write the report, print the tables.
+
+    A fit that fails does not stop the others; the report covers those that succeeded, and
+    the command then fails (:class:`CommandError`, exit status 1) listing the failed fits.
+    """
     fields = COMMAND.fields(args)
     names = [name for name in fields.pop("data").split(",") if name.strip()]
     if not names or len(set(names)) < len(names):
         raise ValueError(f"--data must name each data set once; got {args.data!r}.")
     configs = [CompareConfig(data=name, **fields) for name in names]
     all_results = _run_all(configs, log=lambda msg: print(msg, file=sys.stderr))
+    failures = [failure for results in all_results for failure in results["failures"]]
+    empty = [c.data for c, results in zip(configs, all_results, strict=True) if not results["runs"]]
+    if empty:
+        where = "" if len(empty) == len(configs) else f" on {', '.join(empty)}"
+        listed = _list_failures(failures)
+        raise CommandError(f"every fit{where} failed, nothing to report: {listed}")
     printed = write_reports(all_results, args.out, command=COMMAND.command_line(args))
     for results, tabs in zip(all_results, printed, strict=True):
         if len(all_results) > 1:
@@ -421,7 +429,15 @@ def _run_command(args) -> int:
         print()
     n_figures = sum(len(tabs["figures"]) for tabs in printed)
     print(f"Report: {Path(args.out) / 'report.md'}, results.json and {n_figures} figures.")
+    if failures:
+        raise CommandError(
+            f"{len(failures)} fit(s) failed, the report leaves them out: {_list_failures(failures)}"
+        )
     return 0
+
+
+def _list_failures(failures: list) -> str:
+    return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
 
 
 def _option(flag, help, field=None, echo="always", **kwargs) -> Option:
@@ -446,27 +462,33 @@ COMMAND = Command(
                 "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
                 type=CommaList(str),
                 default=["ce", "ce_ts", "ngebm", "jem"]),
-        _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds", type=int, default=3),
-        _option("--out", "output folder (default report/)", default="report"),
-        _option("--epochs", "epochs per model (data default)", "max_epochs", type=int,
-                default=None),
-        _option("--lr", "learning rate (data default, else the estimator's)", "lr", type=float,
-                default=None),
-        _option("--batch-size", "(estimator default)", "batch_size", type=int, default=None),
-        _option("--device", "auto, cpu, cuda, ... (default auto)", "device", default="auto"),
+        _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds",
+                type=Number(int, low=1), default=3),
+        _option("--out", "output folder (default report/)", type=OutputPath(folder=True),
+                default="report"),
+        _option("--epochs", "epochs per model (data default)", "max_epochs",
+                type=Number(int, low=1), default=None),
+        _option("--lr", "learning rate (data default, else the estimator's)", "lr",
+                type=Number(float, low=0, low_open=True), default=None),
+        _option("--batch-size", "(estimator default)", "batch_size",
+                type=Number(int, low=1, also={-1: "the whole training split"}), default=None),
+        _option("--device", "auto, cpu, cuda, ... (default auto)", "device", type=DeviceName(),
+                default="auto"),
         _option("--network", "default (from the data's shape), mlp (an MLP for any shape) or "
                 "wrn-D-K, e.g. wrn-28-10: a WideResNet without batch-norm, for images",
                 "network", "changed", default="default"),
         _option("--epsilons", "PGD radii, comma-separated (data default)", "epsilons",
-                type=CommaList(float), default=None),
+                type=CommaList(Number(float, low=0)), default=None),
         _option("--norm", "PGD norm", "norm", choices=["linf", "l2"], default="linf"),
-        _option("--attack-steps", "PGD steps (default 10)", "attack_steps", type=int,
-                default=10),
-        _option("--n-attack", "test samples attacked (default 500)", "n_attack", type=int,
-                default=500),
+        _option("--attack-steps", "PGD steps (default 10)", "attack_steps",
+                type=Number(int, low=1), default=10),
+        _option("--n-attack", "test samples attacked (default 500)", "n_attack",
+                type=Number(int, low=1), default=500),
         _option("--max-train", "subsample the training split to at most this many samples "
-                "(a smaller one is kept whole)", "max_train", type=int, default=None),
-        _option("--max-test", "subsample the test split", "max_test", type=int, default=None),
+                "(a smaller one is kept whole)", "max_train", type=Number(int, low=1),
+                default=None),
+        _option("--max-test", "subsample the test split", "max_test", type=Number(int, low=1),
+                default=None),
         _option("--ood-classes", "labels to hold out of training, comma-separated; their test "
                 "samples become the OOD set 'held-out classes'", "ood_classes",
                 type=CommaList(str), default=None),

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 from ..energy import OOD_METHODS
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
-from ._command import Command, Option
+from ._command import Command, Number, Option
 
 __all__ = ["run_demo", "format_demo"]
 
@@ -141,8 +141,8 @@ COMMAND = Command(
         "load_digits for a few seeds; print accuracy, ECE and OOD AUROC against uniform noise."
     ),
     options=(
-        Option("--seeds", "number of seeds (default: 3)", {"type": int, "default": 3}),
-        Option("--epochs", "epochs per fit (default: 50)", {"type": int, "default": 50}),
+        Option("--seeds", "number of seeds (default: 3)", {"type": Number(int, 1), "default": 3}),
+        Option("--epochs", "epochs per fit (default: 50)", {"type": Number(int, 1), "default": 50}),
         Option("--quiet", "no progress bar", {"action": "store_true"}),
     ),
     run=_run_command,
