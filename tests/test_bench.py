@@ -109,11 +109,6 @@ def test_quick_bench_inference_memory(quick_result):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="exact peaks need /proc")
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the _map_batches fix written in /work/notes/cli.md (issue #15); remove this "
-    "mark when it is applied",
-)
 def test_inference_memory_stays_near_the_input(quick_result):
     # Issue #15: predicting or scoring many rows holds peak memory near the input's size.
     # 0.5x of the input leaves room for the output (0.16x for 10 classes) and one batch.
