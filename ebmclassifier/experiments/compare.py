@@ -34,14 +34,16 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from ..augment import paper_augmentation
 from ..datasets import load_named_dataset
 from ..detectors import DETECTORS
+from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._ood_sets import add_requested_ood
@@ -119,6 +121,13 @@ class CompareConfig:
         Post-hoc detectors (names of :data:`~ebmclassifier.detectors.DETECTORS`) fitted on the
         ``ce`` model's penultimate features of its training data; ``ce`` must be in ``models``.
 
+    protocol : {"paper"} or None
+        ``"paper"``: the NG-EBM and JEM papers' CIFAR/SVHN recipe
+        (:func:`~ebmclassifier.protocol.paper_protocol`): WRN-28-10, 150 epochs, Adam at 1e-4
+        with warm-up and staircase (:func:`~ebmclassifier.protocol.paper_callbacks`), batches of
+        64, crop + flip + noise augmentation, the papers' NG-EBM and JEM settings. Explicit
+        ``network``, ``max_epochs``, ``lr`` and ``batch_size`` still override it.
+
     Examples
     --------
     >>> config = CompareConfig(models=("ce", "ngebm"), seeds=2, max_epochs=5)
@@ -149,6 +158,7 @@ class CompareConfig:
     ood_classes: Sequence | None = None
     ood_files: Sequence[str] = ()
     detectors: Sequence[str] = ()
+    protocol: str | None = None
 
 
 @dataclass
@@ -163,6 +173,7 @@ class _Setup:
     lr: float | None
     epsilons: tuple
     network: dict
+    protocol: dict | None = None  # paper_protocol(...) under --protocol paper
 
 
 def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
@@ -200,13 +211,30 @@ def _check_detectors(detectors: Sequence[str], models: list[str]) -> None:
         )
 
 
+def _paper_protocol(config: CompareConfig, kind: str) -> dict | None:
+    """The papers' settings under ``protocol="paper"``; a ValueError for other data."""
+    if config.protocol is None:
+        return None
+    if config.protocol != "paper":
+        raise ValueError(f"Unknown protocol {config.protocol!r}; the only one is 'paper'.")
+    if kind not in PAPER_DATASETS:
+        raise ValueError(
+            f"--protocol paper is the papers' recipe for {', '.join(PAPER_DATASETS)}; "
+            f"{config.data!r} is not one of them. Drop --protocol, or use --data cifar10."
+        )
+    return paper_protocol(kind)
+
+
 def _load(config: CompareConfig) -> _Setup:
     """Load the data, standardize it and resolve the data set's defaults."""
-    network = network_params(config.network)
     data = load_named_dataset(
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
     )  # fmt: skip
+    protocol = _paper_protocol(config, data.kind)
+    if protocol is not None and config.network == "default":
+        config = replace(config, network=protocol["network"])
+    network = network_params(config.network)
     if config.network.startswith("wrn") and data.X_train.ndim != 4:
         raise ValueError(
             f"--network {config.network} takes images of shape (n, C, H, W); {data.name} has "
@@ -225,6 +253,7 @@ def _load(config: CompareConfig) -> _Setup:
     epsilons = config.epsilons or defaults["epsilons"]
     if epsilons is None:
         epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
+    defaults = {**defaults, **(protocol or {})}  # the papers' epochs and lr, if asked for
     return _Setup(
         data=data,
         requested=requested,
@@ -234,7 +263,28 @@ def _load(config: CompareConfig) -> _Setup:
         lr=config.lr if config.lr is not None else defaults.get("lr"),
         epsilons=epsilons,
         network=network,
+        protocol=protocol,
     )
+
+
+def _protocol_params(name: str, protocol: dict | None, batch_size: int | None) -> dict:
+    """The estimator parameters ``--protocol paper`` adds for model ``name``."""
+    if protocol is None:
+        return {}
+    augmentation = dict(protocol["augmentation"])
+    # the scripts' noise is in [-1, 1] pixel units; on standardized inputs it is about twice
+    augmentation["noise_std"] = 2 * augmentation["noise_std"]
+    params = {
+        "augmentation": paper_augmentation(**augmentation),
+        "batch_size": protocol["batch_size"] if batch_size is None else batch_size,
+        "optimizer__betas": tuple(protocol["betas"]),
+        "optimizer__weight_decay": protocol["weight_decay"],
+    }
+    if name.startswith("ngebm"):
+        params["energy_var_weight"] = protocol["ngebm"]["energy_var_weight"]
+    if name.startswith("jem"):
+        params.update(protocol["jem"])
+    return params
 
 
 def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
@@ -245,6 +295,10 @@ def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     params.update({k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size))
                    if v is not None})  # fmt: skip
     params.update(setup.network)
+    params.update(_protocol_params(name, setup.protocol, config.batch_size))
+    if setup.protocol is not None:
+        keys = ("warmup_iters", "lr_milestones", "lr_decay")
+        params["callbacks"] += paper_callbacks(**{k: setup.protocol[k] for k in keys})
     params.update(config.extra_params.get(name, {}))
     estimator = registry[name].build(params)
     start = time.perf_counter()
@@ -367,6 +421,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "max_epochs": setup.max_epochs,
         "lr": setup.lr,
         "epsilons": [float(e) for e in setup.epsilons],
+        "protocol": setup.protocol,
         "runs": runs,
     }
 
@@ -498,6 +553,10 @@ COMMAND = Command(
         _option("--detectors", "post-hoc OOD detectors on the ce model's penultimate "
                 f"features, fitted on its training data: {','.join(DETECTORS)}",
                 "detectors", type=CommaList(str), default=None),
+        _option("--protocol", "paper: the NG-EBM and JEM papers' CIFAR/SVHN recipe (WRN-28-10, "
+                "150 epochs, Adam 1e-4 with warm-up and staircase, batches of 64, crop + flip + "
+                "noise); --network, --epochs, --lr and --batch-size override it", "protocol",
+                choices=("paper",), default=None),
         _option("--no-standardize", "train on the inputs as given instead of standardizing "
                 "them (per feature, or per channel for images and sequences)", "standardize",
                 action="store_false", dest="standardize"),

@@ -226,6 +226,24 @@ def _environment() -> dict:
     }
 
 
+def _protocol_text(protocol: dict | None) -> list[str]:
+    """The papers' settings under ``--protocol paper`` (nothing otherwise)."""
+    if not protocol:
+        return []
+    augmentation = ", ".join(f"{k}={v}" for k, v in protocol["augmentation"].items())
+    return [
+        f"Protocol `paper` ({protocol['dataset']}): network {protocol['network']}, "
+        f"{protocol['max_epochs']} epochs, Adam lr {protocol['lr']} (betas "
+        f"{tuple(protocol['betas'])}), linear warm-up over {protocol['warmup_iters']} steps, "
+        f"x{protocol['lr_decay']} at epochs {protocol['lr_milestones']}, batches of "
+        f"{protocol['batch_size']}, augmentation {augmentation} (the noise doubled on "
+        f"standardized inputs), NG-EBM {protocol['ngebm']}, JEM {protocol['jem']}; options given "
+        "on the command line override the network, epochs, lr and batch size. Sources: "
+        f"{protocol['sources']['ngebm_code']}, {protocol['sources']['jem_code']}.",
+        "",
+    ]
+
+
 def _header(results: dict, env: dict, command: str) -> list[str]:
     """The title, the command, the data, the seeds and environment, the models."""
     data, cfg = results["data"], results["config"]
@@ -254,6 +272,7 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         + ", ".join(f"{k} {v}" for k, v in env.items())
         + ".",
         "",
+        *_protocol_text(results.get("protocol")),
         "Models:",
         "",
         *[f"- `{m}`: {d}" for m, d in results["models"].items()],
