@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._inference import map_batches
 from ._validation import ParamChecker
 
 __all__ = ["ExpertsBase"]
@@ -203,10 +204,5 @@ class ExpertsBase(BaseEstimator):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         self._eval()
-        device, out = self._device(), []
         with torch.no_grad():
-            for start in range(0, len(X), self.batch_size):
-                # A copy per batch: the user's array may be read-only.
-                xb = torch.tensor(X[start : start + self.batch_size], device=device)
-                out.append(fn(xb).detach().cpu())
-        return torch.cat(out).numpy()
+            return map_batches(X, fn, self.batch_size, self._device())

@@ -11,6 +11,8 @@ import torch
 from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
+from ._inference import map_batches
+
 __all__ = ["last_layer_parameters", "penultimate_features"]
 
 
@@ -99,14 +101,10 @@ def _map_penultimate(module: nn.Module, X: np.ndarray, batch_size: int) -> np.nd
     module.eval()
     try:
         with torch.no_grad():
-            out = [
-                module.penultimate(torch.from_numpy(X[i : i + batch_size]).to(device)).cpu()
-                for i in range(0, len(X), batch_size)
-            ]
+            return map_batches(X, module.penultimate, batch_size, device)
     finally:
         for m, training in flags:
             m.training = training
-    return torch.cat(out).numpy()
 
 
 def last_layer_parameters(estimator) -> tuple[np.ndarray, np.ndarray]:

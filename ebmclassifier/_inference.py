@@ -15,7 +15,28 @@ from sklearn.utils.validation import check_is_fitted
 
 from .energy import OOD_METHODS, energy, ood_score
 
-__all__ = ["InferenceMixin"]
+__all__ = ["InferenceMixin", "map_batches"]
+
+
+def map_batches(
+    X: np.ndarray, fn: Callable[[torch.Tensor], torch.Tensor], batch_size: int, device
+) -> np.ndarray:
+    """``fn`` over the rows of ``X`` (n >= 1) in batches of ``batch_size`` on ``device``.
+
+    Each batch is copied to a tensor (the caller's array may be read-only and is never
+    written); the results go into one array for the whole output, filled batch by batch:
+    small per-batch tensors kept to the end pin the heap between the batches' temporaries,
+    which then cannot be reused (peak about 4x a float32 input; ``bench``'s memory section).
+    Gradient mode is the caller's: ``fn`` may need gradients (``approx_mass``).
+    """
+    out = None
+    for start in range(0, len(X), batch_size):
+        xb = torch.tensor(X[start : start + batch_size], device=device)
+        result = fn(xb).detach().cpu().numpy()
+        if out is None:
+            out = np.empty((len(X), *result.shape[1:]), dtype=result.dtype)
+        out[start : start + len(result)] = result
+    return out
 
 
 class InferenceMixin:
@@ -31,18 +52,7 @@ class InferenceMixin:
         X = self._validate_X(X, reset=False)
         self._set_mode(False)
         size = max(1, self._inference_batch_size(len(X)))
-        out = None
-        for start in range(0, len(X), size):
-            # A copy per batch: the user's array may be read-only, and is never written.
-            xb = torch.tensor(X[start : start + size], device=self.device_)
-            result = fn(xb).detach().cpu().numpy()
-            if out is None:
-                # One array for the whole output, filled batch by batch: small per-batch
-                # tensors kept to the end pin the heap between the batches' temporaries,
-                # which then cannot be reused (peak about 4x a float32 input; bench's memory).
-                out = np.empty((len(X), *result.shape[1:]), dtype=result.dtype)
-            out[start : start + len(result)] = result
-        return out
+        return map_batches(X, fn, size, self.device_)
 
     def _logits(self, xb: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
