@@ -2,6 +2,7 @@
 
 import json
 import time
+import zipfile
 
 import numpy as np
 import pytest
@@ -614,6 +615,9 @@ def _bad_ood_files(folder):
     np.savez(folder / "flat64.npz", X=np.zeros((5, 64), dtype=np.float32))
     X = np.random.default_rng(0).normal(size=(40, 5)).astype(np.float32)
     np.savez(folder / "five.npz", X=X, y=np.arange(40) % 2)
+    np.savez(folder / "huge.npz", X=np.full((5, 64), 1e300))
+    with zipfile.ZipFile(folder / "raw.npz", "w") as archive:  # a member that is no .npy array
+        archive.writestr("X", b"not an array")
 
 
 @pytest.mark.parametrize(
@@ -626,6 +630,9 @@ def _bad_ood_files(folder):
         (["--ood-classes", ","], "argument --ood-classes: expected at least one value"),
         (["--ood", "{dir}/short.npz"], "short.npz' holds samples of shape (10,), but digits"),
         (["--ood", "{dir}/no_x.npz"], "must hold an array named 'X'"),
+        # read by the data files' own .npz reader, so its checks hold for OOD files too
+        (["--ood", "{dir}/huge.npz"], "huge.npz': sample 0 of X holds a value beyond float32"),
+        (["--ood", "{dir}/raw.npz"], "raw.npz': 'X' must be stored in the archive as .npy"),
         (["--ood", "{dir}/unlabelled.csv"], "its label column (named 'target', else the last)"),
         (["--ood", "{dir}/notes.txt"], "use a .npz (array X) or a .csv file"),
         (["--ood", "{dir}/missing.npz"], "missing.npz' not found"),

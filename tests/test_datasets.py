@@ -450,5 +450,5 @@ def test_npz_whose_members_are_not_npy_arrays(tmp_path):
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("X.npy", pickle.dumps(np.zeros(3)))
         archive.writestr("y.npy", pickle.dumps(np.zeros(3)))
-    with pytest.raises(ValueError, match="evil.npz.*must be .npy arrays"):
+    with pytest.raises(ValueError, match="evil.npz.*must be stored in the archive as .npy"):
         load_array_file(path)

@@ -472,27 +472,31 @@ def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
     return _float32_features(features, header, column, path, first_row), y
 
 
-def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
+def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
+    """The arrays ``keys`` of a ``.npz`` file (``X`` as float32), never unpickling.
+
+    Every problem is a ValueError that starts with the file's name and says how to write it.
+    """
+    arrays = "an array named 'X'" if keys == ("X",) else "arrays named 'X' and 'y'"
+    how = "np.savez(path, X=X)" if keys == ("X",) else "np.savez(path, X=X, y=y)"
     if not zipfile.is_zipfile(path):
         # np.load would try a non-zip file as a pickle and suggest loading it unsafely
         raise ValueError(
-            f"{str(path)!r} is not a readable .npz file (not a zip archive); write it with "
-            "np.savez(path, X=X, y=y)."
+            f"{str(path)!r} is not a readable .npz file (not a zip archive); write it with {how}."
         )
     try:
         with np.load(path, allow_pickle=False) as data:
-            missing = [k for k in ("X", "y") if k not in data.files]
-            if missing:
+            if any(k not in data.files for k in keys):
                 raise ValueError(
-                    f"{str(path)!r} must hold arrays named 'X' and 'y' (np.savez(path, X=X, "
-                    f"y=y)); it holds {data.files!r}."
+                    f"{str(path)!r} must hold {arrays} ({how}); it holds {data.files!r}."
                 )
-            X, y = data["X"], data["y"]
-            if not (isinstance(X, np.ndarray) and isinstance(y, np.ndarray)):
+            values = tuple(data[k] for k in keys)
+            if not all(isinstance(v, np.ndarray) for v in values):
                 # np.load hands back the raw bytes of a member that is no .npy array
+                names = " and ".join(repr(k) for k in keys)
                 raise ValueError(
-                    f"{str(path)!r}: 'X' and 'y' must be .npy arrays inside the archive "
-                    "(np.savez(path, X=X, y=y)); one of them is something else."
+                    f"{str(path)!r}: {names} must be stored in the archive as .npy ({how}); "
+                    "found something else."
                 )
     except ValueError as exc:
         if str(path) in str(exc):
@@ -501,15 +505,15 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(
             f"{str(path)!r} is not a readable .npz file ({type(exc).__name__}: {exc}); write it "
-            "with np.savez(path, X=X, y=y)."
+            f"with {how}."
         ) from None
+    X = values[0]
     if X.dtype.kind not in "biuf":
         raise ValueError(
             f"{str(path)!r}: X must be real numbers (bool, int or float). Got dtype {X.dtype!r}"
             + ("; complex values would lose their imaginary part." if X.dtype.kind == "c" else ".")
         )
-    X = _as_float32(X, f"{str(path)!r}", lambda i: f"sample {i} of X")
-    return X, y
+    return (_as_float32(X, f"{str(path)!r}", lambda i: f"sample {i} of X"), *values[1:])
 
 
 def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.ndarray]:

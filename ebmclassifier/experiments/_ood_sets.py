@@ -14,7 +14,6 @@ file of the wrong shape stops the run with one message instead of after the firs
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from math import prod
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 from sklearn.utils.validation import check_array
 
 from ..datasets import load_array_file
+from ..datasets.files import _read_npz
 
 HELD_OUT = "held-out classes"
 
@@ -72,24 +72,11 @@ def hold_out_classes(data, held: list) -> None:
 
 
 def _npz_samples(path: Path) -> np.ndarray:
-    if not zipfile.is_zipfile(path):
-        raise ValueError(
-            f"--ood file {str(path)!r} is not a readable .npz file (not a zip archive); "
-            "write it with np.savez(path, X=X)."
-        )
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if "X" not in archive.files:
-                raise ValueError(
-                    f"--ood file {str(path)!r} must hold an array named 'X' "
-                    f"(np.savez(path, X=X)); it holds {archive.files!r}."
-                )
-            return archive["X"]
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(
-            f"--ood file {str(path)!r} cannot be read as a .npz of plain arrays "
-            f"({type(exc).__name__}: {exc}); write it with np.savez(path, X=X)."
-        ) from None
+        (X,) = _read_npz(path, keys=("X",))
+    except ValueError as exc:
+        raise ValueError(f"--ood file {exc}") from None
+    return X
 
 
 def read_ood_file(path, sample_shape: tuple, data_name: str) -> np.ndarray:
