@@ -216,13 +216,23 @@ def _file_cases(folder: Path) -> dict:
             _npz(folder / "lonely.npz", X=X, y=np.r_[np.arange(59) % 3, 3]),
         ),
         "missing": ("No such data file", str(folder / "missing.npz")),
+        # the loader refuses what no model can train on, before the models are built
+        "NaN": (
+            "sample 7 of X holds NaN",
+            _npz(
+                folder / "nan.npz",
+                X=np.where(np.arange(60)[:, None] == 7, np.nan, X.astype(np.float64)),
+                y=np.arange(60) % 3,
+            ),
+        ),
+        "empty": ("X holds no samples", _npz(folder / "empty.npz", X=X[:0], y=np.arange(0))),
     }
 
 
 @pytest.mark.parametrize(
     "case",
     ["truncated.npz", "text.npz", "keys.npz", "continuous labels", "one class",
-     "single-sample class", "missing"],
+     "single-sample class", "missing", "NaN", "empty"],
 )  # fmt: skip
 def test_a_bad_data_file_is_one_error_line_before_training(capsys, no_training, tmp_path, case):
     expected, path = _file_cases(tmp_path)[case]

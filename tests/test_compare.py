@@ -616,6 +616,8 @@ def _bad_ood_files(folder):
     X = np.random.default_rng(0).normal(size=(40, 5)).astype(np.float32)
     np.savez(folder / "five.npz", X=X, y=np.arange(40) % 2)
     np.savez(folder / "huge.npz", X=np.full((5, 64), 1e300))
+    np.savez(folder / "inf32.npz", X=np.full((5, 64), np.inf, dtype=np.float32))
+    np.savez(folder / "none.npz", X=np.zeros((0, 64), dtype=np.float32))
     with zipfile.ZipFile(folder / "raw.npz", "w") as archive:  # a member that is no .npy array
         archive.writestr("X", b"not an array")
 
@@ -633,6 +635,8 @@ def _bad_ood_files(folder):
         # read by the data files' own .npz reader, so its checks hold for OOD files too
         (["--ood", "{dir}/huge.npz"], "huge.npz': sample 0 of X holds a value beyond float32"),
         (["--ood", "{dir}/raw.npz"], "raw.npz': 'X' must be stored in the archive as .npy"),
+        (["--ood", "{dir}/inf32.npz"], "inf32.npz': sample 0 of X holds a value beyond float32"),
+        (["--ood", "{dir}/none.npz"], "none.npz': X holds no samples"),
         (["--ood", "{dir}/unlabelled.csv"], "its label column (named 'target', else the last)"),
         (["--ood", "{dir}/notes.txt"], "use a .npz (array X) or a .csv file"),
         (["--ood", "{dir}/missing.npz"], "missing.npz' not found"),

@@ -317,6 +317,47 @@ def test_npz_features_that_float32_would_change(tmp_path, X, match):
     np.testing.assert_array_equal(X, original)
 
 
+def _with(value, at, dtype=np.float64, shape=(6, 2, 2)):
+    X = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+    X[at] = value
+    return X
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        # float32 and float16 were passed through unchecked; NaN is never "beyond float32"
+        (_with(np.inf, (4, 1, 0), np.float32), "sample 4 of X holds a value beyond float32"),
+        (_with(-np.inf, (1, 0, 1), np.float16), "sample 1 of X holds a value beyond float32"),
+        (_with(np.nan, (3, 0, 0)), "sample 3 of X holds NaN"),
+        (_with(np.nan, (2, 1, 1), np.float32), "sample 2 of X holds NaN"),
+        (np.zeros((0, 4)), r"X holds no samples \(shape \(0, 4\)\)"),
+        (np.zeros((6, 0)), "the samples of X hold no values"),
+        (np.arange(6.0), r"one sample per row.*got shape \(6,\).*X.reshape\(-1, 1\)"),
+        (np.float64(1.0), r"got shape \(\)"),
+    ],
+)
+def test_npz_without_finite_samples_is_refused(tmp_path, X, match):
+    y = np.arange(len(X)) % 2 if X.ndim else np.array([0])
+    np.savez(tmp_path / "bad.npz", X=X, y=y)
+    with pytest.raises(ValueError, match="bad.npz") as info:
+        load_array_file(tmp_path / "bad.npz")
+    assert info.match(match)
+
+
+def test_csv_with_nan_names_its_line(tmp_path):
+    (tmp_path / "gaps.csv").write_text("a,b,target\n1,2,x\n3,4,y\n5,nan,x\n6,NaN,y\n")
+    with pytest.raises(ValueError, match="gaps.csv'.*line 4 holds NaN"):
+        load_array_file(tmp_path / "gaps.csv")
+
+
+def test_empty_labels_are_refused_by_name():
+    from ebmclassifier.datasets.named import _check_class_labels
+
+    with pytest.raises(ValueError, match="'none.npz': y holds no labels"):
+        _check_class_labels(np.array([], dtype=np.int64), "none.npz")
+
+
 @pytest.mark.parametrize(
     "content",
     [b"not a zip file at all", None],  # None: a real .npz cut in half

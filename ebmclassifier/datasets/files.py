@@ -446,17 +446,45 @@ def _float32_features(features: list[list[str]], header, column: int, path: Path
 
 
 def _as_float32(X: np.ndarray, where: str, row_name) -> np.ndarray:
-    """``X`` as float32, refusing values that float32 cannot hold (they would become inf)."""
-    if X.dtype.itemsize <= 4 and X.dtype.kind == "f":
-        return X.astype(np.float32, copy=False)
-    big = np.abs(X) > np.finfo(np.float32).max
-    if big.any():
-        i = int(np.argwhere(big)[0][0])
+    """``X`` (samples along the first axis) as float32, every value finite.
+
+    NaN, infinite values and values beyond float32's range (float32 would make them inf) are
+    refused with a ValueError naming ``where`` and ``row_name(i)`` of the first such sample.
+    """
+    if X.dtype.kind == "f":
+        bad = ~np.isfinite(X)
+        if X.dtype.itemsize > 4:
+            bad |= np.abs(X) > np.finfo(np.float32).max  # False for NaN, flagged above
+        bad_rows = bad.reshape(len(X), -1).any(axis=1)
+        if bad_rows.any():
+            i = int(bad_rows.argmax())
+            if np.isnan(X[i]).any():
+                raise ValueError(
+                    f"{where}: {row_name(i)} holds NaN; every feature must be a finite number. "
+                    "Fill the missing values in or drop the sample."
+                )
+            raise ValueError(
+                f"{where}: {row_name(i)} holds a value beyond float32's range (about 3.4e38) "
+                "or an infinite one; float32 cannot hold it. Rescale the features."
+            )
+    return X.astype(np.float32, copy=False)
+
+
+def _check_sample_shape(X: np.ndarray, where: str) -> None:
+    """At least one sample, samples along the first axis, each with at least one value."""
+    if X.ndim < 2:
         raise ValueError(
-            f"{where}: {row_name(i)} holds a value beyond float32's range (about 3.4e38) "
-            "or an infinite one; float32 would make it inf. Rescale the features."
+            f"{where}: X must hold one sample per row, of shape (n_samples, n_features) or "
+            f"(n_samples, ...); got shape {X.shape}. Reshape it with X.reshape(-1, 1) if each "
+            "value is a sample of one feature, or X.reshape(1, -1) if X is a single sample."
         )
-    return X.astype(np.float32)
+    if X.shape[0] == 0:
+        raise ValueError(f"{where}: X holds no samples (shape {X.shape}); it needs at least one.")
+    if X[0].size == 0:
+        raise ValueError(
+            f"{where}: the samples of X hold no values (shape {X.shape}); each needs at least one "
+            "feature."
+        )
 
 
 def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
@@ -473,7 +501,10 @@ def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
-    """The arrays ``keys`` of a ``.npz`` file (``X`` as float32), never unpickling.
+    """The arrays ``keys`` of a ``.npz`` file, never unpickling.
+
+    ``X`` comes back as float32 of shape (n_samples, ...), at least one sample of at least one
+    value, every value finite.
 
     Every problem is a ValueError that starts with the file's name and says how to write it.
     """
@@ -513,6 +544,7 @@ def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarra
             f"{str(path)!r}: X must be real numbers (bool, int or float). Got dtype {X.dtype!r}"
             + ("; complex values would lose their imaginary part." if X.dtype.kind == "c" else ".")
         )
+    _check_sample_shape(X, f"{str(path)!r}")
     return (_as_float32(X, f"{str(path)!r}", lambda i: f"sample {i} of X"), *values[1:])
 
 
@@ -536,6 +568,7 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     Returns
     -------
     X : ndarray of shape (n, ...), float32
+        At least one sample of at least one value; every value finite.
     y : ndarray of shape (n,)
 
     Raises
@@ -545,8 +578,9 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     ValueError
         Naming the file (and the line or sample) for another suffix, a file that is not a
         readable zip of plain arrays, missing keys or columns, a single column (e.g. a
-        semicolon-separated file), an empty label cell, non-numeric or complex features, or
-        values that float32 cannot hold.
+        semicolon-separated file), an empty label cell, non-numeric or complex features, an
+        ``X`` with no samples, no features or a single dimension, or NaN, infinite values and
+        values that float32 cannot hold (naming the first such sample or line).
 
     Examples
     --------

@@ -31,6 +31,8 @@ def _subsample(X, y, n, rng):
 
 def _check_class_labels(y: np.ndarray, source: str) -> None:
     """The labels of a file must be classes, each with a sample for both sides of the split."""
+    if len(y) == 0:
+        raise ValueError(f"{source!r}: y holds no labels; a classifier needs samples of two.")
     kind = type_of_target(y)
     if kind not in ("binary", "multiclass"):
         raise ValueError(
