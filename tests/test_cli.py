@@ -188,6 +188,52 @@ def test_out_in_a_read_only_folder_is_refused_before_training(capsys, no_trainin
     assert status == 2 and "is not writable" in _one_error_line(err)
 
 
+# ------------------------------------------------------------------ checks before --out is made
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--data", ",,"], "argument --data: expected at least one value, got ',,'"),
+        (["--data", "digits, digits"], "argument --data: 'digits, digits' lists digits more "
+         "than once"),
+        (["--data", "{dir}/a/x.npz,{dir}/b/x.npz"], "--data '{dir}/a/x.npz' and '{dir}/b/x.npz' "
+         "would both be reported as 'x.npz'"),
+        (["--data", "digits,imagenet"], "Unknown data 'imagenet'"),
+        (["--data", "digits,cifar10"], "--data cifar10 reads the files from a folder"),
+        (["--network", "resnet"], "Unknown network 'resnet'"),
+        (["--protocol", "paper"], "--protocol paper is the papers' recipe for cifar10, "
+         "cifar100, svhn; 'digits' is not one"),
+        (["--models", "ce,nope"], "Unknown models ['nope']"),
+        (["--detectors", "odin"], "Unknown detectors ['odin']"),
+    ],
+)  # fmt: skip
+def test_data_free_checks_come_before_out_is_made(capsys, no_training, tmp_path, args, expected):
+    for folder in ("a", "b"):  # two files of one name, in two folders
+        (tmp_path / folder).mkdir()
+        _npz(tmp_path / folder / "x.npz", X=np.zeros((6, 2)), y=np.arange(6) % 2)
+    out = tmp_path / "never" / "report"
+    argv = [a.replace("{dir}", str(tmp_path)) for a in args]
+    status, out_text, err = _run(capsys, "compare", *argv, "--out", str(out), "--no-progress")
+    assert status == 2 and out_text == ""
+    assert _one_error_line(err).startswith(expected.replace("{dir}", str(tmp_path)))
+    assert not (tmp_path / "never").exists()
+
+
+def test_data_names_are_stripped_of_blanks(capsys, no_training, tmp_path):
+    args = cli.build_parser().parse_args(["compare", "--data", " digits , mnist1d "])
+    assert args.data == ["digits", "mnist1d"]
+    assert "--data digits,mnist1d " in compare.COMMAND.command_line(args)
+    # both are loaded under their names ("Unknown data ' mnist1d'" before): the OOD file's
+    # shape is checked against the second one's
+    np.savez(tmp_path / "flat64.npz", X=np.zeros((5, 64), dtype=np.float32))
+    status, _, err = _run(
+        capsys, "compare", "--data", "digits, mnist1d", "--ood", str(tmp_path / "flat64.npz"),
+        "--out", str(tmp_path / "r"), "--no-progress",
+    )  # fmt: skip
+    assert status == 2 and "but mnist1d has samples of shape (1, 40)" in _one_error_line(err)
+
+
 # ------------------------------------------------------------------ data files
 
 

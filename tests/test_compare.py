@@ -643,7 +643,7 @@ def _bad_ood_files(folder):
         (["--ood", "{dir}/flat64.npz,{dir}/flat64.npz"], "flat64.npz more than once"),
         (["--detectors", "odin"], "Unknown detectors ['odin'] in --detectors"),
         (["--detectors", "knn", "--models", "ngebm"], "add ce to --models"),
-        (["--data", "digits,digits"], "--data must name each data set once"),
+        (["--data", "digits,digits"], "argument --data: 'digits,digits' lists digits more than"),
         # every data set is checked before the first one trains
         (["--data", "digits,{dir}/five.npz", "--ood", "{dir}/flat64.npz"], "but five.npz has"),
     ],

@@ -9,9 +9,10 @@ command line that reproduces a run, reads the same declarations (:meth:`Option.s
 An option's argparse ``type`` is also its check: :class:`Number` (a range), :class:`CommaList`,
 :class:`DeviceName` (the library's own device resolution) and :class:`OutputPath` (a folder or
 file that can be written). argparse runs them while it parses, so a bad value is reported
-before any data is loaded or any model trained; :meth:`Command.start` then makes and probes the
-output paths, which only trying reveals, and runs the command. A command that fails after that
-raises :class:`CommandError`; the command line prints either as one ``error:`` line.
+before any data is loaded or any model trained; :meth:`Command.start` then runs the command's
+checks across options (``check``), makes and probes the output paths, which only trying
+reveals, and runs the command. A command that fails after that raises :class:`CommandError`;
+the command line prints either as one ``error:`` line.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class Number:
 class CommaList:
     """An argparse ``type``: ``"a,b,c"`` -> ``[kind("a"), kind("b"), kind("c")]``.
 
-    The list must hold at least one item and no item twice.
+    Each item is stripped of the blanks around it (``"a, b"`` is ``["a", "b"]``). The list must
+    hold at least one item and no item twice.
 
     Parameters
     ----------
@@ -107,7 +109,9 @@ class CommaList:
 
     def __call__(self, text: str) -> list:
         values = []
-        for part in (part for part in text.split(",") if part.strip()):
+        for part in (part.strip() for part in text.split(",")):
+            if not part:
+                continue
             try:
                 values.append(self.kind(part))
             except (ValueError, argparse.ArgumentTypeError):
@@ -312,6 +316,9 @@ class Command:
     options : tuple of Option
     run : callable
         ``run(args) -> int``, the exit status, given the parsed options.
+    check : callable or None, default=None
+        ``check(args)``: the checks across options that need no data (e.g. an option that
+        only some data sets take), raising a ValueError; run before any output path is made.
     """
 
     name: str
@@ -319,6 +326,7 @@ class Command:
     description: str
     options: tuple[Option, ...]
     run: Callable[[argparse.Namespace], int]
+    check: Callable[[argparse.Namespace], None] | None = None
 
     def add_to(self, subparsers) -> argparse.ArgumentParser:
         """Register the command and its options; ``func`` is :meth:`start`, ``command`` the name."""
@@ -329,13 +337,18 @@ class Command:
         return parser
 
     def start(self, args: argparse.Namespace) -> int:
-        """Prepare what the options name (an :class:`OutputPath` is made and probed), then run.
+        """Check the options together (``check``), prepare what they name (an
+        :class:`OutputPath` is made and probed), then run.
 
         Raises
         ------
+        ValueError
+            From ``check``, before anything is made.
         CommandError
             With status 2, naming the option, when a path cannot be written.
         """
+        if self.check is not None:
+            self.check(args)
         for option in self.options:
             prepare = getattr(option.argparse.get("type"), "prepare", None)
             value = getattr(args, option.dest)

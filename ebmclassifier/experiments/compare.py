@@ -42,6 +42,7 @@ from sklearn.model_selection import train_test_split
 
 from ..augment import paper_augmentation
 from ..datasets import load_named_dataset
+from ..datasets.named import _data_kind
 from ..detectors import DETECTORS
 from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
@@ -225,6 +226,24 @@ def _paper_protocol(config: CompareConfig, kind: str) -> dict | None:
     return paper_protocol(kind)
 
 
+def _check_configs(configs: Sequence[CompareConfig]) -> None:
+    """The checks that need no data: each data set's name (and ``data_dir``), the network, the
+    protocol's data sets, and that no two data sets report under one name."""
+    folders = {}
+    for config in configs:
+        kind = _data_kind(config.data, config.data_dir)
+        network_params(config.network)
+        _paper_protocol(config, kind)
+        name = Path(str(config.data)).name  # the report's folder and key, as the loader names it
+        if name in folders:
+            raise ValueError(
+                f"--data {folders[name]!r} and {config.data!r} would both be reported as "
+                f"{name!r} (the folder {name}/ of --out and the key of results.json); copy or "
+                "rename one of the files."
+            )
+        folders[name] = config.data
+
+
 def _load(config: CompareConfig) -> _Setup:
     """Load the data, standardize it and resolve the data set's defaults."""
     data = load_named_dataset(
@@ -399,10 +418,9 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
 def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = print) -> list:
     """:func:`run_comparison` for each config, every one checked and loaded before training."""
     registry = default_models() if registry is None else registry
-    prepared = []
-    for config in configs:
-        specs, skipped = _select_models(config, registry, log)
-        prepared.append((config, specs, skipped, _load(config)))
+    selected = [_select_models(config, registry, log) for config in configs]
+    _check_configs(configs)  # before the first data set is loaded
+    prepared = [(c, *models, _load(c)) for c, models in zip(configs, selected, strict=True)]
     return [_execute(*plan, registry, log) for plan in prepared]
 
 
@@ -461,11 +479,7 @@ def _run_command(args) -> int:
     A fit that fails does not stop the others; the report covers those that succeeded, and
     the command then fails (:class:`CommandError`, exit status 1) listing the failed fits.
     """
-    fields = COMMAND.fields(args)
-    names = [name for name in fields.pop("data").split(",") if name.strip()]
-    if not names or len(set(names)) < len(names):
-        raise ValueError(f"--data must name each data set once; got {args.data!r}.")
-    configs = [CompareConfig(data=name, **fields) for name in names]
+    configs = _configs(args)
     all_results = _run_all(configs, log=lambda msg: print(msg, file=sys.stderr))
     failures = [failure for results in all_results for failure in results["failures"]]
     empty = [c.data for c, results in zip(configs, all_results, strict=True) if not results["runs"]]
@@ -491,6 +505,21 @@ def _run_command(args) -> int:
     return 0
 
 
+def _configs(args) -> list[CompareConfig]:
+    """One configuration per data set of ``--data``."""
+    fields = COMMAND.fields(args)
+    return [CompareConfig(**{**fields, "data": data}) for data in fields["data"]]
+
+
+def _check_options(args) -> None:
+    """The data-free checks across options, before ``--out`` is made (``Command.check``): the
+    models and detectors, the data sets' names, the network, the protocol."""
+    configs, registry = _configs(args), default_models()
+    for config in configs:
+        _select_models(config, registry, log=lambda msg: None)  # the run logs the skips
+    _check_configs(configs)
+
+
 def _list_failures(failures: list) -> str:
     return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
 
@@ -511,7 +540,8 @@ COMMAND = Command(
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
                 ".npz/.csv file; several, comma-separated, run one after the other, one "
-                "report section each (default digits)", "data", default="digits"),
+                "report section each (default digits)", "data", type=CommaList(str),
+                default="digits"),
         _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
         _option("--models", "comma-separated, from ce, ce_ts, ce_ens, ngebm, ngebm_ts, "
                 "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
@@ -564,4 +594,5 @@ COMMAND = Command(
                 action="store_false", dest="progress"),
     ),
     run=_run_command,
+    check=_check_options,
 )  # fmt: skip
