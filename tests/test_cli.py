@@ -288,6 +288,34 @@ def test_a_bad_data_file_is_one_error_line_before_training(capsys, no_training, 
     assert expected in message and repr(path) in message
 
 
+def test_a_class_too_rare_for_the_calibration_split_stops_before_any_training(
+    capsys, no_training, tmp_path
+):
+    # two samples of class 3: one lands in the test split, one in the training split, which
+    # the per-seed stratified calibration split cannot divide; digits, first, trained before
+    X = np.random.default_rng(0).normal(size=(62, 4)).astype(np.float32)
+    rare = _npz(tmp_path / "rare.npz", X=X, y=np.r_[np.arange(60) % 3, 3, 3])
+    status, out, err = _run(capsys, "compare", "--data", f"digits,{rare}", "--out",
+                            str(tmp_path / "r"), "--no-progress")  # fmt: skip
+    assert status == 2 and out == ""
+    assert _one_error_line(err).startswith(
+        "rare.npz: class 3 has 1 sample in the training split; the per-seed calibration split"
+    )
+
+
+def test_a_calibration_part_smaller_than_the_classes_is_refused_before_training():
+    from ebmclassifier.experiments.compare import CompareConfig, run_comparison
+
+    def refuse(params):
+        raise AssertionError("a model was built before the split was checked")
+
+    registry = {"ce": ModelSpec("ce", "ce", build=refuse)}
+    config = CompareConfig(models=("ce",), max_train=200, calibration_size=0.02, progress=False)
+    with pytest.raises(ValueError, match=r"digits: .* calibration part of 4, but .* each of the "
+                       r"10 classes"):  # fmt: skip
+        run_comparison(config, registry=registry)
+
+
 def _pickle(path: Path, obj) -> None:
     with open(path, "wb") as f:
         pickle.dump(obj, f)

@@ -31,6 +31,7 @@ Every measurement goes through the estimators' public methods (``predict_proba``
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -260,6 +261,7 @@ def _load(config: CompareConfig) -> _Setup:
             f"samples of shape {data.X_train.shape[1:]}. Use --network default or mlp."
         )
     requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
+    _check_calibration_split(data.y_train, config.calibration_size, data.name)
     n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
     X_attack = data.X_test[:n_attack]  # attacked in the data's own units
     standardizer = Standardizer(data.X_train) if config.standardize else None
@@ -284,6 +286,30 @@ def _load(config: CompareConfig) -> _Setup:
         network=network,
         protocol=protocol,
     )
+
+
+def _check_calibration_split(y_train, calibration_size: float, name: str) -> None:
+    """Every seed divides the training split into fit and calibration parts, stratified: each
+    class needs two samples there, and each part a sample of every class (scikit-learn's
+    rule), known before any training."""
+    classes, counts = np.unique(y_train, return_counts=True)
+    if counts.min() < 2:
+        label = classes[counts.argmin()]
+        raise ValueError(
+            f"{name}: class {label.item()!r} has {counts.min()} sample in the training split; "
+            "the per-seed calibration split (stratified, for the *_ts models and the OOD "
+            "thresholds) needs at least two of each class. Add samples of that class or drop "
+            "it (or raise --max-train)."
+        )
+    n_calibration = math.ceil(calibration_size * len(y_train))  # as train_test_split counts
+    n_fit = len(y_train) - n_calibration
+    if min(n_calibration, n_fit) < len(classes):
+        raise ValueError(
+            f"{name}: the {len(y_train)} samples of the training split give a fit part of "
+            f"{n_fit} and a calibration part of {n_calibration}, but the stratified split needs "
+            f"a sample of each of the {len(classes)} classes in each part. Add samples (or "
+            "raise --max-train)."
+        )
 
 
 def _protocol_params(name: str, protocol: dict | None, batch_size: int | None) -> dict:
@@ -389,7 +415,8 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     ValueError
         Before any training, for an unknown model, network or detector, detectors without the
         ``ce`` model, ``ood_classes`` naming a label the data lacks or leaving fewer than two,
-        or an OOD file that cannot be read or holds samples of another shape.
+        an OOD file that cannot be read or holds samples of another shape, or a training split
+        the stratified calibration split cannot divide (a class with a single sample there).
 
     See Also
     --------
