@@ -6,6 +6,7 @@ line on stderr before any training; a failed fit a non-zero exit naming the mode
 and the reason.
 """
 
+import json
 import os
 import pickle
 import sys
@@ -390,6 +391,36 @@ def test_when_every_fit_fails_nothing_is_reported_and_the_exit_is_1(capsys, monk
         "'ngebm' at seed 1: FloatingPointError('diverged')"
     )
     assert not (out_dir / "report.md").exists()
+
+
+class _FailsOnFiveFeatures(NGEBMClassifier):
+    def fit(self, X, y):
+        if X.shape[1] == 5:
+            raise FloatingPointError("diverged")
+        return super().fit(X, y)
+
+
+def test_a_data_set_whose_fits_all_fail_leaves_the_others_report(capsys, monkeypatch, tmp_path):
+    # It used to exit before writing anything, discarding the finished digits report.
+    registry = default_models()
+    registry["ce"] = ModelSpec("ce", "fails on blobs", build=lambda p: _FailsOnFiveFeatures(**p))
+    monkeypatch.setattr(compare, "default_models", lambda: registry)
+    X = np.random.default_rng(0).normal(size=(60, 5)).astype(np.float32)
+    blobs = _npz(tmp_path / "blobs.npz", X=X, y=np.arange(60) % 2)
+    out_dir = tmp_path / "report"
+    status, out, err = _run(capsys, "compare", "--data", f"digits,{blobs}", "--models", "ce",
+                            "--seeds", "1", *QUICK, "--out", str(out_dir),
+                            "--no-progress")  # fmt: skip
+    assert status == 1
+    assert "| ce |" in out  # digits' tables
+    assert err.splitlines()[-1] == (
+        "python -m ebmclassifier compare: error: no fit on blobs.npz succeeded, the report leaves "
+        "out that data; 1 fit(s) failed, the report leaves them out: 'ce' at seed 0: "
+        "FloatingPointError('diverged')"
+    )
+    report = (out_dir / "report.md").read_text()
+    assert report.startswith("# ebmclassifier compare: digits") and "compare: blobs" not in report
+    assert json.loads((out_dir / "results.json").read_text())["data"]["name"] == "digits"
 
 
 # ------------------------------------------------------------------ bench and demo

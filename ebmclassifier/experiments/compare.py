@@ -503,20 +503,19 @@ def _add_relative_cost(runs: list) -> None:
 def _run_command(args) -> int:
     """Run the comparison the parsed options describe, write the report, print the tables.
 
-    A fit that fails does not stop the others; the report covers those that succeeded, and
-    the command then fails (:class:`CommandError`, exit status 1) listing the failed fits.
+    A fit that fails does not stop the others; the report covers those that succeeded (a data
+    set none of whose fits succeeded is left out of it), and the command then fails
+    (:class:`CommandError`, exit status 1) listing the failed fits.
     """
     configs = _configs(args)
     all_results = _run_all(configs, log=lambda msg: print(msg, file=sys.stderr))
     failures = [failure for results in all_results for failure in results["failures"]]
-    empty = [c.data for c, results in zip(configs, all_results, strict=True) if not results["runs"]]
-    if empty:
-        where = "" if len(empty) == len(configs) else f" on {', '.join(empty)}"
-        listed = _list_failures(failures)
-        raise CommandError(f"every fit{where} failed, nothing to report: {listed}")
-    printed = write_reports(all_results, args.out, command=COMMAND.command_line(args))
-    for results, tabs in zip(all_results, printed, strict=True):
-        if len(all_results) > 1:
+    reported = [results for results in all_results if results["runs"]]
+    if not reported:
+        raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
+    printed = write_reports(reported, args.out, command=COMMAND.command_line(args))
+    for results, tabs in zip(reported, printed, strict=True):
+        if len(reported) > 1:
             print(f"## {results['data']['name']}", end="\n\n")
         for key in ("main", "ood_auroc", "ood_decisions", "robust"):
             print(tabs[key], end="\n\n")
@@ -526,8 +525,12 @@ def _run_command(args) -> int:
     n_figures = sum(len(tabs["figures"]) for tabs in printed)
     print(f"Report: {Path(args.out) / 'report.md'}, results.json and {n_figures} figures.")
     if failures:
+        empty = [results["data"]["name"] for results in all_results if not results["runs"]]
+        lost = f"no fit on {', '.join(empty)} succeeded, the report leaves out that data; "
+        lost = lost if empty else ""
         raise CommandError(
-            f"{len(failures)} fit(s) failed, the report leaves them out: {_list_failures(failures)}"
+            f"{lost}{len(failures)} fit(s) failed, the report leaves them out: "
+            f"{_list_failures(failures)}"
         )
     return 0
 
