@@ -817,6 +817,42 @@ def test_protocol_paper_builds_the_papers_estimators(tmp_path):
     assert jem["buffer_size"] == 64  # explicit extra parameters win over the preset
 
 
+class _Built(Exception):
+    """Raised by a spy build: the parameters are known, nothing needs to train."""
+
+
+@pytest.mark.parametrize("standardize, noise_std", [(True, 0.06), (False, 0.015)])
+def test_protocol_paper_noise_is_in_the_units_the_models_train_in(tmp_path, standardize, noise_std):
+    # The scripts add std 0.03 to images in [-1, 1]: about 0.06 on standardized inputs, 0.015
+    # on [0, 1] pixels; --no-standardize used to double it as well (0.06, four times too much).
+    from ebmclassifier.augment import GaussianNoise
+    from ebmclassifier.experiments.report import _protocol_text
+    from ebmclassifier.protocol import paper_protocol
+
+    _cifar10_files(tmp_path / "cifar")
+    built = {}
+
+    def spy(params):
+        built.update(params)
+        raise _Built
+
+    config = CompareConfig(
+        data="cifar10", data_dir=str(tmp_path / "cifar"), models=("ngebm",), seeds=1,
+        max_epochs=1, network="wrn-10-1", n_attack=4, epsilons=(0.0,), protocol="paper",
+        progress=False, standardize=standardize,
+    )  # fmt: skip
+    with pytest.raises(_Built):
+        run_comparison(config, registry={"ngebm": ModelSpec("ngebm", "spy", build=spy)})
+    (noise,) = [t for t in built["augmentation"].transforms if isinstance(t, GaussianNoise)]
+    assert noise.std == pytest.approx(noise_std)
+    inputs = "standardized inputs" if standardize else "raw [0, 1] inputs"
+    (text, _) = _protocol_text(paper_protocol("cifar10"), {"noise_std": noise.std}, standardize)
+    assert (
+        f"noise_std=0.03 (the scripts' noise, on images in [-1, 1]; applied as noise_std="
+        f"{noise_std:g} on the {inputs})" in text
+    )
+
+
 def test_protocol_paper_is_refused_for_other_data_and_unknown_names(capsys):
     assert cli.main(["compare", "--protocol", "paper", "--no-progress"]) == 2
     assert "recipe for cifar10, cifar100, svhn; 'digits' is not one" in capsys.readouterr().err

@@ -176,6 +176,7 @@ class _Setup:
     epsilons: tuple
     network: dict
     protocol: dict | None = None  # paper_protocol(...) under --protocol paper
+    augmentation: dict | None = None  # the protocol's, in the units the models train in
 
 
 def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
@@ -275,6 +276,9 @@ def _load(config: CompareConfig) -> _Setup:
     if epsilons is None:
         epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
     defaults = {**defaults, **(protocol or {})}  # the papers' epochs and lr, if asked for
+    augmentation = None
+    if protocol is not None:
+        augmentation = _augmentation_in_input_units(protocol["augmentation"], config.standardize)
     return _Setup(
         data=data,
         requested=requested,
@@ -285,6 +289,7 @@ def _load(config: CompareConfig) -> _Setup:
         epsilons=epsilons,
         network=network,
         protocol=protocol,
+        augmentation=augmentation,
     )
 
 
@@ -312,13 +317,25 @@ def _check_calibration_split(y_train, calibration_size: float, name: str) -> Non
         )
 
 
-def _protocol_params(name: str, protocol: dict | None, batch_size: int | None) -> dict:
-    """The estimator parameters ``--protocol paper`` adds for model ``name``."""
+def _augmentation_in_input_units(augmentation: dict, standardized: bool) -> dict:
+    """The papers' augmentation settings in the units the models train in.
+
+    The scripts add noise of standard deviation ``noise_std`` to images scaled to [-1, 1]. On
+    standardized inputs (a CIFAR channel's standard deviation is about 0.25 in [0, 1] units,
+    0.5 in [-1, 1] units) the same noise is about twice as large; on the raw [0, 1] pixels of
+    ``standardize=False``, half as large.
+    """
+    scale = 2.0 if standardized else 0.5
+    return {**augmentation, "noise_std": scale * augmentation["noise_std"]}
+
+
+def _protocol_params(
+    name: str, protocol: dict | None, augmentation: dict | None, batch_size: int | None
+) -> dict:
+    """The estimator parameters ``--protocol paper`` adds for model ``name``; ``augmentation``
+    is the protocol's in the units of the inputs (:func:`_augmentation_in_input_units`)."""
     if protocol is None:
         return {}
-    augmentation = dict(protocol["augmentation"])
-    # the scripts' noise is in [-1, 1] pixel units; on standardized inputs it is about twice
-    augmentation["noise_std"] = 2 * augmentation["noise_std"]
     params = {
         "augmentation": paper_augmentation(**augmentation),
         "batch_size": protocol["batch_size"] if batch_size is None else batch_size,
@@ -340,7 +357,7 @@ def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     params.update({k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size))
                    if v is not None})  # fmt: skip
     params.update(setup.network)
-    params.update(_protocol_params(name, setup.protocol, config.batch_size))
+    params.update(_protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
     if setup.protocol is not None:
         keys = ("warmup_iters", "lr_milestones", "lr_decay")
         params["callbacks"] += paper_callbacks(**{k: setup.protocol[k] for k in keys})
@@ -467,6 +484,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "lr": setup.lr,
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
+        "augmentation": setup.augmentation,
         "runs": runs,
     }
 

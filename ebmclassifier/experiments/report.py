@@ -226,18 +226,25 @@ def _environment() -> dict:
     }
 
 
-def _protocol_text(protocol: dict | None) -> list[str]:
-    """The papers' settings under ``--protocol paper`` (nothing otherwise)."""
+def _protocol_text(protocol: dict | None, applied: dict | None, standardized: bool) -> list[str]:
+    """The papers' settings under ``--protocol paper`` (nothing otherwise); ``applied`` is the
+    augmentation in the units the models trained in."""
     if not protocol:
         return []
     augmentation = ", ".join(f"{k}={v}" for k, v in protocol["augmentation"].items())
+    if applied is not None:
+        inputs = "standardized inputs" if standardized else "raw [0, 1] inputs"
+        augmentation += (
+            f" (the scripts' noise, on images in [-1, 1]; applied as "
+            f"noise_std={applied['noise_std']:g} on the {inputs})"
+        )
     return [
         f"Protocol `paper` ({protocol['dataset']}): network {protocol['network']}, "
         f"{protocol['max_epochs']} epochs, Adam lr {protocol['lr']} (betas "
         f"{tuple(protocol['betas'])}), linear warm-up over {protocol['warmup_iters']} steps, "
         f"x{protocol['lr_decay']} at epochs {protocol['lr_milestones']}, batches of "
-        f"{protocol['batch_size']}, augmentation {augmentation} (the noise doubled on "
-        f"standardized inputs), NG-EBM {protocol['ngebm']}, JEM {protocol['jem']}; options given "
+        f"{protocol['batch_size']}, augmentation {augmentation}, NG-EBM {protocol['ngebm']}, "
+        f"JEM {protocol['jem']}; options given "
         "on the command line override the network, epochs, lr and batch size. Sources: "
         f"{protocol['sources']['ngebm_code']}, {protocol['sources']['jem_code']}.",
         "",
@@ -272,7 +279,9 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         + ", ".join(f"{k} {v}" for k, v in env.items())
         + ".",
         "",
-        *_protocol_text(results.get("protocol")),
+        *_protocol_text(
+            results.get("protocol"), results.get("augmentation"), data.get("standardized", False)
+        ),
         "Models:",
         "",
         *[f"- `{m}`: {d}" for m, d in results["models"].items()],
