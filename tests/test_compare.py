@@ -557,6 +557,53 @@ def test_detectors_are_fitted_on_the_fit_part_of_the_training_split_only(monkeyp
     assert {"mahalanobis", "knn", "vim"} <= set(run["ood"]) and "knn" in run["aurc"]
 
 
+def test_detectors_share_one_feature_pass_per_array_and_score_as_fit_detector(monkeypatch):
+    import ebmclassifier.detectors as detectors_module
+    import ebmclassifier.experiments._measure as measure_module
+    from ebmclassifier.detectors import (
+        KNNDetector,
+        MahalanobisDetector,
+        ViMDetector,
+        fit_detector,
+        penultimate_features,
+    )
+    from ebmclassifier.metrics import ood_metrics
+
+    passes = {}  # id of the array -> feature passes over it
+
+    def counting(estimator, X, **kwargs):
+        passes[id(X)] = passes.get(id(X), 0) + 1
+        return penultimate_features(estimator, X, **kwargs)
+
+    # both: fit_detector reads the name from its own module
+    monkeypatch.setattr(measure_module, "penultimate_features", counting)
+    monkeypatch.setattr(detectors_module, "penultimate_features", counting)
+    config = CompareConfig(
+        models=("ce",), seeds=1, max_epochs=1, n_attack=10, max_test=60, progress=False,
+        detectors=("mahalanobis", "knn", "vim"),
+    )  # fmt: skip
+    results = run_comparison(config, registry={"ce": ModelSpec("ce", "tiny CE", build=_tiny_ce)})
+    # the fit part, the test split, three OOD sets, the calibration split: once each (each went
+    # through the network once per detector before)
+    assert sorted(passes.values()) == [1] * 6
+    monkeypatch.undo()
+    # and the scores are fit_detector's, every detector on the same features
+    seen = dict(RecordingNGEBM.SEEN)
+    model, (run,) = seen["model"], results["runs"]
+    data, X_cal = _standardized_sets(config)
+    for name, detector in (("mahalanobis", MahalanobisDetector()), ("knn", KNNDetector(1)),
+                           ("vim", ViMDetector())):  # fmt: skip
+        assert results["detectors"][name] == repr(detector)
+        fitted = fit_detector(detector, model, seen["X_fit"], seen["y_fit"])
+        s_test = fitted.score_ood(penultimate_features(model, data.X_test))
+        for ood_name, X_ood in data.ood.items():
+            s_ood = fitted.score_ood(penultimate_features(model, X_ood))
+            assert run["ood"][name][ood_name] == ood_metrics(s_test, s_ood), (name, ood_name)
+        s_cal = np.sort(fitted.score_ood(penultimate_features(model, X_cal)))
+        threshold = s_cal[int(np.ceil(0.95 * len(s_cal))) - 1]
+        assert run["ood_decisions"][name]["threshold"] == threshold, name
+
+
 def test_aurc_and_ood_decisions_equal_a_hand_computation(near_ood):
     from ebmclassifier.metrics import aurc
 
