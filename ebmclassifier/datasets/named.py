@@ -18,7 +18,7 @@ from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
 from .ood import make_ood_suite
 
 _FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
-# the classic cross-data-set OOD pairs, used when the other set sits in the same folder
+# the classic cross-data-set OOD pairs, used when the other set's test file is in the folder
 _CROSS_OOD = {"cifar10": "svhn", "cifar100": "svhn", "svhn": "cifar10"}
 
 
@@ -88,6 +88,8 @@ def load_named_dataset(
     data : str
         ``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``, ``"svhn"`` (these three read
         from ``data_dir``), or the path of a ``.npz`` / ``.csv`` file (split 70/30, stratified).
+        CIFAR gets SVHN's test images as an OOD set, SVHN CIFAR-10's, when that test file is
+        in ``data_dir`` too (only it is read).
     data_dir : str, path-like or None
         Folder of the CIFAR / SVHN files.
     max_train, max_test : int or None
@@ -135,11 +137,11 @@ def load_named_dataset(
         ood = make_ood_suite(X_test, low, high, random_state=random_state)
     cross = _CROSS_OOD.get(kind)
     if cross is not None:
-        try:
-            other = _FOLDER_DATA[cross](data_dir)
+        try:  # its test split only: SVHN's training file alone holds 73,257 images
+            other = _FOLDER_DATA[cross](data_dir, subset="test")
             ood[cross] = _subsample(other.X_test, other.y_test, len(y_test), rng)[0]
         except FileNotFoundError:
-            pass  # optional: only when the other set was extracted into the same folder
+            pass  # optional: only when the other set's test file is in the same folder
     return Bunch(
         name=Path(str(data)).name,
         kind=kind,
