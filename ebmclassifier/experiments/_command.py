@@ -140,8 +140,8 @@ class DeviceName:
     """An argparse ``type``: a device the estimators can compute on here, kept as written.
 
     The name goes through the library's own resolution (``"auto"``, ``"cpu"``, ``"cuda[:N]"``;
-    :func:`ebmclassifier._device.resolve_device`), then the device must exist on this machine:
-    a CUDA index below the number of GPUs, any other device one torch can allocate on.
+    :func:`ebmclassifier._device.resolve_device`, which refuses ``"meta"``, a missing backend
+    and a CUDA index beyond the GPUs), then torch must be able to allocate on the device.
     """
 
     __name__ = "device"
@@ -155,12 +155,7 @@ class DeviceName:
             device = resolve_device(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        if device.type == "meta":
-            problem = "it holds no data"
-        elif device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-            problem = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
-        else:
-            problem = _allocation_problem(torch, device)
+        problem = _allocation_problem(torch, device)
         if problem:
             raise argparse.ArgumentTypeError(
                 f"cannot compute on device {text!r}: {problem}; use 'auto', 'cpu' or 'cuda[:N]'"
