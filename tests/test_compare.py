@@ -410,6 +410,21 @@ def test_report_states_divergences(results, tmp_path):
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
 
 
+def test_the_ce_ts_sentence_only_with_ce_ts(results, tmp_path):
+    import copy
+
+    results, _ = results
+    sentence = "`ce_ts` trains nothing more than `ce` and keeps its predictions"
+    write_report(results, tmp_path / "with")
+    assert sentence in (tmp_path / "with" / "report.md").read_text()
+    without = copy.deepcopy(results)
+    del without["models"]["ce_ts"], without["calibrated"]["ce_ts"]
+    without["runs"] = [r for r in without["runs"] if r["model"] != "ce_ts"]
+    write_report(without, tmp_path / "without")
+    text = (tmp_path / "without" / "report.md").read_text()
+    assert sentence not in text and "`cost x CE`: seconds per epoch over the CE model's" in text
+
+
 @pytest.mark.parametrize("name, page", [("compare", "compare.md"), ("bench", "performance.md")])
 def test_every_option_of_a_command_is_in_its_docs_page(name, page):
     # the options are declared once, in the command; the docs page must not fall behind

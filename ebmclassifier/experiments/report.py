@@ -339,8 +339,13 @@ def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
         f"{results['config']['n_bins']} equal-width bins). AURC: area under the risk-coverage "
         "curve when the model answers its most confident test samples first (confidence max "
         "softmax; lower is better). `cost x CE`: seconds per epoch over "
-        "the CE model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
-        "predictions, so its accuracy and robustness are those of `ce`."
+        "the CE model's in the same seed."
+        + (
+            " `ce_ts` trains nothing more than `ce` and keeps its predictions, so its accuracy "
+            "and robustness are those of `ce`."
+            if "ce_ts" in summary
+            else ""
+        )
         + (
             " An ensemble (`*_ens`) trains five nets: its seconds per epoch are the sum of one "
             "epoch of each, and it has no single network for PGD to attack."
