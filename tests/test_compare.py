@@ -410,6 +410,35 @@ def test_report_states_divergences(results, tmp_path):
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
 
 
+def _st(median, low, high, n=3):
+    return {"median": median, "min": low, "max": high, "n": n}
+
+
+@pytest.mark.parametrize(
+    "candidates, lower, verdict, spread",
+    [
+        ({"a": _st(0.9, 0.88, 0.92), "b": _st(0.8, 0.7, 0.85)}, False,
+         "a (0.900) ahead of b (0.800), clearly: no seed overlap", "outside the seed spread"),
+        ({"a": _st(0.9, 0.8, 0.92), "b": _st(0.85, 0.7, 0.86)}, False,
+         "a (0.900) ahead of b (0.850), within the seed spread", "within the seed spread"),
+        ({"a": _st(0.1, 0.05, 0.12), "b": _st(0.2, 0.15, 0.3)}, True,
+         "a (0.100) ahead of b (0.200), clearly: no seed overlap", "outside the seed spread"),
+        ({"a": _st(0.1, 0.05, 0.2), "b": _st(0.2, 0.15, 0.3)}, True,
+         "a (0.100) ahead of b (0.200), within the seed spread", "within the seed spread"),
+        ({"a": _st(0.1, 0.1, 0.1, n=1), "b": _st(0.2, 0.2, 0.2, n=1)}, True,
+         "a (0.100) ahead of b (0.200), one seed, so no spread to judge the gap by", "one seed"),
+        ({"a": _st(0.1, 0.0, 0.2), "b": _st(0.1, 0.1, 0.1)}, True, "a and b tied (0.100)",
+         "within the seed spread"),
+    ],
+)  # fmt: skip
+def test_verdict_gap_against_the_seed_spread(candidates, lower, verdict, spread):
+    # one rule for "outside the seed spread" in every verdict (_compare_best, _spread)
+    from ebmclassifier.experiments._tables import _compare_best, _spread
+
+    assert _compare_best(candidates, lower=lower) == verdict
+    assert _spread(candidates["a"], candidates["b"], higher=not lower) == spread
+
+
 def test_the_ce_ts_sentence_only_with_ce_ts(results, tmp_path):
     import copy
 
