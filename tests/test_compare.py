@@ -410,6 +410,30 @@ def test_report_states_divergences(results, tmp_path):
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
 
 
+def test_several_reports_are_combined_from_memory(results, tmp_path, monkeypatch):
+    # write_reports used to read back each data set's report.md and results.json
+    import copy
+    from pathlib import Path
+
+    from ebmclassifier.experiments.report import write_reports
+
+    results, _ = results
+    other = copy.deepcopy(results)
+    other["data"]["name"] = "other"
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("a report was read back"))
+    printed = write_reports([results, other], tmp_path, command="python -m ebmclassifier compare")
+    monkeypatch.undo()
+    assert len(printed) == 2 and printed[0]["main"] == printed[1]["main"]
+    report = (tmp_path / "report.md").read_text()
+    section = (tmp_path / "other" / "report.md").read_text()
+    assert "## ebmclassifier compare: other" in report and "### Summary" in report
+    assert "![risk_coverage.png](other/risk_coverage.png)" in report
+    assert section.splitlines()[4] in report.splitlines()  # the data line, as in its folder
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["datasets"]["other"] == json.loads((tmp_path / "other/results.json").read_text())
+    assert list(saved["datasets"]) == ["digits", "other"]
+
+
 def _st(median, low, high, n=3):
     return {"median": median, "min": low, "max": high, "n": n}
 
