@@ -451,6 +451,27 @@ def test_demo_options_are_checked(capsys, monkeypatch, option, value):
     assert _one_error_line(err, "demo") == f"argument {option}: expected an int >= 1, got {value!r}"
 
 
+def test_demo_prepares_each_seeds_data_once_for_both_models(monkeypatch):
+    from ebmclassifier.energy import OOD_METHODS
+    from ebmclassifier.experiments import demo
+    from ebmclassifier.metrics import ood_metrics
+
+    prepared = []
+    original = demo._digits_with_noise
+    monkeypatch.setattr(demo, "_digits_with_noise", lambda seed: prepared.append(seed) or
+                        original(seed))  # fmt: skip
+    rows = demo.run_demo(seeds=(0, 1), max_epochs=1, progress=False)
+    assert prepared == [0, 1]  # it was [0, 0, 1, 1]: once per model
+    # the same numbers as a model trained on its own copy of the seed's data
+    X_train, X_test, y_train, y_test, noise = original(1)
+    clf = NGEBMClassifier(beta=0.5, max_epochs=1, random_state=1).fit(X_train, y_train)
+    (row,) = [r for r in rows if (r["model"], r["seed"]) == ("ngebm (beta=0.5)", 1)]
+    assert row["accuracy"] == clf.score(X_test, y_test)
+    for method in OOD_METHODS:
+        expected = ood_metrics(clf.score_ood(X_test, method), clf.score_ood(noise, method))
+        assert row[f"auroc_{method}"] == expected["auroc"]
+
+
 def test_max_epochs_zero_through_the_python_api_is_kept():
     # The command line refuses --epochs 0; CompareConfig(max_epochs=0) used to become 30.
     built = []
