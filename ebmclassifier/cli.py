@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     --------
     >>> args = build_parser().parse_args(["compare", "--models", "ce,ngebm", "--seeds", "1"])
     >>> args.models, args.seeds, args.data
-    (['ce', 'ngebm'], 1, 'digits')
+    (['ce', 'ngebm'], 1, ['digits'])
     """
     parser = _Parser(
         prog="python -m ebmclassifier",

@@ -6,6 +6,7 @@ line on stderr before any training; a failed fit a non-zero exit naming the mode
 and the reason.
 """
 
+import json
 import os
 import pickle
 import sys
@@ -188,6 +189,52 @@ def test_out_in_a_read_only_folder_is_refused_before_training(capsys, no_trainin
     assert status == 2 and "is not writable" in _one_error_line(err)
 
 
+# ------------------------------------------------------------------ checks before --out is made
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--data", ",,"], "argument --data: expected at least one value, got ',,'"),
+        (["--data", "digits, digits"], "argument --data: 'digits, digits' lists digits more "
+         "than once"),
+        (["--data", "{dir}/a/x.npz,{dir}/b/x.npz"], "--data '{dir}/a/x.npz' and '{dir}/b/x.npz' "
+         "would both be reported as 'x.npz'"),
+        (["--data", "digits,imagenet"], "Unknown data 'imagenet'"),
+        (["--data", "digits,cifar10"], "--data cifar10 reads the files from a folder"),
+        (["--network", "resnet"], "Unknown network 'resnet'"),
+        (["--protocol", "paper"], "--protocol paper is the papers' recipe for cifar10, "
+         "cifar100, svhn; 'digits' is not one"),
+        (["--models", "ce,nope"], "Unknown models ['nope']"),
+        (["--detectors", "odin"], "Unknown detectors ['odin']"),
+    ],
+)  # fmt: skip
+def test_data_free_checks_come_before_out_is_made(capsys, no_training, tmp_path, args, expected):
+    for folder in ("a", "b"):  # two files of one name, in two folders
+        (tmp_path / folder).mkdir()
+        _npz(tmp_path / folder / "x.npz", X=np.zeros((6, 2)), y=np.arange(6) % 2)
+    out = tmp_path / "never" / "report"
+    argv = [a.replace("{dir}", str(tmp_path)) for a in args]
+    status, out_text, err = _run(capsys, "compare", *argv, "--out", str(out), "--no-progress")
+    assert status == 2 and out_text == ""
+    assert _one_error_line(err).startswith(expected.replace("{dir}", str(tmp_path)))
+    assert not (tmp_path / "never").exists()
+
+
+def test_data_names_are_stripped_of_blanks(capsys, no_training, tmp_path):
+    args = cli.build_parser().parse_args(["compare", "--data", " digits , mnist1d "])
+    assert args.data == ["digits", "mnist1d"]
+    assert "--data digits,mnist1d " in compare.COMMAND.command_line(args)
+    # both are loaded under their names ("Unknown data ' mnist1d'" before): the OOD file's
+    # shape is checked against the second one's
+    np.savez(tmp_path / "flat64.npz", X=np.zeros((5, 64), dtype=np.float32))
+    status, _, err = _run(
+        capsys, "compare", "--data", "digits, mnist1d", "--ood", str(tmp_path / "flat64.npz"),
+        "--out", str(tmp_path / "r"), "--no-progress",
+    )  # fmt: skip
+    assert status == 2 and "but mnist1d has samples of shape (1, 40)" in _one_error_line(err)
+
+
 # ------------------------------------------------------------------ data files
 
 
@@ -216,13 +263,23 @@ def _file_cases(folder: Path) -> dict:
             _npz(folder / "lonely.npz", X=X, y=np.r_[np.arange(59) % 3, 3]),
         ),
         "missing": ("No such data file", str(folder / "missing.npz")),
+        # the loader refuses what no model can train on, before the models are built
+        "NaN": (
+            "sample 7 of X holds NaN",
+            _npz(
+                folder / "nan.npz",
+                X=np.where(np.arange(60)[:, None] == 7, np.nan, X.astype(np.float64)),
+                y=np.arange(60) % 3,
+            ),
+        ),
+        "empty": ("X holds no samples", _npz(folder / "empty.npz", X=X[:0], y=np.arange(0))),
     }
 
 
 @pytest.mark.parametrize(
     "case",
     ["truncated.npz", "text.npz", "keys.npz", "continuous labels", "one class",
-     "single-sample class", "missing"],
+     "single-sample class", "missing", "NaN", "empty"],
 )  # fmt: skip
 def test_a_bad_data_file_is_one_error_line_before_training(capsys, no_training, tmp_path, case):
     expected, path = _file_cases(tmp_path)[case]
@@ -230,6 +287,34 @@ def test_a_bad_data_file_is_one_error_line_before_training(capsys, no_training, 
     assert status == 2 and out == ""
     message = _one_error_line(err)
     assert expected in message and repr(path) in message
+
+
+def test_a_class_too_rare_for_the_calibration_split_stops_before_any_training(
+    capsys, no_training, tmp_path
+):
+    # two samples of class 3: one lands in the test split, one in the training split, which
+    # the per-seed stratified calibration split cannot divide; digits, first, trained before
+    X = np.random.default_rng(0).normal(size=(62, 4)).astype(np.float32)
+    rare = _npz(tmp_path / "rare.npz", X=X, y=np.r_[np.arange(60) % 3, 3, 3])
+    status, out, err = _run(capsys, "compare", "--data", f"digits,{rare}", "--out",
+                            str(tmp_path / "r"), "--no-progress")  # fmt: skip
+    assert status == 2 and out == ""
+    assert _one_error_line(err).startswith(
+        "rare.npz: class 3 has 1 sample in the training split; the per-seed calibration split"
+    )
+
+
+def test_a_calibration_part_smaller_than_the_classes_is_refused_before_training():
+    from ebmclassifier.experiments.compare import CompareConfig, run_comparison
+
+    def refuse(params):
+        raise AssertionError("a model was built before the split was checked")
+
+    registry = {"ce": ModelSpec("ce", "ce", build=refuse)}
+    config = CompareConfig(models=("ce",), max_train=200, calibration_size=0.02, progress=False)
+    with pytest.raises(ValueError, match=r"digits: .* calibration part of 4, but .* each of the "
+                       r"10 classes"):  # fmt: skip
+        run_comparison(config, registry=registry)
 
 
 def _pickle(path: Path, obj) -> None:
@@ -308,6 +393,36 @@ def test_when_every_fit_fails_nothing_is_reported_and_the_exit_is_1(capsys, monk
     assert not (out_dir / "report.md").exists()
 
 
+class _FailsOnFiveFeatures(NGEBMClassifier):
+    def fit(self, X, y):
+        if X.shape[1] == 5:
+            raise FloatingPointError("diverged")
+        return super().fit(X, y)
+
+
+def test_a_data_set_whose_fits_all_fail_leaves_the_others_report(capsys, monkeypatch, tmp_path):
+    # It used to exit before writing anything, discarding the finished digits report.
+    registry = default_models()
+    registry["ce"] = ModelSpec("ce", "fails on blobs", build=lambda p: _FailsOnFiveFeatures(**p))
+    monkeypatch.setattr(compare, "default_models", lambda: registry)
+    X = np.random.default_rng(0).normal(size=(60, 5)).astype(np.float32)
+    blobs = _npz(tmp_path / "blobs.npz", X=X, y=np.arange(60) % 2)
+    out_dir = tmp_path / "report"
+    status, out, err = _run(capsys, "compare", "--data", f"digits,{blobs}", "--models", "ce",
+                            "--seeds", "1", *QUICK, "--out", str(out_dir),
+                            "--no-progress")  # fmt: skip
+    assert status == 1
+    assert "| ce |" in out  # digits' tables
+    assert err.splitlines()[-1] == (
+        "python -m ebmclassifier compare: error: no fit on blobs.npz succeeded, the report leaves "
+        "out that data; 1 fit(s) failed, the report leaves them out: 'ce' at seed 0: "
+        "FloatingPointError('diverged')"
+    )
+    report = (out_dir / "report.md").read_text()
+    assert report.startswith("# ebmclassifier compare: digits") and "compare: blobs" not in report
+    assert json.loads((out_dir / "results.json").read_text())["data"]["name"] == "digits"
+
+
 # ------------------------------------------------------------------ bench and demo
 
 
@@ -334,6 +449,27 @@ def test_demo_options_are_checked(capsys, monkeypatch, option, value):
     status, _, err = _run(capsys, "demo", option, value)
     assert status == 2
     assert _one_error_line(err, "demo") == f"argument {option}: expected an int >= 1, got {value!r}"
+
+
+def test_demo_prepares_each_seeds_data_once_for_both_models(monkeypatch):
+    from ebmclassifier.energy import OOD_METHODS
+    from ebmclassifier.experiments import demo
+    from ebmclassifier.metrics import ood_metrics
+
+    prepared = []
+    original = demo._digits_with_noise
+    monkeypatch.setattr(demo, "_digits_with_noise", lambda seed: prepared.append(seed) or
+                        original(seed))  # fmt: skip
+    rows = demo.run_demo(seeds=(0, 1), max_epochs=1, progress=False)
+    assert prepared == [0, 1]  # it was [0, 0, 1, 1]: once per model
+    # the same numbers as a model trained on its own copy of the seed's data
+    X_train, X_test, y_train, y_test, noise = original(1)
+    clf = NGEBMClassifier(beta=0.5, max_epochs=1, random_state=1).fit(X_train, y_train)
+    (row,) = [r for r in rows if (r["model"], r["seed"]) == ("ngebm (beta=0.5)", 1)]
+    assert row["accuracy"] == clf.score(X_test, y_test)
+    for method in OOD_METHODS:
+        expected = ood_metrics(clf.score_ood(X_test, method), clf.score_ood(noise, method))
+        assert row[f"auroc_{method}"] == expected["auroc"]
 
 
 def test_max_epochs_zero_through_the_python_api_is_kept():

@@ -410,6 +410,74 @@ def test_report_states_divergences(results, tmp_path):
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
 
 
+def test_several_reports_are_combined_from_memory(results, tmp_path, monkeypatch):
+    # write_reports used to read back each data set's report.md and results.json
+    import copy
+    from pathlib import Path
+
+    from ebmclassifier.experiments.report import write_reports
+
+    results, _ = results
+    other = copy.deepcopy(results)
+    other["data"]["name"] = "other"
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("a report was read back"))
+    printed = write_reports([results, other], tmp_path, command="python -m ebmclassifier compare")
+    monkeypatch.undo()
+    assert len(printed) == 2 and printed[0]["main"] == printed[1]["main"]
+    report = (tmp_path / "report.md").read_text()
+    section = (tmp_path / "other" / "report.md").read_text()
+    assert "## ebmclassifier compare: other" in report and "### Summary" in report
+    assert "![risk_coverage.png](other/risk_coverage.png)" in report
+    assert section.splitlines()[4] in report.splitlines()  # the data line, as in its folder
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["datasets"]["other"] == json.loads((tmp_path / "other/results.json").read_text())
+    assert list(saved["datasets"]) == ["digits", "other"]
+
+
+def _st(median, low, high, n=3):
+    return {"median": median, "min": low, "max": high, "n": n}
+
+
+@pytest.mark.parametrize(
+    "candidates, lower, verdict, spread",
+    [
+        ({"a": _st(0.9, 0.88, 0.92), "b": _st(0.8, 0.7, 0.85)}, False,
+         "a (0.900) ahead of b (0.800), clearly: no seed overlap", "outside the seed spread"),
+        ({"a": _st(0.9, 0.8, 0.92), "b": _st(0.85, 0.7, 0.86)}, False,
+         "a (0.900) ahead of b (0.850), within the seed spread", "within the seed spread"),
+        ({"a": _st(0.1, 0.05, 0.12), "b": _st(0.2, 0.15, 0.3)}, True,
+         "a (0.100) ahead of b (0.200), clearly: no seed overlap", "outside the seed spread"),
+        ({"a": _st(0.1, 0.05, 0.2), "b": _st(0.2, 0.15, 0.3)}, True,
+         "a (0.100) ahead of b (0.200), within the seed spread", "within the seed spread"),
+        ({"a": _st(0.1, 0.1, 0.1, n=1), "b": _st(0.2, 0.2, 0.2, n=1)}, True,
+         "a (0.100) ahead of b (0.200), one seed, so no spread to judge the gap by", "one seed"),
+        ({"a": _st(0.1, 0.0, 0.2), "b": _st(0.1, 0.1, 0.1)}, True, "a and b tied (0.100)",
+         "within the seed spread"),
+    ],
+)  # fmt: skip
+def test_verdict_gap_against_the_seed_spread(candidates, lower, verdict, spread):
+    # one rule for "outside the seed spread" in every verdict (_compare_best, _spread)
+    from ebmclassifier.experiments._tables import _compare_best, _spread
+
+    assert _compare_best(candidates, lower=lower) == verdict
+    assert _spread(candidates["a"], candidates["b"], higher=not lower) == spread
+
+
+def test_the_ce_ts_sentence_only_with_ce_ts(results, tmp_path):
+    import copy
+
+    results, _ = results
+    sentence = "`ce_ts` trains nothing more than `ce` and keeps its predictions"
+    write_report(results, tmp_path / "with")
+    assert sentence in (tmp_path / "with" / "report.md").read_text()
+    without = copy.deepcopy(results)
+    del without["models"]["ce_ts"], without["calibrated"]["ce_ts"]
+    without["runs"] = [r for r in without["runs"] if r["model"] != "ce_ts"]
+    write_report(without, tmp_path / "without")
+    text = (tmp_path / "without" / "report.md").read_text()
+    assert sentence not in text and "`cost x CE`: seconds per epoch over the CE model's" in text
+
+
 @pytest.mark.parametrize("name, page", [("compare", "compare.md"), ("bench", "performance.md")])
 def test_every_option_of_a_command_is_in_its_docs_page(name, page):
     # the options are declared once, in the command; the docs page must not fall behind
@@ -557,6 +625,53 @@ def test_detectors_are_fitted_on_the_fit_part_of_the_training_split_only(monkeyp
     assert {"mahalanobis", "knn", "vim"} <= set(run["ood"]) and "knn" in run["aurc"]
 
 
+def test_detectors_share_one_feature_pass_per_array_and_score_as_fit_detector(monkeypatch):
+    import ebmclassifier.detectors as detectors_module
+    import ebmclassifier.experiments._measure as measure_module
+    from ebmclassifier.detectors import (
+        KNNDetector,
+        MahalanobisDetector,
+        ViMDetector,
+        fit_detector,
+        penultimate_features,
+    )
+    from ebmclassifier.metrics import ood_metrics
+
+    passes = {}  # id of the array -> feature passes over it
+
+    def counting(estimator, X, **kwargs):
+        passes[id(X)] = passes.get(id(X), 0) + 1
+        return penultimate_features(estimator, X, **kwargs)
+
+    # both: fit_detector reads the name from its own module
+    monkeypatch.setattr(measure_module, "penultimate_features", counting)
+    monkeypatch.setattr(detectors_module, "penultimate_features", counting)
+    config = CompareConfig(
+        models=("ce",), seeds=1, max_epochs=1, n_attack=10, max_test=60, progress=False,
+        detectors=("mahalanobis", "knn", "vim"),
+    )  # fmt: skip
+    results = run_comparison(config, registry={"ce": ModelSpec("ce", "tiny CE", build=_tiny_ce)})
+    # the fit part, the test split, three OOD sets, the calibration split: once each (each went
+    # through the network once per detector before)
+    assert sorted(passes.values()) == [1] * 6
+    monkeypatch.undo()
+    # and the scores are fit_detector's, every detector on the same features
+    seen = dict(RecordingNGEBM.SEEN)
+    model, (run,) = seen["model"], results["runs"]
+    data, X_cal = _standardized_sets(config)
+    for name, detector in (("mahalanobis", MahalanobisDetector()), ("knn", KNNDetector(1)),
+                           ("vim", ViMDetector())):  # fmt: skip
+        assert results["detectors"][name] == repr(detector)
+        fitted = fit_detector(detector, model, seen["X_fit"], seen["y_fit"])
+        s_test = fitted.score_ood(penultimate_features(model, data.X_test))
+        for ood_name, X_ood in data.ood.items():
+            s_ood = fitted.score_ood(penultimate_features(model, X_ood))
+            assert run["ood"][name][ood_name] == ood_metrics(s_test, s_ood), (name, ood_name)
+        s_cal = np.sort(fitted.score_ood(penultimate_features(model, X_cal)))
+        threshold = s_cal[int(np.ceil(0.95 * len(s_cal))) - 1]
+        assert run["ood_decisions"][name]["threshold"] == threshold, name
+
+
 def test_aurc_and_ood_decisions_equal_a_hand_computation(near_ood):
     from ebmclassifier.metrics import aurc
 
@@ -616,6 +731,8 @@ def _bad_ood_files(folder):
     X = np.random.default_rng(0).normal(size=(40, 5)).astype(np.float32)
     np.savez(folder / "five.npz", X=X, y=np.arange(40) % 2)
     np.savez(folder / "huge.npz", X=np.full((5, 64), 1e300))
+    np.savez(folder / "inf32.npz", X=np.full((5, 64), np.inf, dtype=np.float32))
+    np.savez(folder / "none.npz", X=np.zeros((0, 64), dtype=np.float32))
     with zipfile.ZipFile(folder / "raw.npz", "w") as archive:  # a member that is no .npy array
         archive.writestr("X", b"not an array")
 
@@ -633,13 +750,15 @@ def _bad_ood_files(folder):
         # read by the data files' own .npz reader, so its checks hold for OOD files too
         (["--ood", "{dir}/huge.npz"], "huge.npz': sample 0 of X holds a value beyond float32"),
         (["--ood", "{dir}/raw.npz"], "raw.npz': 'X' must be stored in the archive as .npy"),
+        (["--ood", "{dir}/inf32.npz"], "inf32.npz': sample 0 of X holds a value beyond float32"),
+        (["--ood", "{dir}/none.npz"], "none.npz': X holds no samples"),
         (["--ood", "{dir}/unlabelled.csv"], "its label column (named 'target', else the last)"),
         (["--ood", "{dir}/notes.txt"], "use a .npz (array X) or a .csv file"),
         (["--ood", "{dir}/missing.npz"], "missing.npz' not found"),
         (["--ood", "{dir}/flat64.npz,{dir}/flat64.npz"], "flat64.npz more than once"),
         (["--detectors", "odin"], "Unknown detectors ['odin'] in --detectors"),
         (["--detectors", "knn", "--models", "ngebm"], "add ce to --models"),
-        (["--data", "digits,digits"], "--data must name each data set once"),
+        (["--data", "digits,digits"], "argument --data: 'digits,digits' lists digits more than"),
         # every data set is checked before the first one trains
         (["--data", "digits,{dir}/five.npz", "--ood", "{dir}/flat64.npz"], "but five.npz has"),
     ],
@@ -811,6 +930,42 @@ def test_protocol_paper_builds_the_papers_estimators(tmp_path):
     assert [name for name, _ in ngebm["callbacks"]] == ["epoch_bar", "lr_warmup", "lr_decay"]
     assert jem["buffer_init"] == "uniform" and jem["sampler"] == "sgld"
     assert jem["buffer_size"] == 64  # explicit extra parameters win over the preset
+
+
+class _Built(Exception):
+    """Raised by a spy build: the parameters are known, nothing needs to train."""
+
+
+@pytest.mark.parametrize("standardize, noise_std", [(True, 0.06), (False, 0.015)])
+def test_protocol_paper_noise_is_in_the_units_the_models_train_in(tmp_path, standardize, noise_std):
+    # The scripts add std 0.03 to images in [-1, 1]: about 0.06 on standardized inputs, 0.015
+    # on [0, 1] pixels; --no-standardize used to double it as well (0.06, four times too much).
+    from ebmclassifier.augment import GaussianNoise
+    from ebmclassifier.experiments.report import _protocol_text
+    from ebmclassifier.protocol import paper_protocol
+
+    _cifar10_files(tmp_path / "cifar")
+    built = {}
+
+    def spy(params):
+        built.update(params)
+        raise _Built
+
+    config = CompareConfig(
+        data="cifar10", data_dir=str(tmp_path / "cifar"), models=("ngebm",), seeds=1,
+        max_epochs=1, network="wrn-10-1", n_attack=4, epsilons=(0.0,), protocol="paper",
+        progress=False, standardize=standardize,
+    )  # fmt: skip
+    with pytest.raises(_Built):
+        run_comparison(config, registry={"ngebm": ModelSpec("ngebm", "spy", build=spy)})
+    (noise,) = [t for t in built["augmentation"].transforms if isinstance(t, GaussianNoise)]
+    assert noise.std == pytest.approx(noise_std)
+    inputs = "standardized inputs" if standardize else "raw [0, 1] inputs"
+    (text, _) = _protocol_text(paper_protocol("cifar10"), {"noise_std": noise.std}, standardize)
+    assert (
+        f"noise_std=0.03 (the scripts' noise, on images in [-1, 1]; applied as noise_std="
+        f"{noise_std:g} on the {inputs})" in text
+    )
 
 
 def test_protocol_paper_is_refused_for_other_data_and_unknown_names(capsys):

@@ -317,6 +317,47 @@ def test_npz_features_that_float32_would_change(tmp_path, X, match):
     np.testing.assert_array_equal(X, original)
 
 
+def _with(value, at, dtype=np.float64, shape=(6, 2, 2)):
+    X = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+    X[at] = value
+    return X
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        # float32 and float16 were passed through unchecked; NaN is never "beyond float32"
+        (_with(np.inf, (4, 1, 0), np.float32), "sample 4 of X holds a value beyond float32"),
+        (_with(-np.inf, (1, 0, 1), np.float16), "sample 1 of X holds a value beyond float32"),
+        (_with(np.nan, (3, 0, 0)), "sample 3 of X holds NaN"),
+        (_with(np.nan, (2, 1, 1), np.float32), "sample 2 of X holds NaN"),
+        (np.zeros((0, 4)), r"X holds no samples \(shape \(0, 4\)\)"),
+        (np.zeros((6, 0)), "the samples of X hold no values"),
+        (np.arange(6.0), r"one sample per row.*got shape \(6,\).*X.reshape\(-1, 1\)"),
+        (np.float64(1.0), r"got shape \(\)"),
+    ],
+)
+def test_npz_without_finite_samples_is_refused(tmp_path, X, match):
+    y = np.arange(len(X)) % 2 if X.ndim else np.array([0])
+    np.savez(tmp_path / "bad.npz", X=X, y=y)
+    with pytest.raises(ValueError, match="bad.npz") as info:
+        load_array_file(tmp_path / "bad.npz")
+    assert info.match(match)
+
+
+def test_csv_with_nan_names_its_line(tmp_path):
+    (tmp_path / "gaps.csv").write_text("a,b,target\n1,2,x\n3,4,y\n5,nan,x\n6,NaN,y\n")
+    with pytest.raises(ValueError, match="gaps.csv'.*line 4 holds NaN"):
+        load_array_file(tmp_path / "gaps.csv")
+
+
+def test_empty_labels_are_refused_by_name():
+    from ebmclassifier.datasets.named import _check_class_labels
+
+    with pytest.raises(ValueError, match="'none.npz': y holds no labels"):
+        _check_class_labels(np.array([], dtype=np.int64), "none.npz")
+
+
 @pytest.mark.parametrize(
     "content",
     [b"not a zip file at all", None],  # None: a real .npz cut in half
@@ -365,6 +406,80 @@ def test_load_named_dataset_adds_the_other_data_set_as_ood(cifar10_dir):
     assert set(data.ood) == {"uniform", "inverted", "permuted", "svhn"}
     assert data.ood["svhn"].shape == (3, 3, 32, 32)  # as many as the test split
     assert data.kind == "cifar10" and data.input_range == (0.0, 1.0)
+
+
+def _svhn_files(folder, rng, n=5, names=("train_32x32.mat", "test_32x32.mat")):
+    for name in names:
+        X = rng.integers(0, 256, size=(32, 32, 3, n), dtype=np.uint8)
+        savemat(folder / name, {"X": X, "y": rng.integers(1, 11, size=(n, 1))})
+
+
+@pytest.mark.parametrize(
+    "data, other, test_file, train_files",
+    [
+        ("cifar10", "svhn", "test_32x32.mat", {"train_32x32.mat"}),
+        ("svhn", "cifar10", "test_batch", {f"data_batch_{i}" for i in range(1, 6)}),
+    ],
+)
+def test_the_other_data_set_as_ood_reads_its_test_file_only(
+    cifar10_dir, monkeypatch, data, other, test_file, train_files
+):
+    # It used to read the other set whole (SVHN's 73,257 training images, or CIFAR-10's five
+    # training batches) to keep a few of its test images.
+    import ebmclassifier.datasets.files as files
+
+    root, _ = cifar10_dir
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]:
+        (root / "cifar-10-batches-py" / name).rename(root / name)  # one folder for both sets
+    _svhn_files(root, np.random.default_rng(3))
+    whole = files.load_cifar10(root) if other == "cifar10" else files.load_svhn(root)
+    read = []
+    for reader in ("_unpickle", "_svhn_split"):
+        original = getattr(files, reader)
+        monkeypatch.setattr(
+            files, reader, lambda path, _read=original: read.append(path.name) or _read(path)
+        )
+    loaded = load_named_dataset(data, data_dir=root)
+    assert test_file in read and not train_files & set(read)
+    # the same images as before: test images of the other set, at most as many as the test split
+    n = min(len(loaded.y_test), len(whole.y_test))
+    assert loaded.ood[other].shape == (n, 3, 32, 32)
+    flat = whole.X_test.reshape(len(whole.X_test), -1)
+    for image in loaded.ood[other].reshape(len(loaded.ood[other]), -1):
+        assert (flat == image).all(axis=1).any()
+
+
+def test_loaders_read_one_split_when_asked(cifar10_dir, tmp_path):
+    root, _ = cifar10_dir
+    folder = root / "cifar-10-batches-py"
+    whole = load_cifar10(root)
+    train, test = load_cifar10(root, subset="train"), load_cifar10(root, subset="test")
+    assert sorted(test) == ["X_test", "input_range", "target_names", "y_test"]
+    assert sorted(train) == ["X_train", "input_range", "target_names", "y_train"]
+    np.testing.assert_array_equal(train.X_train, whole.X_train)
+    np.testing.assert_array_equal(test.y_test, whole.y_test)
+    assert test.target_names[3] == "class3"
+    for i in range(1, 6):
+        (folder / f"data_batch_{i}").unlink()  # the test split needs no training batch
+    np.testing.assert_array_equal(load_cifar10(root, subset="test").X_test, whole.X_test)
+    with pytest.raises(FileNotFoundError, match="data_batch_1"):
+        load_cifar10(root)
+    with pytest.raises(ValueError, match="subset must be 'all', 'train' or 'test'. Got 'val'"):
+        load_cifar10(root, subset="val")
+    _svhn_files(tmp_path, np.random.default_rng(4), names=("test_32x32.mat",))
+    assert load_svhn(tmp_path, subset="test").X_test.shape == (5, 3, 32, 32)
+    assert "X_train" not in load_svhn(tmp_path, include_extra=True, subset="test")
+    with pytest.raises(FileNotFoundError, match="train_32x32.mat"):
+        load_svhn(tmp_path, subset="train")
+    cifar100 = tmp_path / "cifar-100-python"
+    cifar100.mkdir()
+    split = {b"data": _cifar_rows(np.random.default_rng(5), 2), b"fine_labels": [1, 99],
+             b"coarse_labels": [0, 19]}  # fmt: skip
+    _write_pickle(cifar100 / "test", split)
+    coarse = load_cifar100(tmp_path, label_mode="coarse", subset="test")
+    assert coarse.y_test.tolist() == [0, 19] and "X_train" not in coarse
+    with pytest.raises(FileNotFoundError, match="train"):
+        load_cifar100(tmp_path, subset="train")
 
 
 # ---------------------------------------------------------------- CIFAR files are untrusted

@@ -20,6 +20,14 @@ _CIFAR100_FILES = ["train", "test"]
 _SVHN_FILES = ["train_32x32.mat", "test_32x32.mat"]
 
 
+_SUBSETS = ("all", "train", "test")
+
+
+def _check_subset(subset) -> None:
+    if subset not in _SUBSETS:
+        raise ValueError(f"subset must be 'all', 'train' or 'test'. Got {subset!r} instead.")
+
+
 def _find_folder(data_dir, required: list[str], subfolder: str, name: str, hint: str) -> Path:
     """``data_dir`` or ``data_dir/subfolder``, whichever holds every required file."""
     data_dir = Path(os.fspath(data_dir))
@@ -127,7 +135,7 @@ def _names(meta: dict, key: str):
     )
 
 
-def load_cifar10(data_dir) -> Bunch:
+def load_cifar10(data_dir, *, subset: str = "all") -> Bunch:
     """CIFAR-10 from the "CIFAR-10 python version" files in ``data_dir``.
 
     Expects ``data_batch_1`` .. ``data_batch_5`` and ``test_batch`` (pickled dicts with
@@ -139,12 +147,16 @@ def load_cifar10(data_dir) -> Bunch:
     ----------
     data_dir : str or path-like
         Folder holding the batches (or the folder above ``cifar-10-batches-py``).
+    subset : {"all", "train", "test"}, default="all"
+        The splits to read: ``"test"`` reads ``test_batch`` alone (and needs no other batch),
+        ``"train"`` the five training batches.
 
     Returns
     -------
     data : Bunch
         ``X_train`` (50000, 3, 32, 32) and ``X_test`` (10000, 3, 32, 32) float32 in [0, 1];
         ``y_train``, ``y_test`` int64 in 0..9; ``target_names`` (or None); ``input_range``.
+        With ``subset="train"`` or ``"test"``, only that split's ``X_*`` and ``y_*``.
 
     Raises
     ------
@@ -174,33 +186,39 @@ def load_cifar10(data_dir) -> Bunch:
     ...     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
     ...         _ = Path(folder, name).write_bytes(pickle.dumps(batch))
     ...     data = load_cifar10(folder)
+    ...     test_only = load_cifar10(folder, subset="test")  # reads test_batch alone
     >>> data.X_train.shape, data.y_test.tolist()
     ((10, 3, 32, 32), [3, 8])
+    >>> sorted(test_only)
+    ['X_test', 'input_range', 'target_names', 'y_test']
     >>> data.X_train[0, :, 0, 0]  # red, green, blue of the first pixel
     array([1., 0., 0.], dtype=float32)
     """
+    _check_subset(subset)
+    train_files, test_files = _CIFAR10_FILES[:-1], _CIFAR10_FILES[-1:]
     folder = _find_folder(
-        data_dir, _CIFAR10_FILES, "cifar-10-batches-py", "CIFAR-10",
+        data_dir, {"all": _CIFAR10_FILES, "train": train_files, "test": test_files}[subset],
+        "cifar-10-batches-py", "CIFAR-10",
         "Download and extract cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
     )  # fmt: skip
-    train = [
-        _batch_arrays(_unpickle(folder / f), folder / f, "labels", 10) for f in _CIFAR10_FILES[:-1]
-    ]
-    X_test, y_test = _batch_arrays(
-        _unpickle(folder / "test_batch"), folder / "test_batch", "labels", 10
-    )
+
+    def batch(name):
+        return _batch_arrays(_unpickle(folder / name), folder / name, "labels", 10)
+
+    data = Bunch()
+    if subset != "test":
+        train = [batch(name) for name in train_files]
+        data.X_train = np.concatenate([X for X, _ in train])
+        data.y_train = np.concatenate([y for _, y in train])
+    if subset != "train":
+        data.X_test, data.y_test = batch("test_batch")
     meta = _unpickle(folder / "batches.meta") if (folder / "batches.meta").is_file() else {}
-    return Bunch(
-        X_train=np.concatenate([X for X, _ in train]),
-        y_train=np.concatenate([y for _, y in train]),
-        X_test=X_test,
-        y_test=y_test,
-        target_names=_names(meta, "label_names"),
-        input_range=(0.0, 1.0),
-    )
+    data.target_names = _names(meta, "label_names")
+    data.input_range = (0.0, 1.0)
+    return data
 
 
-def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
+def load_cifar100(data_dir, label_mode: str = "fine", *, subset: str = "all") -> Bunch:
     """CIFAR-100 from the "CIFAR-100 python version" files in ``data_dir``.
 
     Expects ``train`` and ``test`` (pickled dicts with ``data``, ``fine_labels`` and
@@ -213,12 +231,16 @@ def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
         Folder holding the files (or the folder above ``cifar-100-python``).
     label_mode : {"fine", "coarse"}, default="fine"
         The 100 fine classes or the 20 superclasses.
+    subset : {"all", "train", "test"}, default="all"
+        The splits to read: ``"test"`` reads the ``test`` file alone (and needs no other),
+        ``"train"`` the ``train`` file.
 
     Returns
     -------
     data : Bunch
         ``X_train`` (50000, 3, 32, 32) and ``X_test`` (10000, 3, 32, 32) float32 in [0, 1];
-        ``y_train``, ``y_test`` int64; ``target_names`` (or None); ``input_range``.
+        ``y_train``, ``y_test`` int64; ``target_names`` (or None); ``input_range``. With
+        ``subset="train"`` or ``"test"``, only that split's ``X_*`` and ``y_*``.
 
     Raises
     ------
@@ -250,23 +272,22 @@ def load_cifar100(data_dir, label_mode: str = "fine") -> Bunch:
     """
     if label_mode not in ("fine", "coarse"):
         raise ValueError(f"label_mode must be 'fine' or 'coarse'. Got {label_mode!r} instead.")
+    _check_subset(subset)
+    splits = [f for f in _CIFAR100_FILES if subset in ("all", f)]
     folder = _find_folder(
-        data_dir, _CIFAR100_FILES, "cifar-100-python", "CIFAR-100",
+        data_dir, splits, "cifar-100-python", "CIFAR-100",
         "Download and extract cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
     )  # fmt: skip
     key = f"{label_mode}_labels"
     n_classes = 100 if label_mode == "fine" else 20
-    X_train, y_train = _batch_arrays(_unpickle(folder / "train"), folder / "train", key, n_classes)
-    X_test, y_test = _batch_arrays(_unpickle(folder / "test"), folder / "test", key, n_classes)
+    data = Bunch()
+    for split in splits:
+        X, y = _batch_arrays(_unpickle(folder / split), folder / split, key, n_classes)
+        data[f"X_{split}"], data[f"y_{split}"] = X, y
     meta = _unpickle(folder / "meta") if (folder / "meta").is_file() else {}
-    return Bunch(
-        X_train=X_train,
-        y_train=y_train,
-        X_test=X_test,
-        y_test=y_test,
-        target_names=_names(meta, f"{label_mode}_label_names"),
-        input_range=(0.0, 1.0),
-    )
+    data.target_names = _names(meta, f"{label_mode}_label_names")
+    data.input_range = (0.0, 1.0)
+    return data
 
 
 def _svhn_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -298,7 +319,7 @@ def _svhn_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
+def load_svhn(data_dir, include_extra: bool = False, *, subset: str = "all") -> Bunch:
     """SVHN (cropped digits, "format 2") from ``train_32x32.mat`` and ``test_32x32.mat``.
 
     The MATLAB files hold ``X`` of shape (32, 32, 3, n) and ``y`` of shape (n, 1) with labels
@@ -310,12 +331,16 @@ def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
         Folder holding the .mat files (or the folder above an ``svhn`` subfolder).
     include_extra : bool, default=False
         Append ``extra_32x32.mat`` (531,131 easier samples) to the training set.
+    subset : {"all", "train", "test"}, default="all"
+        The splits to read: ``"test"`` reads ``test_32x32.mat`` alone (and needs no other
+        file; ``include_extra`` is then unused), ``"train"`` the training file(s).
 
     Returns
     -------
     data : Bunch
         ``X_train``, ``X_test`` float32 (n, 3, 32, 32) in [0, 1]; ``y_train``, ``y_test``
-        int64 in 0..9; ``input_range``.
+        int64 in 0..9; ``target_names``; ``input_range``. With ``subset="train"`` or
+        ``"test"``, only that split's ``X_*`` and ``y_*``.
 
     Raises
     ------
@@ -348,24 +373,27 @@ def load_svhn(data_dir, include_extra: bool = False) -> Bunch:
     >>> data.y_train.tolist()  # the digit 0 is stored as 10
     [0, 3]
     """
-    required = _SVHN_FILES + (["extra_32x32.mat"] if include_extra else [])
+    _check_subset(subset)
+    train_files = ["train_32x32.mat"] + (["extra_32x32.mat"] if include_extra else [])
+    required = {"all": train_files + ["test_32x32.mat"], "train": train_files,
+                "test": ["test_32x32.mat"]}[subset]  # fmt: skip
     folder = _find_folder(
         data_dir, required, "svhn", "SVHN",
         "Download the cropped-digit .mat files from http://ufldl.stanford.edu/housenumbers/.",
     )  # fmt: skip
-    X_train, y_train = _svhn_split(folder / "train_32x32.mat")
-    if include_extra:
-        X_extra, y_extra = _svhn_split(folder / "extra_32x32.mat")
-        X_train, y_train = np.concatenate([X_train, X_extra]), np.concatenate([y_train, y_extra])
-    X_test, y_test = _svhn_split(folder / "test_32x32.mat")
-    return Bunch(
-        X_train=X_train,
-        y_train=y_train,
-        X_test=X_test,
-        y_test=y_test,
-        target_names=np.arange(10),
-        input_range=(0.0, 1.0),
-    )
+    data = Bunch()
+    if subset != "test":
+        X_train, y_train = _svhn_split(folder / "train_32x32.mat")
+        if include_extra:
+            X_extra, y_extra = _svhn_split(folder / "extra_32x32.mat")
+            X_train = np.concatenate([X_train, X_extra])
+            y_train = np.concatenate([y_train, y_extra])
+        data.X_train, data.y_train = X_train, y_train
+    if subset != "train":
+        data.X_test, data.y_test = _svhn_split(folder / "test_32x32.mat")
+    data.target_names = np.arange(10)
+    data.input_range = (0.0, 1.0)
+    return data
 
 
 def _parse_labels(values: list[str], path: Path, first_row: int) -> np.ndarray:
@@ -446,17 +474,45 @@ def _float32_features(features: list[list[str]], header, column: int, path: Path
 
 
 def _as_float32(X: np.ndarray, where: str, row_name) -> np.ndarray:
-    """``X`` as float32, refusing values that float32 cannot hold (they would become inf)."""
-    if X.dtype.itemsize <= 4 and X.dtype.kind == "f":
-        return X.astype(np.float32, copy=False)
-    big = np.abs(X) > np.finfo(np.float32).max
-    if big.any():
-        i = int(np.argwhere(big)[0][0])
+    """``X`` (samples along the first axis) as float32, every value finite.
+
+    NaN, infinite values and values beyond float32's range (float32 would make them inf) are
+    refused with a ValueError naming ``where`` and ``row_name(i)`` of the first such sample.
+    """
+    if X.dtype.kind == "f":
+        bad = ~np.isfinite(X)
+        if X.dtype.itemsize > 4:
+            bad |= np.abs(X) > np.finfo(np.float32).max  # False for NaN, flagged above
+        bad_rows = bad.reshape(len(X), -1).any(axis=1)
+        if bad_rows.any():
+            i = int(bad_rows.argmax())
+            if np.isnan(X[i]).any():
+                raise ValueError(
+                    f"{where}: {row_name(i)} holds NaN; every feature must be a finite number. "
+                    "Fill the missing values in or drop the sample."
+                )
+            raise ValueError(
+                f"{where}: {row_name(i)} holds a value beyond float32's range (about 3.4e38) "
+                "or an infinite one; float32 cannot hold it. Rescale the features."
+            )
+    return X.astype(np.float32, copy=False)
+
+
+def _check_sample_shape(X: np.ndarray, where: str) -> None:
+    """At least one sample, samples along the first axis, each with at least one value."""
+    if X.ndim < 2:
         raise ValueError(
-            f"{where}: {row_name(i)} holds a value beyond float32's range (about 3.4e38) "
-            "or an infinite one; float32 would make it inf. Rescale the features."
+            f"{where}: X must hold one sample per row, of shape (n_samples, n_features) or "
+            f"(n_samples, ...); got shape {X.shape}. Reshape it with X.reshape(-1, 1) if each "
+            "value is a sample of one feature, or X.reshape(1, -1) if X is a single sample."
         )
-    return X.astype(np.float32)
+    if X.shape[0] == 0:
+        raise ValueError(f"{where}: X holds no samples (shape {X.shape}); it needs at least one.")
+    if X[0].size == 0:
+        raise ValueError(
+            f"{where}: the samples of X hold no values (shape {X.shape}); each needs at least one "
+            "feature."
+        )
 
 
 def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
@@ -473,7 +529,10 @@ def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
-    """The arrays ``keys`` of a ``.npz`` file (``X`` as float32), never unpickling.
+    """The arrays ``keys`` of a ``.npz`` file, never unpickling.
+
+    ``X`` comes back as float32 of shape (n_samples, ...), at least one sample of at least one
+    value, every value finite.
 
     Every problem is a ValueError that starts with the file's name and says how to write it.
     """
@@ -513,6 +572,7 @@ def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarra
             f"{str(path)!r}: X must be real numbers (bool, int or float). Got dtype {X.dtype!r}"
             + ("; complex values would lose their imaginary part." if X.dtype.kind == "c" else ".")
         )
+    _check_sample_shape(X, f"{str(path)!r}")
     return (_as_float32(X, f"{str(path)!r}", lambda i: f"sample {i} of X"), *values[1:])
 
 
@@ -536,6 +596,7 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     Returns
     -------
     X : ndarray of shape (n, ...), float32
+        At least one sample of at least one value; every value finite.
     y : ndarray of shape (n,)
 
     Raises
@@ -545,8 +606,9 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     ValueError
         Naming the file (and the line or sample) for another suffix, a file that is not a
         readable zip of plain arrays, missing keys or columns, a single column (e.g. a
-        semicolon-separated file), an empty label cell, non-numeric or complex features, or
-        values that float32 cannot hold.
+        semicolon-separated file), an empty label cell, non-numeric or complex features, an
+        ``X`` with no samples, no features or a single dimension, or NaN, infinite values and
+        values that float32 cannot hold (naming the first such sample or line).
 
     Examples
     --------

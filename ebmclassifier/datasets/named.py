@@ -18,7 +18,7 @@ from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
 from .ood import make_ood_suite
 
 _FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
-# the classic cross-data-set OOD pairs, used when the other set sits in the same folder
+# the classic cross-data-set OOD pairs, used when the other set's test file is in the folder
 _CROSS_OOD = {"cifar10": "svhn", "cifar100": "svhn", "svhn": "cifar10"}
 
 
@@ -31,6 +31,8 @@ def _subsample(X, y, n, rng):
 
 def _check_class_labels(y: np.ndarray, source: str) -> None:
     """The labels of a file must be classes, each with a sample for both sides of the split."""
+    if len(y) == 0:
+        raise ValueError(f"{source!r}: y holds no labels; a classifier needs samples of two.")
     kind = type_of_target(y)
     if kind not in ("binary", "multiclass"):
         raise ValueError(
@@ -50,6 +52,27 @@ def _check_class_labels(y: np.ndarray, source: str) -> None:
         )
 
 
+def _data_kind(data: str, data_dir=None) -> str:
+    """The kind of data set ``data`` names, found from the name alone (nothing is read).
+
+    A ValueError for a name that is neither a data set nor a ``.npz`` / ``.csv`` path, or for
+    a data set read from a folder without ``data_dir``: the checks that need no data, so that a
+    command makes them before it loads or trains anything.
+    """
+    if data in ("digits", "mnist1d"):
+        return data
+    if data in _FOLDER_DATA:
+        if data_dir is None:
+            raise ValueError(f"--data {data} reads the files from a folder: pass --data-dir.")
+        return data
+    if str(data).lower().endswith((".npz", ".csv")):
+        return "file"
+    raise ValueError(
+        f"Unknown data {data!r}: use digits, mnist1d, cifar10, cifar100, svhn "
+        "(with --data-dir) or the path of a .npz or .csv file."
+    )
+
+
 def load_named_dataset(
     data: str,
     *,
@@ -65,6 +88,8 @@ def load_named_dataset(
     data : str
         ``"digits"``, ``"mnist1d"``, ``"cifar10"``, ``"cifar100"``, ``"svhn"`` (these three read
         from ``data_dir``), or the path of a ``.npz`` / ``.csv`` file (split 70/30, stratified).
+        CIFAR gets SVHN's test images as an OOD set, SVHN CIFAR-10's, when that test file is
+        in ``data_dir`` too (only it is read).
     data_dir : str, path-like or None
         Folder of the CIFAR / SVHN files.
     max_train, max_test : int or None
@@ -88,15 +113,14 @@ def load_named_dataset(
     {'inverted': (50, 64), 'permuted': (50, 64), 'uniform': (50, 64)}
     """
     rng = np.random.default_rng(random_state)
-    if data == "digits":
-        bunch, kind = load_digits_ood(random_state=random_state), "digits"
-    elif data == "mnist1d":
-        bunch, kind = load_mnist1d(random_state=random_state), "mnist1d"
-    elif data in _FOLDER_DATA:
-        if data_dir is None:
-            raise ValueError(f"--data {data} reads the files from a folder: pass --data-dir.")
-        bunch, kind = _FOLDER_DATA[data](data_dir), data
-    elif str(data).lower().endswith((".npz", ".csv")):
+    kind = _data_kind(data, data_dir)
+    if kind == "digits":
+        bunch = load_digits_ood(random_state=random_state)
+    elif kind == "mnist1d":
+        bunch = load_mnist1d(random_state=random_state)
+    elif kind in _FOLDER_DATA:
+        bunch = _FOLDER_DATA[kind](data_dir)
+    else:
         X, y = load_array_file(data)
         _check_class_labels(y, str(data))
         X_train, X_test, y_train, y_test = train_test_split(
@@ -104,12 +128,6 @@ def load_named_dataset(
         )
         bunch = Bunch(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
         bunch.input_range = (float(X_train.min()), float(X_train.max()))
-        kind = "file"
-    else:
-        raise ValueError(
-            f"Unknown data {data!r}: use digits, mnist1d, cifar10, cifar100, svhn "
-            "(with --data-dir) or the path of a .npz or .csv file."
-        )
     X_train, y_train = _subsample(bunch.X_train, bunch.y_train, max_train, rng)
     X_test, y_test = _subsample(bunch.X_test, bunch.y_test, max_test, rng)
     low, high = bunch.input_range
@@ -119,11 +137,11 @@ def load_named_dataset(
         ood = make_ood_suite(X_test, low, high, random_state=random_state)
     cross = _CROSS_OOD.get(kind)
     if cross is not None:
-        try:
-            other = _FOLDER_DATA[cross](data_dir)
+        try:  # its test split only: SVHN's training file alone holds 73,257 images
+            other = _FOLDER_DATA[cross](data_dir, subset="test")
             ood[cross] = _subsample(other.X_test, other.y_test, len(y_test), rng)[0]
         except FileNotFoundError:
-            pass  # optional: only when the other set was extracted into the same folder
+            pass  # optional: only when the other set's test file is in the same folder
     return Bunch(
         name=Path(str(data)).name,
         kind=kind,

@@ -9,9 +9,10 @@ command line that reproduces a run, reads the same declarations (:meth:`Option.s
 An option's argparse ``type`` is also its check: :class:`Number` (a range), :class:`CommaList`,
 :class:`DeviceName` (the library's own device resolution) and :class:`OutputPath` (a folder or
 file that can be written). argparse runs them while it parses, so a bad value is reported
-before any data is loaded or any model trained; :meth:`Command.start` then makes and probes the
-output paths, which only trying reveals, and runs the command. A command that fails after that
-raises :class:`CommandError`; the command line prints either as one ``error:`` line.
+before any data is loaded or any model trained; :meth:`Command.start` then runs the command's
+checks across options (``check``), makes and probes the output paths, which only trying
+reveals, and runs the command. A command that fails after that raises :class:`CommandError`;
+the command line prints either as one ``error:`` line.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class Number:
 class CommaList:
     """An argparse ``type``: ``"a,b,c"`` -> ``[kind("a"), kind("b"), kind("c")]``.
 
-    The list must hold at least one item and no item twice.
+    Each item is stripped of the blanks around it (``"a, b"`` is ``["a", "b"]``). The list must
+    hold at least one item and no item twice.
 
     Parameters
     ----------
@@ -107,7 +109,9 @@ class CommaList:
 
     def __call__(self, text: str) -> list:
         values = []
-        for part in (part for part in text.split(",") if part.strip()):
+        for part in (part.strip() for part in text.split(",")):
+            if not part:
+                continue
             try:
                 values.append(self.kind(part))
             except (ValueError, argparse.ArgumentTypeError):
@@ -136,8 +140,8 @@ class DeviceName:
     """An argparse ``type``: a device the estimators can compute on here, kept as written.
 
     The name goes through the library's own resolution (``"auto"``, ``"cpu"``, ``"cuda[:N]"``;
-    :func:`ebmclassifier._device.resolve_device`), then the device must exist on this machine:
-    a CUDA index below the number of GPUs, any other device one torch can allocate on.
+    :func:`ebmclassifier._device.resolve_device`, which refuses ``"meta"``, a missing backend
+    and a CUDA index beyond the GPUs), then torch must be able to allocate on the device.
     """
 
     __name__ = "device"
@@ -151,12 +155,7 @@ class DeviceName:
             device = resolve_device(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        if device.type == "meta":
-            problem = "it holds no data"
-        elif device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-            problem = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
-        else:
-            problem = _allocation_problem(torch, device)
+        problem = _allocation_problem(torch, device)
         if problem:
             raise argparse.ArgumentTypeError(
                 f"cannot compute on device {text!r}: {problem}; use 'auto', 'cpu' or 'cuda[:N]'"
@@ -312,6 +311,9 @@ class Command:
     options : tuple of Option
     run : callable
         ``run(args) -> int``, the exit status, given the parsed options.
+    check : callable or None, default=None
+        ``check(args)``: the checks across options that need no data (e.g. an option that
+        only some data sets take), raising a ValueError; run before any output path is made.
     """
 
     name: str
@@ -319,6 +321,7 @@ class Command:
     description: str
     options: tuple[Option, ...]
     run: Callable[[argparse.Namespace], int]
+    check: Callable[[argparse.Namespace], None] | None = None
 
     def add_to(self, subparsers) -> argparse.ArgumentParser:
         """Register the command and its options; ``func`` is :meth:`start`, ``command`` the name."""
@@ -329,13 +332,18 @@ class Command:
         return parser
 
     def start(self, args: argparse.Namespace) -> int:
-        """Prepare what the options name (an :class:`OutputPath` is made and probed), then run.
+        """Check the options together (``check``), prepare what they name (an
+        :class:`OutputPath` is made and probed), then run.
 
         Raises
         ------
+        ValueError
+            From ``check``, before anything is made.
         CommandError
             With status 2, naming the option, when a path cannot be written.
         """
+        if self.check is not None:
+            self.check(args)
         for option in self.options:
             prepare = getattr(option.argparse.get("type"), "prepare", None)
             value = getattr(args, option.dest)

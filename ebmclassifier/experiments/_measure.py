@@ -26,7 +26,7 @@ from sklearn.metrics import log_loss
 from skorch.callbacks import Callback
 
 from .._ood import OODDecisionMixin
-from ..detectors import fit_detector, penultimate_features
+from ..detectors import ViMDetector, last_layer_parameters, penultimate_features
 from ..metrics import (
     adversarial_accuracy,
     aurc,
@@ -159,18 +159,44 @@ def _decisions(thresholds: dict, scores: dict) -> dict:
     }
 
 
+class _Penultimate:
+    """``penultimate_features(model, X)``, computed once per array and shared by every
+    detector: the fit part, the test split, each OOD set and the calibration split are each
+    passed through the network once, however many detectors score them."""
+
+    def __init__(self, model):
+        self.model = model
+        self._features = {}  # id(X) -> (X, features); X is kept, so its id stays its own
+
+    def __call__(self, X) -> np.ndarray:
+        if id(X) not in self._features:
+            self._features[id(X)] = (X, penultimate_features(self.model, X))
+        return self._features[id(X)][1]
+
+
+def _fit_detector(detector, model, features, y):
+    """:func:`~ebmclassifier.detectors.fit_detector` on features already computed."""
+    if isinstance(detector, ViMDetector):
+        weight, bias = last_layer_parameters(model)
+        return detector.fit(features, y, weight=weight, bias=bias)
+    return detector.fit(features, y)
+
+
 def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> _Measured:
     """``measured`` with the post-hoc detectors as extra scores, fitted on the fit part only."""
     model = measured.model
+    features = _Penultimate(model)
     detectors = {
-        name: fit_detector(build_detector(name, len(split.y_fit)), model, split.X_fit, split.y_fit)
+        name: _fit_detector(
+            build_detector(name, len(split.y_fit)), model, features(split.X_fit), split.y_fit
+        )
         for name in names
     }
     own = measured.score_fn
 
     def score_fn(X, method):
         if method in detectors:
-            return detectors[method].score_ood(penultimate_features(model, X))
+            return detectors[method].score_ood(features(X))
         return own(X, method)
 
     return replace(measured, score_fn=score_fn)

@@ -19,7 +19,6 @@ from math import prod
 from pathlib import Path
 
 import numpy as np
-from sklearn.utils.validation import check_array
 
 from ..datasets import load_array_file
 from ..datasets.files import _read_npz
@@ -84,8 +83,9 @@ def read_ood_file(path, sample_shape: tuple, data_name: str) -> np.ndarray:
 
     Rows of a flat file (a ``.csv``, or a 2-D ``X``) with as many values as one sample are
     reshaped to the sample shape (C order). Raises FileNotFoundError for a missing file and a
-    ValueError naming the file for any other suffix, an unreadable file, non-finite values or
-    samples of another shape.
+    ValueError naming the file for any other suffix, an unreadable file, a file without
+    samples, non-finite values (the data files' readers check these) or samples of another
+    shape.
     """
     path = Path(path)
     if not path.is_file():
@@ -97,14 +97,11 @@ def read_ood_file(path, sample_shape: tuple, data_name: str) -> np.ndarray:
         X, _ = load_array_file(path)
     else:
         raise ValueError(f"--ood file {str(path)!r}: use a .npz (array X) or a .csv file.")
-    try:
-        X = check_array(X, ensure_2d=False, allow_nd=True, dtype=np.float32, input_name="X")
-    except ValueError as exc:
-        raise ValueError(f"--ood file {str(path)!r}: {exc}") from None
+    # the readers refuse non-finite values and files without samples; the shape is checked here
     sample_shape = tuple(sample_shape)
     if X.shape[1:] != sample_shape and X.ndim == 2 and X.shape[1] == prod(sample_shape):
         X = X.reshape(len(X), *sample_shape)
-    if X.ndim < 2 or X.shape[1:] != sample_shape:
+    if X.shape[1:] != sample_shape:
         hint = (
             " A .csv OOD file is read like a --data file: its label column (named 'target', "
             "else the last) is dropped, so add one."

@@ -186,21 +186,28 @@ def _compare_best(candidates: dict, lower: bool, digits: int = 3) -> str | None:
     (best, b), (second, s) = ranked[0], ranked[1]
     if f"{b['median']:.{digits}f}" == f"{s['median']:.{digits}f}":
         return f"{best} and {second} tied ({b['median']:.{digits}f})"
-    if b["n"] == 1 or s["n"] == 1:
+    clear = _clear_gap(b, s, higher=not lower)
+    if clear is None:
         how = "one seed, so no spread to judge the gap by"
-    elif (b["max"] < s["min"]) if lower else (b["min"] > s["max"]):
-        how = "clearly: no seed overlap"
     else:
-        how = "within the seed spread"
+        how = "clearly: no seed overlap" if clear else "within the seed spread"
     return f"{best} ({b['median']:.{digits}f}) ahead of {second} ({s['median']:.{digits}f}), {how}"
+
+
+def _clear_gap(a: dict, b: dict, higher: bool = True) -> bool | None:
+    """Whether the seeds of the stat ahead all beat those of the other (no overlap); None when
+    either has a single seed. ``higher``: the larger median is ahead."""
+    if a["n"] == 1 or b["n"] == 1:
+        return None
+    ahead, behind = (a, b) if (a["median"] >= b["median"]) == higher else (b, a)
+    return ahead["min"] > behind["max"] if higher else ahead["max"] < behind["min"]
 
 
 def _spread(a: dict, b: dict, higher: bool = True) -> str:
     """Whether the gap between two stats is outside the seed spread (no overlap) or not."""
-    if a["n"] == 1 or b["n"] == 1:
+    clear = _clear_gap(a, b, higher)
+    if clear is None:
         return "one seed"
-    ahead, behind = (a, b) if (a["median"] >= b["median"]) == higher else (b, a)
-    clear = ahead["min"] > behind["max"] if higher else ahead["max"] < behind["min"]
     return "outside the seed spread" if clear else "within the seed spread"
 
 

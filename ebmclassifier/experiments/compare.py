@@ -31,6 +31,7 @@ Every measurement goes through the estimators' public methods (``predict_proba``
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from sklearn.model_selection import train_test_split
 
 from ..augment import paper_augmentation
 from ..datasets import load_named_dataset
+from ..datasets.named import _data_kind
 from ..detectors import DETECTORS
 from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
@@ -174,6 +176,7 @@ class _Setup:
     epsilons: tuple
     network: dict
     protocol: dict | None = None  # paper_protocol(...) under --protocol paper
+    augmentation: dict | None = None  # the protocol's, in the units the models train in
 
 
 def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
@@ -225,6 +228,24 @@ def _paper_protocol(config: CompareConfig, kind: str) -> dict | None:
     return paper_protocol(kind)
 
 
+def _check_configs(configs: Sequence[CompareConfig]) -> None:
+    """The checks that need no data: each data set's name (and ``data_dir``), the network, the
+    protocol's data sets, and that no two data sets report under one name."""
+    folders = {}
+    for config in configs:
+        kind = _data_kind(config.data, config.data_dir)
+        network_params(config.network)
+        _paper_protocol(config, kind)
+        name = Path(str(config.data)).name  # the report's folder and key, as the loader names it
+        if name in folders:
+            raise ValueError(
+                f"--data {folders[name]!r} and {config.data!r} would both be reported as "
+                f"{name!r} (the folder {name}/ of --out and the key of results.json); copy or "
+                "rename one of the files."
+            )
+        folders[name] = config.data
+
+
 def _load(config: CompareConfig) -> _Setup:
     """Load the data, standardize it and resolve the data set's defaults."""
     data = load_named_dataset(
@@ -241,6 +262,7 @@ def _load(config: CompareConfig) -> _Setup:
             f"samples of shape {data.X_train.shape[1:]}. Use --network default or mlp."
         )
     requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
+    _check_calibration_split(data.y_train, config.calibration_size, data.name)
     n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
     X_attack = data.X_test[:n_attack]  # attacked in the data's own units
     standardizer = Standardizer(data.X_train) if config.standardize else None
@@ -254,6 +276,9 @@ def _load(config: CompareConfig) -> _Setup:
     if epsilons is None:
         epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
     defaults = {**defaults, **(protocol or {})}  # the papers' epochs and lr, if asked for
+    augmentation = None
+    if protocol is not None:
+        augmentation = _augmentation_in_input_units(protocol["augmentation"], config.standardize)
     return _Setup(
         data=data,
         requested=requested,
@@ -264,16 +289,53 @@ def _load(config: CompareConfig) -> _Setup:
         epsilons=epsilons,
         network=network,
         protocol=protocol,
+        augmentation=augmentation,
     )
 
 
-def _protocol_params(name: str, protocol: dict | None, batch_size: int | None) -> dict:
-    """The estimator parameters ``--protocol paper`` adds for model ``name``."""
+def _check_calibration_split(y_train, calibration_size: float, name: str) -> None:
+    """Every seed divides the training split into fit and calibration parts, stratified: each
+    class needs two samples there, and each part a sample of every class (scikit-learn's
+    rule), known before any training."""
+    classes, counts = np.unique(y_train, return_counts=True)
+    if counts.min() < 2:
+        label = classes[counts.argmin()]
+        raise ValueError(
+            f"{name}: class {label.item()!r} has {counts.min()} sample in the training split; "
+            "the per-seed calibration split (stratified, for the *_ts models and the OOD "
+            "thresholds) needs at least two of each class. Add samples of that class or drop "
+            "it (or raise --max-train)."
+        )
+    n_calibration = math.ceil(calibration_size * len(y_train))  # as train_test_split counts
+    n_fit = len(y_train) - n_calibration
+    if min(n_calibration, n_fit) < len(classes):
+        raise ValueError(
+            f"{name}: the {len(y_train)} samples of the training split give a fit part of "
+            f"{n_fit} and a calibration part of {n_calibration}, but the stratified split needs "
+            f"a sample of each of the {len(classes)} classes in each part. Add samples (or "
+            "raise --max-train)."
+        )
+
+
+def _augmentation_in_input_units(augmentation: dict, standardized: bool) -> dict:
+    """The papers' augmentation settings in the units the models train in.
+
+    The scripts add noise of standard deviation ``noise_std`` to images scaled to [-1, 1]. On
+    standardized inputs (a CIFAR channel's standard deviation is about 0.25 in [0, 1] units,
+    0.5 in [-1, 1] units) the same noise is about twice as large; on the raw [0, 1] pixels of
+    ``standardize=False``, half as large.
+    """
+    scale = 2.0 if standardized else 0.5
+    return {**augmentation, "noise_std": scale * augmentation["noise_std"]}
+
+
+def _protocol_params(
+    name: str, protocol: dict | None, augmentation: dict | None, batch_size: int | None
+) -> dict:
+    """The estimator parameters ``--protocol paper`` adds for model ``name``; ``augmentation``
+    is the protocol's in the units of the inputs (:func:`_augmentation_in_input_units`)."""
     if protocol is None:
         return {}
-    augmentation = dict(protocol["augmentation"])
-    # the scripts' noise is in [-1, 1] pixel units; on standardized inputs it is about twice
-    augmentation["noise_std"] = 2 * augmentation["noise_std"]
     params = {
         "augmentation": paper_augmentation(**augmentation),
         "batch_size": protocol["batch_size"] if batch_size is None else batch_size,
@@ -295,7 +357,7 @@ def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     params.update({k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size))
                    if v is not None})  # fmt: skip
     params.update(setup.network)
-    params.update(_protocol_params(name, setup.protocol, config.batch_size))
+    params.update(_protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
     if setup.protocol is not None:
         keys = ("warmup_iters", "lr_milestones", "lr_decay")
         params["callbacks"] += paper_callbacks(**{k: setup.protocol[k] for k in keys})
@@ -370,7 +432,8 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     ValueError
         Before any training, for an unknown model, network or detector, detectors without the
         ``ce`` model, ``ood_classes`` naming a label the data lacks or leaving fewer than two,
-        or an OOD file that cannot be read or holds samples of another shape.
+        an OOD file that cannot be read or holds samples of another shape, or a training split
+        the stratified calibration split cannot divide (a class with a single sample there).
 
     See Also
     --------
@@ -399,10 +462,9 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
 def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = print) -> list:
     """:func:`run_comparison` for each config, every one checked and loaded before training."""
     registry = default_models() if registry is None else registry
-    prepared = []
-    for config in configs:
-        specs, skipped = _select_models(config, registry, log)
-        prepared.append((config, specs, skipped, _load(config)))
+    selected = [_select_models(config, registry, log) for config in configs]
+    _check_configs(configs)  # before the first data set is loaded
+    prepared = [(c, *models, _load(c)) for c, models in zip(configs, selected, strict=True)]
     return [_execute(*plan, registry, log) for plan in prepared]
 
 
@@ -422,6 +484,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "lr": setup.lr,
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
+        "augmentation": setup.augmentation,
         "runs": runs,
     }
 
@@ -458,24 +521,19 @@ def _add_relative_cost(runs: list) -> None:
 def _run_command(args) -> int:
     """Run the comparison the parsed options describe, write the report, print the tables.
 
-    A fit that fails does not stop the others; the report covers those that succeeded, and
-    the command then fails (:class:`CommandError`, exit status 1) listing the failed fits.
+    A fit that fails does not stop the others; the report covers those that succeeded (a data
+    set none of whose fits succeeded is left out of it), and the command then fails
+    (:class:`CommandError`, exit status 1) listing the failed fits.
     """
-    fields = COMMAND.fields(args)
-    names = [name for name in fields.pop("data").split(",") if name.strip()]
-    if not names or len(set(names)) < len(names):
-        raise ValueError(f"--data must name each data set once; got {args.data!r}.")
-    configs = [CompareConfig(data=name, **fields) for name in names]
+    configs = _configs(args)
     all_results = _run_all(configs, log=lambda msg: print(msg, file=sys.stderr))
     failures = [failure for results in all_results for failure in results["failures"]]
-    empty = [c.data for c, results in zip(configs, all_results, strict=True) if not results["runs"]]
-    if empty:
-        where = "" if len(empty) == len(configs) else f" on {', '.join(empty)}"
-        listed = _list_failures(failures)
-        raise CommandError(f"every fit{where} failed, nothing to report: {listed}")
-    printed = write_reports(all_results, args.out, command=COMMAND.command_line(args))
-    for results, tabs in zip(all_results, printed, strict=True):
-        if len(all_results) > 1:
+    reported = [results for results in all_results if results["runs"]]
+    if not reported:
+        raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
+    printed = write_reports(reported, args.out, command=COMMAND.command_line(args))
+    for results, tabs in zip(reported, printed, strict=True):
+        if len(reported) > 1:
             print(f"## {results['data']['name']}", end="\n\n")
         for key in ("main", "ood_auroc", "ood_decisions", "robust"):
             print(tabs[key], end="\n\n")
@@ -485,10 +543,29 @@ def _run_command(args) -> int:
     n_figures = sum(len(tabs["figures"]) for tabs in printed)
     print(f"Report: {Path(args.out) / 'report.md'}, results.json and {n_figures} figures.")
     if failures:
+        empty = [results["data"]["name"] for results in all_results if not results["runs"]]
+        lost = f"no fit on {', '.join(empty)} succeeded, the report leaves out that data; "
+        lost = lost if empty else ""
         raise CommandError(
-            f"{len(failures)} fit(s) failed, the report leaves them out: {_list_failures(failures)}"
+            f"{lost}{len(failures)} fit(s) failed, the report leaves them out: "
+            f"{_list_failures(failures)}"
         )
     return 0
+
+
+def _configs(args) -> list[CompareConfig]:
+    """One configuration per data set of ``--data``."""
+    fields = COMMAND.fields(args)
+    return [CompareConfig(**{**fields, "data": data}) for data in fields["data"]]
+
+
+def _check_options(args) -> None:
+    """The data-free checks across options, before ``--out`` is made (``Command.check``): the
+    models and detectors, the data sets' names, the network, the protocol."""
+    configs, registry = _configs(args), default_models()
+    for config in configs:
+        _select_models(config, registry, log=lambda msg: None)  # the run logs the skips
+    _check_configs(configs)
 
 
 def _list_failures(failures: list) -> str:
@@ -511,7 +588,8 @@ COMMAND = Command(
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
                 ".npz/.csv file; several, comma-separated, run one after the other, one "
-                "report section each (default digits)", "data", default="digits"),
+                "report section each (default digits)", "data", type=CommaList(str),
+                default="digits"),
         _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
         _option("--models", "comma-separated, from ce, ce_ts, ce_ens, ngebm, ngebm_ts, "
                 "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
@@ -564,4 +642,5 @@ COMMAND = Command(
                 action="store_false", dest="progress"),
     ),
     run=_run_command,
+    check=_check_options,
 )  # fmt: skip

@@ -68,8 +68,11 @@ def run_demo(
     """
     rows = []
     jobs = [(seed, name) for seed in seeds for name in MODELS]
+    data = {}  # the current seed's split and noise, shared by both models
     for seed, name in tqdm(jobs, desc="demo", disable=not progress):
-        X_train, X_test, y_train, y_test, noise = _digits_with_noise(seed)
+        if seed not in data:
+            data = {seed: _digits_with_noise(seed)}
+        X_train, X_test, y_train, y_test, noise = data[seed]
         clf = NGEBMClassifier(beta=MODELS[name], max_epochs=max_epochs, random_state=seed)
         clf.fit(X_train, y_train)
         row = {

@@ -146,7 +146,12 @@ def write_report(results: dict, out, command: str = "") -> dict:
     >>> print(printed["main"].splitlines()[0])
     | model | accuracy | ECE | NLL | AURC | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
     """
-    out = Path(out)
+    return _write_report(results, Path(out), command)[0]
+
+
+def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, dict]:
+    """:func:`write_report`'s work; also returns the text of report.md and the JSON payload
+    of results.json, as written, for :func:`write_reports` to combine."""
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(results)
     printed = {
@@ -160,10 +165,11 @@ def write_report(results: dict, out, command: str = "") -> dict:
         *_summary_section(results, summary, printed),
         *_detail_sections(results, printed),
     ]
-    (out / "report.md").write_text("\n".join(md))
-    payload = {**results, "summary": summary, "environment": env, "command": command}
-    (out / "results.json").write_text(json.dumps(_jsonable(payload), indent=2))
-    return printed
+    text = "\n".join(md)
+    (out / "report.md").write_text(text)
+    payload = _jsonable({**results, "summary": summary, "environment": env, "command": command})
+    (out / "results.json").write_text(json.dumps(payload, indent=2))
+    return printed, text, payload
 
 
 def write_reports(all_results: list, out, command: str = "") -> list[dict]:
@@ -190,8 +196,8 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
     if len(all_results) == 1:
         return [write_report(all_results[0], out, command)]
     names = [results["data"]["name"] for results in all_results]
-    printed = [
-        write_report(r, out / name, command) for r, name in zip(all_results, names, strict=True)
+    written = [
+        _write_report(r, out / name, command) for r, name in zip(all_results, names, strict=True)
     ]
     md = [
         f"# ebmclassifier compare: {', '.join(names)}",
@@ -202,16 +208,16 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
         "results.json: " + ", ".join(f"[{name}]({name}/report.md)" for name in names) + ".",
         "",
     ]
-    for name in names:
-        section = (out / name / "report.md").read_text().splitlines()
-        section = [f"#{line}" if line.startswith("#") else line for line in section]
+    for name, (_, text, _) in zip(names, written, strict=True):
+        # each data set's report one heading level down, its figures linked from its folder
+        section = [f"#{line}" if line.startswith("#") else line for line in text.splitlines()]
         md += [line.replace("](", f"]({name}/") if line.startswith("![") else line
                for line in section if not line.startswith("Command: ")]  # fmt: skip
     (out / "report.md").write_text("\n".join(md))
-    datasets = {name: json.loads((out / name / "results.json").read_text()) for name in names}
+    datasets = {name: payload for name, (_, _, payload) in zip(names, written, strict=True)}
     payload = {"command": command, "environment": _environment(), "datasets": datasets}
     (out / "results.json").write_text(json.dumps(payload, indent=2))
-    return printed
+    return [printed for printed, _, _ in written]
 
 
 def _environment() -> dict:
@@ -226,18 +232,25 @@ def _environment() -> dict:
     }
 
 
-def _protocol_text(protocol: dict | None) -> list[str]:
-    """The papers' settings under ``--protocol paper`` (nothing otherwise)."""
+def _protocol_text(protocol: dict | None, applied: dict | None, standardized: bool) -> list[str]:
+    """The papers' settings under ``--protocol paper`` (nothing otherwise); ``applied`` is the
+    augmentation in the units the models trained in."""
     if not protocol:
         return []
     augmentation = ", ".join(f"{k}={v}" for k, v in protocol["augmentation"].items())
+    if applied is not None:
+        inputs = "standardized inputs" if standardized else "raw [0, 1] inputs"
+        augmentation += (
+            f" (the scripts' noise, on images in [-1, 1]; applied as "
+            f"noise_std={applied['noise_std']:g} on the {inputs})"
+        )
     return [
         f"Protocol `paper` ({protocol['dataset']}): network {protocol['network']}, "
         f"{protocol['max_epochs']} epochs, Adam lr {protocol['lr']} (betas "
         f"{tuple(protocol['betas'])}), linear warm-up over {protocol['warmup_iters']} steps, "
         f"x{protocol['lr_decay']} at epochs {protocol['lr_milestones']}, batches of "
-        f"{protocol['batch_size']}, augmentation {augmentation} (the noise doubled on "
-        f"standardized inputs), NG-EBM {protocol['ngebm']}, JEM {protocol['jem']}; options given "
+        f"{protocol['batch_size']}, augmentation {augmentation}, NG-EBM {protocol['ngebm']}, "
+        f"JEM {protocol['jem']}; options given "
         "on the command line override the network, epochs, lr and batch size. Sources: "
         f"{protocol['sources']['ngebm_code']}, {protocol['sources']['jem_code']}.",
         "",
@@ -272,7 +285,9 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         + ", ".join(f"{k} {v}" for k, v in env.items())
         + ".",
         "",
-        *_protocol_text(results.get("protocol")),
+        *_protocol_text(
+            results.get("protocol"), results.get("augmentation"), data.get("standardized", False)
+        ),
         "Models:",
         "",
         *[f"- `{m}`: {d}" for m, d in results["models"].items()],
@@ -330,8 +345,13 @@ def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
         f"{results['config']['n_bins']} equal-width bins). AURC: area under the risk-coverage "
         "curve when the model answers its most confident test samples first (confidence max "
         "softmax; lower is better). `cost x CE`: seconds per epoch over "
-        "the CE model's in the same seed. `ce_ts` trains nothing more than `ce` and keeps its "
-        "predictions, so its accuracy and robustness are those of `ce`."
+        "the CE model's in the same seed."
+        + (
+            " `ce_ts` trains nothing more than `ce` and keeps its predictions, so its accuracy "
+            "and robustness are those of `ce`."
+            if "ce_ts" in summary
+            else ""
+        )
         + (
             " An ensemble (`*_ens`) trains five nets: its seconds per epoch are the sum of one "
             "epoch of each, and it has no single network for PGD to attack."
