@@ -229,8 +229,16 @@ def test_a_failed_fit_is_recorded_and_the_run_goes_on(tmp_path):
 def test_unknown_and_unavailable_models():
     with pytest.raises(ValueError, match="Unknown models"):
         run_comparison(CompareConfig(models=("svm",)), registry=_registry())
-    with pytest.raises(RuntimeError, match="None of the requested models"):
+    with pytest.raises(ValueError, match="None of the requested models can run here .'jem': "):
         run_comparison(CompareConfig(models=("jem",)), registry=_registry(), log=lambda m: None)
+
+
+def test_no_runnable_model_is_one_error_line_on_the_command_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr("ebmclassifier.experiments.compare.default_models", _registry)
+    code = cli.main(["compare", "--models", "jem", "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("error:") == 1 and "Traceback" not in err
+    assert "None of the requested models can run here ('jem': ebmclassifier.jem." in err
 
 
 def test_standardizer_is_per_feature_for_flat_data_and_per_channel_for_images():

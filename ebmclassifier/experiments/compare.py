@@ -195,7 +195,8 @@ def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
             continue
         selected.append(spec)
     if not selected:
-        raise RuntimeError("None of the requested models can run here; see the messages above.")
+        reasons = "; ".join(f"{name!r}: {reason}" for name, reason in skipped.items())
+        raise ValueError(f"None of the requested models can run here ({reasons}).")
     _check_detectors(config.detectors or (), [s.name for s in selected])
     return selected, skipped
 
