@@ -176,3 +176,17 @@ def test_float32_matrix_tree_with_a_large_spread_matches_enumeration(seed):
         probs = torch.softmax(tree_scores, 0)
         expected_marginals = pad_arcs((probs[:, None, None] * trees).sum(0), 4).float()
         torch.testing.assert_close(marginals[b], expected_marginals, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("projective", [True, False])
+def test_sampling_a_non_finite_sentence_draws_heads_and_leaves_the_others(projective):
+    # regression: torch.multinomial raised "probability tensor contains either inf, nan"
+    scores = random_scores(7)
+    broken = scores.clone()
+    broken[2] = float("nan")
+    expected = sample_trees(scores, LENGTHS, projective, torch.Generator().manual_seed(0))
+    z = sample_trees(broken, LENGTHS, projective, torch.Generator().manual_seed(0))
+    # one head per word; the other sentences draw what they drew without the nan row
+    torch.testing.assert_close(z[:, :, 1:].sum(1), arc_mask(LENGTHS, N_PAD)[:, 0, 1:].double())
+    keep = torch.tensor([0, 1, 3, 4, 5])
+    assert torch.equal(z[keep], expected[keep])

@@ -8,8 +8,11 @@ import pytest
 import torch
 from sklearn.exceptions import NotFittedError
 
+from ebmclassifier import DivergenceError
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.latent.classifier import LatentStructureClassifier
+from ebmclassifier.latent.trees.latent import TREE_GRADIENTS
+from ebmclassifier.latent.trees.networks import BiLSTMArcScorer
 
 X, Y, HEADS = make_latent_trees(64, min_length=2, max_length=5, n_values=3, random_state=0)
 
@@ -173,3 +176,20 @@ def test_a_warm_started_refit_keeps_the_vocabulary_of_its_embeddings():
     assert not np.array_equal(
         _estimator(gradient="ste", **SMALL).fit(X_new, Y).vocabulary_, vocabulary
     )
+
+
+class _NaNArcScorer(BiLSTMArcScorer):
+    """Arc scores of nan, as from an encoder whose weights diverged."""
+
+    def forward(self, x):
+        return super().forward(x) * torch.nan
+
+
+@pytest.mark.parametrize("projective", [True, False])
+@pytest.mark.parametrize("gradient", TREE_GRADIENTS)
+def test_a_nan_encoder_stops_the_fit_with_a_divergence_error(gradient, projective):
+    # regression: the tree oracles raised torch's multinomial error (sfe), numpy's zero-size
+    # array error (spigot_ce, sparsemap) instead of the estimator's DivergenceError
+    clf = _estimator(gradient=gradient, projective=projective, encoder=_NaNArcScorer, **SMALL)
+    with pytest.raises(DivergenceError, match="diverged in epoch 1"):
+        clf.fit(X, Y)
