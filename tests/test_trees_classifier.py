@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.exceptions import NotFittedError
+from skorch.dataset import ValidSplit
 
 from ebmclassifier import DivergenceError
 from ebmclassifier.datasets import make_latent_trees
@@ -193,3 +194,17 @@ def test_a_nan_encoder_stops_the_fit_with_a_divergence_error(gradient, projectiv
     clf = _estimator(gradient=gradient, projective=projective, encoder=_NaNArcScorer, **SMALL)
     with pytest.raises(DivergenceError, match="diverged in epoch 1"):
         clf.fit(X, Y)
+
+
+def test_the_estimator_checks_token_ids_once_not_per_batch(monkeypatch):
+    # its model is built with validate_args=False: no second check, no host sync per batch
+    from ebmclassifier.latent.trees import networks
+
+    def refuse(x):
+        raise AssertionError("the estimator's model checked its token ids again")
+
+    monkeypatch.setattr(networks, "sequence_lengths", refuse)
+    clf = _fit(gradient="sfe", train_split=ValidSplit(4), **SMALL)
+    assert clf.module_.validate_args is False
+    for method in ("predict_proba", "predict_latent", "transform", "score_ood"):
+        assert np.isfinite(getattr(clf, method)(X)).all()

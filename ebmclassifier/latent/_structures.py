@@ -114,6 +114,7 @@ class DependencyTree(Categorical):
             bool(estimator.projective),
             estimator.temperature,
             RunningMeanBaseline(),
+            validate_args=False,  # X was checked once, by prepare_input
         )
 
     def feature_names(self, estimator) -> list[str]:
