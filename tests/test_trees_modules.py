@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from ebmclassifier.latent.score_function import RunningMeanBaseline
 from ebmclassifier.latent.trees import arc_mask, heads_to_arcs
 from ebmclassifier.latent.trees.latent import TREE_GRADIENTS, tree_latent
 from ebmclassifier.latent.trees.networks import (
@@ -124,3 +125,21 @@ def test_tree_latent_model_checks_once_per_call_and_not_without_validate_args(mo
             getattr(checked, method)(X), getattr(unchecked, method)(X), rtol=0, atol=0
         )
         assert len(calls) == 1, method
+
+
+def test_tree_latent_model_has_the_score_function_baseline_unless_given_one():
+    # regression: baseline=None overwrote the RunningMeanBaseline that LatentModel creates
+    encoder, decoder = BiLSTMArcScorer(10, 6, 6, 6), TreeGCNDecoder(10, 2, 6, 6)
+    model = TreeLatentModel(encoder, decoder, gradient="sfe")
+    assert isinstance(model.baseline, RunningMeanBaseline)
+    assert "baseline.value" in model.state_dict()
+    lengths = sequence_lengths(X)
+    z = tree_latent(
+        model.encoder(X), lengths, "sfe", lambda z: z.sum((1, 2)), baseline=model.baseline
+    )
+    z.sum().backward()
+    # the first update sets b to the batch mean of the losses, here of the sentence lengths
+    assert int(model.baseline.n_updates) == 1
+    assert float(model.baseline.value) == pytest.approx(7 / 3)
+    own = RunningMeanBaseline(momentum=0.5)
+    assert TreeLatentModel(encoder, decoder, "sfe", baseline=own).baseline is own

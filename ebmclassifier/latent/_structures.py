@@ -16,7 +16,6 @@ import torch
 from ..nn import MLP
 from .categorical.networks import BilinearDecoder
 from .networks import LatentModel
-from .score_function import RunningMeanBaseline
 from .trees._tokens import as_token_ids, encode_tokens
 from .trees.networks import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel
 
@@ -113,7 +112,6 @@ class DependencyTree(Categorical):
             estimator.gradient,
             bool(estimator.projective),
             estimator.temperature,
-            RunningMeanBaseline(),
             validate_args=False,  # X was checked once, by prepare_input
         )
 

@@ -457,7 +457,7 @@ verbose, **kwargs
         # back. The score function's losses stay per sample; its baseline is weighted.
         to_sample, to_batch = _per_sample_factors(sample_weight, len(X), scores.dim())
         baseline = model.baseline
-        if sample_weight is not None and baseline is not None:
+        if sample_weight is not None:
             baseline = _WeightedBaseline(baseline, sample_weight)
         z = polytope_latent(
             model.polytope,

@@ -213,7 +213,9 @@ class TreeLatentModel(LatentModel):
     projective : bool, default=True
     temperature : float, default=1.0
     baseline : nn.Module, optional
-        The score-function baseline, registered so it moves and pickles with the model.
+        The score-function baseline, registered so it moves and pickles with the model;
+        by default a :class:`~ebmclassifier.latent.score_function.RunningMeanBaseline`, as for
+        :class:`~ebmclassifier.latent.networks.LatentModel`.
     validate_args : bool, default=True
         Check the token ids of every call (:func:`sequence_lengths`): an empty row, a padding
         id before a token or a negative id is a ``ValueError``. The estimator, which checks its
@@ -251,7 +253,8 @@ the end; row 0 is [3, 0, 4].
     ) -> None:
         super().__init__(encoder, decoder, gradient, temperature)
         self.projective = projective
-        self.baseline = baseline
+        if baseline is not None:  # else the RunningMeanBaseline of LatentModel
+            self.baseline = baseline
         self.validate_args = validate_args
 
     @property
