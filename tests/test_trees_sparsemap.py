@@ -128,3 +128,22 @@ def test_sparsemap_of_a_non_finite_sentence_is_nan_and_leaves_the_others(project
     assert torch.isnan(got[1][real[1]]).all() and (got[1][~real[1]] == 0).all()
     keep = torch.tensor([0, 2, 3, 4])
     torch.testing.assert_close(got[keep], mu[keep], rtol=0, atol=0)
+
+
+def test_sparsemap_builds_the_jacobian_only_when_a_backward_pass_can_come(monkeypatch):
+    from ebmclassifier.latent.trees import sparsemap
+    from ebmclassifier.latent.trees.polytope import TreePolytope
+
+    calls = []
+    factors = sparsemap._padded_jacobian_factors
+    monkeypatch.setattr(
+        sparsemap, "_padded_jacobian_factors", lambda *a: calls.append(1) or factors(*a)
+    )
+    scores = random_scores(7)
+    expected = tree_sparsemap(scores, LENGTHS)  # scores without grad: the value alone
+    assert not calls
+    with torch.no_grad():  # no graph either
+        got = TreePolytope().project(scores.clone().requires_grad_(True), LENGTHS)
+    assert not calls and torch.equal(got, expected)
+    mu = TreePolytope().project(scores.clone().requires_grad_(True), LENGTHS)
+    assert len(calls) == 1 and torch.equal(mu.detach(), expected) and mu.requires_grad

@@ -211,16 +211,17 @@ class SparseMAPTree(torch.autograd.Function):
 
     The Jacobian is that of Niculae et al. (2018), Prop. 1.
 
-    Call as ``SparseMAPTree.apply(scores, lengths, projective, max_iter, tol)``, or through
-    :func:`tree_sparsemap` (which validates the arguments).
+    Call as ``SparseMAPTree.apply(scores, lengths, projective[, max_iter, tol])``, or through
+    :func:`tree_sparsemap` (which validates the arguments). The Jacobian's factors are built
+    only when ``scores`` requires grad.
 
     Parameters
     ----------
     scores : torch.Tensor of shape (B, N + 1, N + 1)
     lengths : torch.Tensor of shape (B,), int
     projective : bool
-    max_iter : int
-    tol : float
+    max_iter : int, default=100
+    tol : float, default=1e-9
         As for :func:`sparsemap_active_set`.
 
     Returns
@@ -246,13 +247,14 @@ class SparseMAPTree(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, scores, lengths, projective, max_iter, tol):
+    def forward(ctx, scores, lengths, projective, max_iter=100, tol=1e-9):
         mu, vertices, _ = _active_set(scores, lengths, projective, max_iter, tol)
-        z_pad, q_pad = _padded_jacobian_factors(vertices, mu[0].numel())
-        ctx.save_for_backward(
-            torch.as_tensor(z_pad, dtype=scores.dtype, device=scores.device),
-            torch.as_tensor(q_pad, dtype=scores.dtype, device=scores.device),
-        )
+        if ctx.needs_input_grad[0]:  # else no backward pass comes: the value alone
+            z_pad, q_pad = _padded_jacobian_factors(vertices, mu[0].numel())
+            ctx.save_for_backward(
+                torch.as_tensor(z_pad, dtype=scores.dtype, device=scores.device),
+                torch.as_tensor(q_pad, dtype=scores.dtype, device=scores.device),
+            )
         return mu.to(scores.device, scores.dtype)
 
     @staticmethod
