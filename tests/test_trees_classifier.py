@@ -208,3 +208,16 @@ def test_the_estimator_checks_token_ids_once_not_per_batch(monkeypatch):
     assert clf.module_.validate_args is False
     for method in ("predict_proba", "predict_latent", "transform", "score_ood"):
         assert np.isfinite(getattr(clf, method)(X)).all()
+
+
+def test_the_vocabulary_is_relearnt_exactly_when_the_network_is_rebuilt():
+    X_new = np.where(X > 0, X + 1000, 0)
+    clf = _estimator(gradient="ste", **SMALL).fit(X, Y)
+    first = clf.vocabulary_.copy()
+    clf.partial_fit(X_new, Y)  # continues the network: keeps its vocabulary
+    np.testing.assert_array_equal(clf.vocabulary_, first)
+    clf.fit(X_new, Y)  # no warm start: a new network, a new vocabulary
+    np.testing.assert_array_equal(clf.vocabulary_, np.unique(X_new[X_new > 0]))
+    clf.set_params(warm_start=True).fit(X, Y)  # a warm start continues it
+    np.testing.assert_array_equal(clf.vocabulary_, np.unique(X_new[X_new > 0]))
+    assert clf.module_.encoder.embedding.num_embeddings == len(clf.vocabulary_) + 2

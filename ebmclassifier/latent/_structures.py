@@ -76,9 +76,9 @@ class DependencyTree(Categorical):
         if isinstance(X, torch.Tensor):
             X = X.detach().cpu().numpy()
         ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
-        # a warm start keeps the network, and with it the vocabulary its embeddings index
-        warm = estimator.warm_start and estimator.initialized_
-        if reset and not (warm and hasattr(estimator, "vocabulary_")):
+        # reset is the base's decision to build a new network (not a warm start, not a later
+        # partial_fit): only then is there a new vocabulary for its embeddings to index
+        if reset:
             estimator.vocabulary_ = np.unique(ids[ids > 0])
         return encode_tokens(ids, *_vocabulary(estimator))
 
