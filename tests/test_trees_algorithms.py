@@ -150,6 +150,13 @@ def test_bad_input_raises_clear_errors():
         tree_marginals(torch.zeros(2, 3, 3), torch.tensor([1]))
 
 
+@pytest.mark.parametrize("lengths", [torch.tensor([2.0]), [2.0], torch.tensor([True])])
+def test_lengths_of_a_wrong_dtype_are_a_type_error_as_scores_are(lengths):
+    # regression: float lengths were a ValueError, integer scores a TypeError
+    with pytest.raises(TypeError, match="lengths must be an integer tensor, got dtype"):
+        tree_map(torch.zeros(1, 3, 3), lengths)
+
+
 @pytest.mark.parametrize("projective", [True, False])
 def test_float32_marginals_of_long_sentences_are_accurate(projective):
     # beyond enumeration: stability of the chart and of the scaled Laplacian at 30 words
