@@ -116,12 +116,13 @@ def _initialized(X, y, **params):
     return LatentStructureClassifier(3, max_epochs=0, random_state=0, **params).fit(X, y)
 
 
-def _per_sample_gamma(decoder, X, y, z):
+def _per_sample_gamma(decoder, X, y, z, label_smoothing=0.0):
     """gamma_i = dl_i/dz_i, one sample at a time."""
     rows = []
     for i in range(len(X)):
         zi = z[i : i + 1].clone().requires_grad_(True)
-        loss = nn.functional.cross_entropy(decoder(X[i : i + 1], zi), y[i : i + 1])
+        logits = decoder(X[i : i + 1], zi)
+        loss = nn.functional.cross_entropy(logits, y[i : i + 1], label_smoothing=label_smoothing)
         rows.append(torch.autograd.grad(loss, zi)[0][0])
     return torch.stack(rows)
 
@@ -156,6 +157,36 @@ def test_encoder_gradient_is_the_batch_mean_of_the_per_sample_surrogate(clusters
     nn.functional.cross_entropy(decoder(X_t, z_hat), y_t).backward()
     for g, p in zip(got, decoder.parameters(), strict=True):
         torch.testing.assert_close(g, p.grad)
+
+
+@pytest.mark.parametrize("inner_steps", [1, 2])
+def test_surrogates_pull_back_the_gradient_of_the_training_criterion(clusters, inner_steps):
+    """Regression: gamma_fn was the plain cross-entropy's gradient, not that of the criterion
+    the fit trains with (here label-smoothed), so SPIGOT-CE stepped along the wrong gamma."""
+    X, y, *_ = clusters
+    X_t, y_t = torch.as_tensor(X[:16]), torch.as_tensor(y[:16])
+    eta, smoothing = 0.7, 0.3
+    clf = _initialized(
+        X,
+        y,
+        gradient="spigot_ce",
+        step_size=eta,
+        inner_steps=inner_steps,
+        criterion__label_smoothing=smoothing,
+    )
+    loss, _ = clf.compute_loss(X_t, y_t, training=True)
+    loss.backward()
+
+    with torch.no_grad():
+        scores = clf.module_.encoder(X_t)
+    mu_0 = mu = scores.softmax(-1)
+    for _ in range(inner_steps):  # mu_{t+1} = Pi(mu_t - eta * gamma(mu_t)); d = mu_0 - mu_k
+        gamma = _per_sample_gamma(clf.module_.decoder, X_t, y_t, mu, smoothing)
+        mu = project_simplex(mu - eta * gamma)
+    d = mu_0 - mu
+    encoder_linear = clf.module_.encoder.net[-1]
+    torch.testing.assert_close(encoder_linear.weight.grad, d.T @ X_t / len(X_t))
+    torch.testing.assert_close(encoder_linear.bias.grad, d.mean(0))
 
 
 def test_relaxed_methods_predict_with_the_relaxation(clusters):

@@ -7,9 +7,15 @@ import pytest
 import torch
 
 from ebmclassifier.latent.categorical.simplex import Simplex
-from ebmclassifier.latent.methods import polytope_latent, polytope_latent_eval
+from ebmclassifier.latent.methods import (
+    GRADIENT_ALIASES,
+    GRADIENTS,
+    polytope_latent,
+    polytope_latent_eval,
+)
 from ebmclassifier.latent.polytope import Polytope
 from ebmclassifier.latent.trees import tree_map, tree_marginals, tree_sparsemap
+from ebmclassifier.latent.trees.latent import TREE_GRADIENTS, tree_latent, tree_latent_eval
 from ebmclassifier.latent.trees.polytope import TreePolytope
 
 
@@ -149,3 +155,25 @@ def test_a_pickle_naming_an_old_module_path_loads():
     old = data.replace(b"ebmclassifier.latent.trees.networks", b"ebmclassifier.latent.tree_modules")
     assert old != data
     assert pickle.loads(old) is TreeLatentModel
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda g: polytope_latent(Simplex(), torch.zeros(1, 3), None, g, lambda z: z.sum(-1)),
+        lambda g: polytope_latent_eval(Simplex(), torch.zeros(1, 3), None, g),
+        lambda g: tree_latent(torch.zeros(1, 3, 3), None, g, lambda z: z.sum((1, 2))),
+        lambda g: tree_latent_eval(torch.zeros(1, 3, 3), None, g),
+    ],
+    ids=["polytope_latent", "polytope_latent_eval", "tree_latent", "tree_latent_eval"],
+)
+def test_one_check_of_the_method_name_lists_every_accepted_name(call):
+    # regression: the check's list of names was a dead parameter (the aliases were accepted
+    # but not listed), and the tree functions repeated the check with their own list
+    accepted = (*GRADIENTS, *GRADIENT_ALIASES)
+    for name in accepted:
+        call(name)
+    with pytest.raises(ValueError, match="gradient must be one of") as error:
+        call("gumble")
+    assert all(repr(name) in str(error.value) for name in accepted)
+    assert set(TREE_GRADIENTS) | set(GRADIENTS) == set(accepted)

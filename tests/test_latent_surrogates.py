@@ -354,3 +354,26 @@ def test_sfe_samples_are_reproducible_with_a_generator():
 def test_baseline_momentum_is_validated():
     with pytest.raises(ValueError, match="momentum"):
         RunningMeanBaseline(momentum=0.0)
+
+
+def test_baseline_leaves_out_a_batch_whose_weights_are_all_zero():
+    # regression: such a batch's weighted mean is 0, which dragged the baseline towards 0
+    baseline = RunningMeanBaseline(momentum=0.5)
+    nothing = torch.zeros(2)
+    baseline.update(torch.tensor([7.0, 9.0]), nothing)  # not the first batch either
+    assert baseline.value.item() == 0.0 and int(baseline.n_updates) == 0
+    baseline.update(torch.tensor([2.0, 4.0]), torch.tensor([1.0, 3.0]))  # sets b = 3.5
+    baseline.update(torch.tensor([7.0, 9.0]), nothing)
+    assert baseline.value.item() == 3.5 and int(baseline.n_updates) == 1
+    baseline.update(torch.tensor([1.5]), torch.tensor([2.0]))
+    assert baseline.value.item() == 0.5 * 3.5 + 0.5 * 1.5 and int(baseline.n_updates) == 2
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_baseline_update_does_not_read_the_device(weighted):
+    # a host read (int(n_updates)) synchronised every score-function backward pass; meta
+    # tensors have no values to read, so any such read raises
+    baseline = RunningMeanBaseline().to("meta")
+    weights = torch.ones(3, device="meta") if weighted else None
+    for _ in range(2):
+        baseline.update(torch.ones(3, device="meta"), weights)

@@ -150,6 +150,13 @@ def test_bad_input_raises_clear_errors():
         tree_marginals(torch.zeros(2, 3, 3), torch.tensor([1]))
 
 
+@pytest.mark.parametrize("lengths", [torch.tensor([2.0]), [2.0], torch.tensor([True])])
+def test_lengths_of_a_wrong_dtype_are_a_type_error_as_scores_are(lengths):
+    # regression: float lengths were a ValueError, integer scores a TypeError
+    with pytest.raises(TypeError, match="lengths must be an integer tensor, got dtype"):
+        tree_map(torch.zeros(1, 3, 3), lengths)
+
+
 @pytest.mark.parametrize("projective", [True, False])
 def test_float32_marginals_of_long_sentences_are_accurate(projective):
     # beyond enumeration: stability of the chart and of the scaled Laplacian at 30 words
@@ -176,3 +183,17 @@ def test_float32_matrix_tree_with_a_large_spread_matches_enumeration(seed):
         probs = torch.softmax(tree_scores, 0)
         expected_marginals = pad_arcs((probs[:, None, None] * trees).sum(0), 4).float()
         torch.testing.assert_close(marginals[b], expected_marginals, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("projective", [True, False])
+def test_sampling_a_non_finite_sentence_draws_heads_and_leaves_the_others(projective):
+    # regression: torch.multinomial raised "probability tensor contains either inf, nan"
+    scores = random_scores(7)
+    broken = scores.clone()
+    broken[2] = float("nan")
+    expected = sample_trees(scores, LENGTHS, projective, torch.Generator().manual_seed(0))
+    z = sample_trees(broken, LENGTHS, projective, torch.Generator().manual_seed(0))
+    # one head per word; the other sentences draw what they drew without the nan row
+    torch.testing.assert_close(z[:, :, 1:].sum(1), arc_mask(LENGTHS, N_PAD)[:, 0, 1:].double())
+    keep = torch.tensor([0, 1, 3, 4, 5])
+    assert torch.equal(z[keep], expected[keep])

@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 import torch
 from sklearn.exceptions import NotFittedError
+from skorch.dataset import ValidSplit
 
+from ebmclassifier import DivergenceError
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.latent.classifier import LatentStructureClassifier
+from ebmclassifier.latent.trees.latent import TREE_GRADIENTS
+from ebmclassifier.latent.trees.networks import BiLSTMArcScorer
 
 X, Y, HEADS = make_latent_trees(64, min_length=2, max_length=5, n_values=3, random_state=0)
 
@@ -173,3 +177,47 @@ def test_a_warm_started_refit_keeps_the_vocabulary_of_its_embeddings():
     assert not np.array_equal(
         _estimator(gradient="ste", **SMALL).fit(X_new, Y).vocabulary_, vocabulary
     )
+
+
+class _NaNArcScorer(BiLSTMArcScorer):
+    """Arc scores of nan, as from an encoder whose weights diverged."""
+
+    def forward(self, x):
+        return super().forward(x) * torch.nan
+
+
+@pytest.mark.parametrize("projective", [True, False])
+@pytest.mark.parametrize("gradient", TREE_GRADIENTS)
+def test_a_nan_encoder_stops_the_fit_with_a_divergence_error(gradient, projective):
+    # regression: the tree oracles raised torch's multinomial error (sfe), numpy's zero-size
+    # array error (spigot_ce, sparsemap) instead of the estimator's DivergenceError
+    clf = _estimator(gradient=gradient, projective=projective, encoder=_NaNArcScorer, **SMALL)
+    with pytest.raises(DivergenceError, match="diverged in epoch 1"):
+        clf.fit(X, Y)
+
+
+def test_the_estimator_checks_token_ids_once_not_per_batch(monkeypatch):
+    # its model is built with validate_args=False: no second check, no host sync per batch
+    from ebmclassifier.latent.trees import networks
+
+    def refuse(x):
+        raise AssertionError("the estimator's model checked its token ids again")
+
+    monkeypatch.setattr(networks, "sequence_lengths", refuse)
+    clf = _fit(gradient="sfe", train_split=ValidSplit(4), **SMALL)
+    assert clf.module_.validate_args is False
+    for method in ("predict_proba", "predict_latent", "transform", "score_ood"):
+        assert np.isfinite(getattr(clf, method)(X)).all()
+
+
+def test_the_vocabulary_is_relearnt_exactly_when_the_network_is_rebuilt():
+    X_new = np.where(X > 0, X + 1000, 0)
+    clf = _estimator(gradient="ste", **SMALL).fit(X, Y)
+    first = clf.vocabulary_.copy()
+    clf.partial_fit(X_new, Y)  # continues the network: keeps its vocabulary
+    np.testing.assert_array_equal(clf.vocabulary_, first)
+    clf.fit(X_new, Y)  # no warm start: a new network, a new vocabulary
+    np.testing.assert_array_equal(clf.vocabulary_, np.unique(X_new[X_new > 0]))
+    clf.set_params(warm_start=True).fit(X, Y)  # a warm start continues it
+    np.testing.assert_array_equal(clf.vocabulary_, np.unique(X_new[X_new > 0]))
+    assert clf.module_.encoder.embedding.num_embeddings == len(clf.vocabulary_) + 2

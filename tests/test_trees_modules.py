@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from ebmclassifier.latent.score_function import RunningMeanBaseline
 from ebmclassifier.latent.trees import arc_mask, heads_to_arcs
 from ebmclassifier.latent.trees.latent import TREE_GRADIENTS, tree_latent
 from ebmclassifier.latent.trees.networks import (
@@ -89,3 +90,56 @@ def test_sequence_lengths_rejects_holes_and_empty_rows():
         sequence_lengths(torch.tensor([[1, 2], [0, 0]]))
     with pytest.raises(ValueError, match="scorer"):
         BiLSTMArcScorer(5, scorer="bilinear")
+
+
+@pytest.mark.parametrize(
+    "method",
+    ["forward", "latent", "predict_heads", "marginals", "predict_latent", "latent_features"],
+)
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        ([[0, 0, 0]], "row 0 is \\[0, 0, 0\\]"),  # gave nan logits
+        ([[3, 0, 4]], "row 0 is \\[3, 0, 4\\]"),  # gave a 2-word tree
+        ([[3, -1, 0]], "non-negative"),  # gave torch's IndexError
+    ],
+)
+def test_tree_latent_model_checks_its_token_ids(method, x, match):
+    # regression: release 0.1 raised ValueError here; the model then stopped checking
+    model = TreeLatentModel(BiLSTMArcScorer(10, 6, 6, 6), TreeGCNDecoder(10, 2, 6, 6))
+    with pytest.raises(ValueError, match=match):
+        getattr(model, method)(torch.tensor(x))
+
+
+def test_tree_latent_model_checks_once_per_call_and_not_without_validate_args(monkeypatch):
+    from ebmclassifier.latent.trees import networks
+
+    calls = []
+    monkeypatch.setattr(networks, "sequence_lengths", lambda x: calls.append(x) or (x > 0).sum(1))
+    encoder, decoder = BiLSTMArcScorer(10, 6, 6, 6), TreeGCNDecoder(10, 2, 6, 6)
+    checked = TreeLatentModel(encoder, decoder)
+    unchecked = TreeLatentModel(encoder, decoder, validate_args=False)
+    for method in ("forward", "latent", "predict_heads", "marginals", "latent_features"):
+        calls.clear()
+        torch.testing.assert_close(
+            getattr(checked, method)(X), getattr(unchecked, method)(X), rtol=0, atol=0
+        )
+        assert len(calls) == 1, method
+
+
+def test_tree_latent_model_has_the_score_function_baseline_unless_given_one():
+    # regression: baseline=None overwrote the RunningMeanBaseline that LatentModel creates
+    encoder, decoder = BiLSTMArcScorer(10, 6, 6, 6), TreeGCNDecoder(10, 2, 6, 6)
+    model = TreeLatentModel(encoder, decoder, gradient="sfe")
+    assert isinstance(model.baseline, RunningMeanBaseline)
+    assert "baseline.value" in model.state_dict()
+    lengths = sequence_lengths(X)
+    z = tree_latent(
+        model.encoder(X), lengths, "sfe", lambda z: z.sum((1, 2)), baseline=model.baseline
+    )
+    z.sum().backward()
+    # the first update sets b to the batch mean of the losses, here of the sentence lengths
+    assert int(model.baseline.n_updates) == 1
+    assert float(model.baseline.value) == pytest.approx(7 / 3)
+    own = RunningMeanBaseline(momentum=0.5)
+    assert TreeLatentModel(encoder, decoder, "sfe", baseline=own).baseline is own

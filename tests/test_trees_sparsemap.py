@@ -5,7 +5,7 @@ import pytest
 import torch
 from test_trees_enumeration import enumerated, pad_arcs
 
-from ebmclassifier.latent.trees import tree_map
+from ebmclassifier.latent.trees import arc_mask, tree_map
 from ebmclassifier.latent.trees.sparsemap import sparsemap_active_set, tree_sparsemap
 
 N_PAD = 4
@@ -112,3 +112,38 @@ def test_sparsemap_rejects_bad_max_iter_and_warns_when_not_converged():
         tree_sparsemap(torch.zeros(1, 3, 3), max_iter=0)
     with pytest.warns(RuntimeWarning, match="did not converge"):
         sparsemap_active_set(random_scores(5, scale=0.1), LENGTHS, max_iter=1)
+
+
+@pytest.mark.parametrize("projective", [True, False])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_sparsemap_of_a_non_finite_sentence_is_nan_and_leaves_the_others(projective, bad):
+    # regression: the KKT solve of a nan sentence raised numpy's "zero-size array" error
+    scores = random_scores(6)
+    mu = tree_sparsemap(scores, LENGTHS, projective)
+    broken = scores.clone()
+    broken[1, 0, 2] = bad  # a real arc of sentence 1
+    broken[3, 3, 4] = bad  # padding of sentence 3 (one word): ignored
+    got = tree_sparsemap(broken, LENGTHS, projective)
+    real = arc_mask(LENGTHS, N_PAD)
+    assert torch.isnan(got[1][real[1]]).all() and (got[1][~real[1]] == 0).all()
+    keep = torch.tensor([0, 2, 3, 4])
+    torch.testing.assert_close(got[keep], mu[keep], rtol=0, atol=0)
+
+
+def test_sparsemap_builds_the_jacobian_only_when_a_backward_pass_can_come(monkeypatch):
+    from ebmclassifier.latent.trees import sparsemap
+    from ebmclassifier.latent.trees.polytope import TreePolytope
+
+    calls = []
+    factors = sparsemap._padded_jacobian_factors
+    monkeypatch.setattr(
+        sparsemap, "_padded_jacobian_factors", lambda *a: calls.append(1) or factors(*a)
+    )
+    scores = random_scores(7)
+    expected = tree_sparsemap(scores, LENGTHS)  # scores without grad: the value alone
+    assert not calls
+    with torch.no_grad():  # no graph either
+        got = TreePolytope().project(scores.clone().requires_grad_(True), LENGTHS)
+    assert not calls and torch.equal(got, expected)
+    mu = TreePolytope().project(scores.clone().requires_grad_(True), LENGTHS)
+    assert len(calls) == 1 and torch.equal(mu.detach(), expected) and mu.requires_grad

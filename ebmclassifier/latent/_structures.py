@@ -16,7 +16,6 @@ import torch
 from ..nn import MLP
 from .categorical.networks import BilinearDecoder
 from .networks import LatentModel
-from .score_function import RunningMeanBaseline
 from .trees._tokens import as_token_ids, encode_tokens
 from .trees.networks import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel
 
@@ -77,9 +76,9 @@ class DependencyTree(Categorical):
         if isinstance(X, torch.Tensor):
             X = X.detach().cpu().numpy()
         ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
-        # a warm start keeps the network, and with it the vocabulary its embeddings index
-        warm = estimator.warm_start and estimator.initialized_
-        if reset and not (warm and hasattr(estimator, "vocabulary_")):
+        # reset is the base's decision to build a new network (not a warm start, not a later
+        # partial_fit): only then is there a new vocabulary for its embeddings to index
+        if reset:
             estimator.vocabulary_ = np.unique(ids[ids > 0])
         return encode_tokens(ids, *_vocabulary(estimator))
 
@@ -113,7 +112,7 @@ class DependencyTree(Categorical):
             estimator.gradient,
             bool(estimator.projective),
             estimator.temperature,
-            RunningMeanBaseline(),
+            validate_args=False,  # X was checked once, by prepare_input
         )
 
     def feature_names(self, estimator) -> list[str]:

@@ -448,14 +448,16 @@ verbose, **kwargs
         """The latent of the training step, through the surrogate chosen by ``gradient``."""
 
         def per_sample_loss(z: torch.Tensor) -> torch.Tensor:
-            return nn.functional.cross_entropy(model.decoder(X, z), y, reduction="none")
+            # the training criterion's own per-sample losses (label smoothing, class weights):
+            # gamma_fn is then the gradient that the training loss sends to z
+            return self._per_sample_criterion(model.decoder(X, z), y)
 
         # The surrogates pull back per-sample gradients gamma_i = dl_i/dz_i (so step_size is
         # per sample); the scaling around them turns the batch (weighted) mean into that and
         # back. The score function's losses stay per sample; its baseline is weighted.
         to_sample, to_batch = _per_sample_factors(sample_weight, len(X), scores.dim())
         baseline = model.baseline
-        if sample_weight is not None and baseline is not None:
+        if sample_weight is not None:
             baseline = _WeightedBaseline(baseline, sample_weight)
         z = polytope_latent(
             model.polytope,

@@ -113,11 +113,17 @@ def gamma_from_loss(loss_fn: LossFn) -> GammaFn:
     return gamma_fn
 
 
-def _canonical_gradient(gradient: str, names: tuple = GRADIENTS) -> str:
-    """The method ``gradient`` names (aliases resolved), or a ValueError listing ``names``."""
+def _canonical_gradient(gradient: str) -> str:
+    """The method ``gradient`` names (aliases resolved), or a ValueError listing every name.
+
+    The one check of a method's name, for every structure (the tree functions call it too).
+    """
     name = GRADIENT_ALIASES.get(gradient, gradient) if isinstance(gradient, str) else gradient
     if name not in GRADIENTS:
-        raise ValueError(f"gradient must be one of {names}; got {gradient!r}.")
+        raise ValueError(
+            f"gradient must be one of {GRADIENTS} or their aliases "
+            f"{tuple(GRADIENT_ALIASES)}; got {gradient!r}."
+        )
     return name
 
 

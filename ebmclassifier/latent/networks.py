@@ -123,8 +123,9 @@ class LatentModel(nn.Module):
         >>> torch.allclose(relaxed, torch.softmax(encoder(x), dim=1))
         True
         """
+        sizes = self.sizes(x)  # before the encoder: a subclass may check x there
         return polytope_latent_eval(
-            self.polytope, self.encoder(x), self.sizes(x), self.gradient, self.temperature
+            self.polytope, self.encoder(x), sizes, self.gradient, self.temperature
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -151,8 +152,9 @@ class LatentModel(nn.Module):
         >>> torch.allclose(model.marginals(x), torch.softmax(encoder(x), dim=1))
         True
         """
+        sizes = self.sizes(x)
         with torch.no_grad():
-            return self.polytope.marginals(self.encoder(x), self.sizes(x))
+            return self.polytope.marginals(self.encoder(x), sizes)
 
     def predict_latent(self, x: torch.Tensor) -> torch.Tensor:
         """The MAP latent of each sample, as an index: ``argmax_k s_k(x)``.

@@ -192,3 +192,25 @@ class Polytope(ABC):
                 [0., 0., 0.]])
         """
         return tensor
+
+
+def _draw_rows(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One index per row of ``probs`` (n, K), drawn with the row's (unnormalised) weights.
+
+    A row with a non-finite entry draws uniformly instead: ``torch.multinomial`` refuses nan
+    and inf, and such a row comes from non-finite scores, whose loss the caller flags as
+    diverged (:class:`~ebmclassifier.DivergenceError`), so any draw will do.
+
+    Parameters
+    ----------
+    probs : Tensor of shape (n, K)
+        Non-negative weights, or non-finite values.
+    generator : torch.Generator, optional
+
+    Returns
+    -------
+    Tensor of shape (n, 1), int64
+    """
+    finite = torch.isfinite(probs).all(-1, keepdim=True)
+    probs = torch.where(finite, probs, 1.0 / probs.shape[-1])
+    return torch.multinomial(probs, 1, generator=generator)

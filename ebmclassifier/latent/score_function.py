@@ -79,7 +79,8 @@ class RunningMeanBaseline(nn.Module):
             Per-sample losses; only their mean is used.
         sample_weight : Tensor of shape (n,) or None, default=None
             Weights of the losses: their weighted mean ``sum_i w_i l_i / sum_i w_i`` is used
-            (:func:`~ebmclassifier.losses.weighted_mean`), so a sample of weight 0 is not seen.
+            (:func:`~ebmclassifier.losses.weighted_mean`), so a sample of weight 0 is not seen,
+            and a batch whose weights are all 0 leaves ``value`` and ``n_updates`` as they are.
 
         Returns
         -------
@@ -96,9 +97,16 @@ class RunningMeanBaseline(nn.Module):
         (4.0, 2)
         """
         batch_mean = weighted_mean(losses, sample_weight).to(self.value.dtype)
-        weight = 1.0 if int(self.n_updates) == 0 else self.momentum
-        self.value.mul_(1.0 - weight).add_(weight * batch_mean)
-        self.n_updates.add_(1)
+        # On the device, without reading n_updates on the host (a sync per backward pass).
+        moved = self.value * (1.0 - self.momentum) + self.momentum * batch_mean
+        new = torch.where(self.n_updates == 0, batch_mean, moved)
+        if sample_weight is None:
+            self.n_updates.add_(1)
+        else:
+            seen = sample_weight.sum() > 0  # a batch without weight is no batch (not 0)
+            new = torch.where(seen, new, self.value)
+            self.n_updates.add_(seen)
+        self.value.copy_(new)
 
 
 class ScoreFunction(torch.autograd.Function):

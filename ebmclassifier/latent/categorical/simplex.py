@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..polytope import Polytope
+from ..polytope import Polytope, _draw_rows
 
 __all__ = ["Simplex", "SimplexProjection", "one_hot_argmax", "project_simplex"]
 
@@ -198,7 +198,4 @@ class Simplex(Polytope):
 
     def sample(self, scores, sizes, generator=None):
         p = torch.softmax(scores, dim=-1)
-        # multinomial refuses nan; a row of non-finite scores draws uniformly instead (its
-        # loss is flagged as diverged by the caller all the same)
-        p = torch.where(torch.isfinite(p).all(-1, keepdim=True), p, 1.0 / p.shape[-1])
-        return _one_hot(torch.multinomial(p, 1, generator=generator), p)
+        return _one_hot(_draw_rows(p, generator), p)

@@ -21,7 +21,9 @@ def check_arc_scores(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate ``scores`` (B, N+1, N+1) and ``lengths`` (B,); return lengths as an int64 tensor.
 
-    ``lengths=None`` means every sentence has ``N`` words.
+    ``lengths=None`` means every sentence has ``N`` words. A wrong type or dtype (scores that
+    are not a floating-point tensor, lengths that are not integers) is a ``TypeError``, a wrong
+    shape or value a ``ValueError``.
     """
     if not isinstance(scores, torch.Tensor):
         raise TypeError(f"scores must be a torch.Tensor, got {type(scores).__name__!r}.")
@@ -37,10 +39,12 @@ def check_arc_scores(
     if lengths is None:
         return scores, torch.full((batch,), n_words, dtype=torch.long, device=scores.device)
     lengths = torch.as_tensor(lengths, device=scores.device)
-    if lengths.shape != (batch,) or lengths.is_floating_point():
+    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+        raise TypeError(f"lengths must be an integer tensor, got dtype {lengths.dtype!r}.")
+    if lengths.shape != (batch,):
         raise ValueError(
-            f"lengths must be an integer tensor of shape ({batch},) (one length per sentence); "
-            f"got {lengths.dtype!r} of shape {tuple(lengths.shape)!r}."
+            f"lengths must have shape ({batch},) (one length per sentence); got shape "
+            f"{tuple(lengths.shape)!r}."
         )
     lengths = lengths.long()
     if batch and (int(lengths.min()) < 1 or int(lengths.max()) > n_words):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from ..polytope import _draw_rows
 from ._arcs import check_arc_scores, heads_to_arcs
 from .nonprojective import _chu_liu_edmonds, _matrix_tree
 from .projective import _eisner, _inside
@@ -187,7 +188,7 @@ def _sample(scores, lengths, projective, generator=None) -> torch.Tensor:
         marg = _marginals(work, lengths, projective)[:, :, m]  # (B, N+1) over heads
         padding = (lengths < m)[:, None]
         probs = torch.where(padding, torch.ones_like(marg), marg.clamp(min=0.0))
-        head = torch.multinomial(probs, 1, generator=generator)[:, 0]
+        head = _draw_rows(probs, generator)[:, 0]  # uniform where the scores are not finite
         heads[:, m - 1] = torch.where(padding[:, 0], -1, head)
         clamp = rows[None, :] != head[:, None]
         work[:, :, m] = work[:, :, m].masked_fill(clamp, forbid)

@@ -15,32 +15,23 @@ from __future__ import annotations
 
 import torch
 
-from ..methods import GRADIENT_ALIASES, LossFn, polytope_latent, polytope_latent_eval
+from ..methods import (
+    GRADIENT_ALIASES,
+    GRADIENTS,
+    LossFn,
+    polytope_latent,
+    polytope_latent_eval,
+)
 from ._arcs import check_arc_scores
 from .polytope import TreePolytope
 
 __all__ = ["TREE_GRADIENTS", "tree_latent", "tree_latent_eval"]
 
-#: Every method name of the tree latent, under the SPIGOT paper's names of the relaxations
-#: (``"marginals"``, ``"sparsemap"``); ``"softmax"`` and ``"sparsemax"`` are accepted for them.
-TREE_GRADIENTS = (
-    "ste",
-    "spigot",
-    "spigot_ce",
-    "spigot_eg",
-    *GRADIENT_ALIASES,
-    "gumbel",
-    "gumbel_st",
-    "sfe",
-)
-
-
-def _check(gradient: str) -> None:
-    if gradient not in TREE_GRADIENTS and gradient not in GRADIENT_ALIASES.values():
-        raise ValueError(
-            f"gradient must be one of {TREE_GRADIENTS + tuple(GRADIENT_ALIASES.values())}; "
-            f"got {gradient!r}."
-        )
+_PAPER_NAMES = {name: alias for alias, name in GRADIENT_ALIASES.items()}
+#: Every method name of the tree latent, :data:`~ebmclassifier.latent.methods.GRADIENTS` under
+#: the SPIGOT paper's names of the relaxations (``"marginals"``, ``"sparsemap"``);
+#: ``"softmax"`` and ``"sparsemax"`` are accepted for them.
+TREE_GRADIENTS = tuple(_PAPER_NAMES.get(name, name) for name in GRADIENTS)
 
 
 def tree_latent(
@@ -102,7 +93,6 @@ def tree_latent(
     >>> z.sum(dim=(1, 2))
     tensor([3., 2.], grad_fn=<SumBackward1>)
     """
-    _check(gradient)
     scores, lengths = check_arc_scores(scores, lengths)
     return polytope_latent(
         TreePolytope(bool(projective)),
@@ -151,7 +141,6 @@ def tree_latent_eval(
     >>> tree_latent_eval(torch.zeros(1, 3, 3), None, "marginals")[0, 0]
     tensor([0.0000, 0.5000, 0.5000])
     """
-    _check(gradient)
     scores, lengths = check_arc_scores(scores, lengths)
     with torch.no_grad():
         return polytope_latent_eval(

@@ -213,7 +213,13 @@ class TreeLatentModel(LatentModel):
     projective : bool, default=True
     temperature : float, default=1.0
     baseline : nn.Module, optional
-        The score-function baseline, registered so it moves and pickles with the model.
+        The score-function baseline, registered so it moves and pickles with the model;
+        by default a :class:`~ebmclassifier.latent.score_function.RunningMeanBaseline`, as for
+        :class:`~ebmclassifier.latent.networks.LatentModel`.
+    validate_args : bool, default=True
+        Check the token ids of every call (:func:`sequence_lengths`): an empty row, a padding
+        id before a token or a negative id is a ``ValueError``. The estimator, which checks its
+        input once, builds its model with ``False`` (no host synchronisation per batch).
 
     Examples
     --------
@@ -224,7 +230,15 @@ class TreeLatentModel(LatentModel):
     (torch.Size([2, 2]), torch.Size([2, 4, 4]))
     >>> model.predict_heads(x)[1]
     tensor([ 0, -1, -1])
+    >>> model(torch.tensor([[3, 0, 4]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: Each sequence must hold at least one token id > 0, with the padding id 0 only at \
+the end; row 0 is [3, 0, 4].
     """
+
+    # Models pickled before ``validate_args`` existed (release 0.1) check, as they did then.
+    validate_args = True
 
     def __init__(
         self,
@@ -234,27 +248,39 @@ class TreeLatentModel(LatentModel):
         projective: bool = True,
         temperature: float = 1.0,
         baseline: nn.Module | None = None,
+        *,
+        validate_args: bool = True,
     ) -> None:
         super().__init__(encoder, decoder, gradient, temperature)
         self.projective = projective
-        self.baseline = baseline
+        if baseline is not None:  # else the RunningMeanBaseline of LatentModel
+            self.baseline = baseline
+        self.validate_args = validate_args
 
     @property
     def polytope(self) -> Polytope:
         return TreePolytope(bool(self.projective))
 
     def sizes(self, x: torch.Tensor) -> torch.Tensor:
-        """The number of tokens of each row of token ids.
+        """The number of tokens of each row of token ids, checked unless ``validate_args=False``.
+
+        Every public method of the model reads the lengths here first, so that token ids are
+        checked once per call (by :func:`sequence_lengths`) and before the encoder.
 
         Parameters
         ----------
         x : Tensor of shape (B, N)
-            Token ids, 0 as padding at the end of each row (not checked here: the estimator
-            checks them once, see :func:`sequence_lengths`).
+            Token ids, 0 as padding at the end of each row.
 
         Returns
         -------
         Tensor of shape (B,), int64
+
+        Raises
+        ------
+        ValueError
+            With ``validate_args=True``, for an empty row, a padding id before a token or a
+            negative id.
 
         Examples
         --------
@@ -263,7 +289,7 @@ class TreeLatentModel(LatentModel):
         >>> model.sizes(torch.tensor([[3, 4, 0], [5, 0, 0]]))
         tensor([2, 1])
         """
-        return _token_lengths(x)
+        return sequence_lengths(x) if self.validate_args else _token_lengths(x)
 
     def latent(self, x: torch.Tensor) -> torch.Tensor:
         """The deterministic latent (B, N + 1, N + 1) fed to the decoder at prediction time.

@@ -22,7 +22,7 @@ import torch
 from ..polytope import Polytope
 from ._arcs import arc_mask
 from .inference import _map, _marginals, _sample
-from .sparsemap import SparseMAPTree, _active_set
+from .sparsemap import SparseMAPTree
 
 __all__ = ["TreePolytope"]
 
@@ -69,11 +69,10 @@ class TreePolytope(Polytope):
         return _marginals(scores, sizes, self.projective)
 
     def project(self, point, sizes):
-        if point.requires_grad and torch.is_grad_enabled():
-            return SparseMAPTree.apply(point, sizes, self.projective, 100, 1e-9)
-        # the value alone: no Jacobian factors to compute
-        mu = _active_set(point.detach(), sizes, self.projective)[0]
-        return mu.to(point.device, point.dtype)
+        # Without grad mode no backward pass comes either, but a Function sees only
+        # requires_grad: detached, it computes the value alone.
+        point = point if torch.is_grad_enabled() else point.detach()
+        return SparseMAPTree.apply(point, sizes, self.projective)
 
     def sample(self, scores, sizes, generator=None):
         return _sample(scores, sizes, self.projective, generator)

@@ -130,7 +130,8 @@ def sparsemap_active_set(
     Returns
     -------
     mu : torch.Tensor of shape (B, N + 1, N + 1)
-        The projection, float64 on the CPU, zero outside the real arcs.
+        The projection, float64 on the CPU, zero outside the real arcs; nan on the real arcs
+        of a sentence with a non-finite score.
     vertices : list of ndarray of shape (k_b, (N + 1) ** 2)
         The active trees of each sentence, flattened arc indicators.
     weights : list of ndarray of shape (k_b,)
@@ -158,10 +159,17 @@ def _active_set(scores, lengths, projective, max_iter=100, tol=1e-9):
     oracle = _eisner if projective else _chu_liu_edmonds
     batch, n1 = scores.shape[0], scores.shape[1]
     lengths = lengths.cpu()
-    target = scores.detach().to("cpu", torch.float64)
-    target = target.masked_fill(~arc_mask(lengths, n1 - 1), 0.0).reshape(batch, -1).numpy()
+    real = arc_mask(lengths, n1 - 1).reshape(batch, -1).numpy()
+    target = scores.detach().to("cpu", torch.float64).reshape(batch, -1).numpy()
+    target = np.where(real, target, 0.0)
+    # A sentence with a non-finite score has no projection: it is solved at zero scores and
+    # its mu set to nan, so that the loss shows the divergence (the KKT solve would fail).
+    finite = np.isfinite(target).all(axis=1)
+    target = np.where(finite[:, None], target, 0.0)
     first = oracle(torch.as_tensor(target).reshape(batch, n1, n1), lengths)
     states = [_ActiveSet(target[b], first[b].reshape(-1).numpy()) for b in range(batch)]
+    for b in np.flatnonzero(~finite):
+        states[b].done = True
     mu = np.zeros_like(target)
     for _ in range(max_iter):
         todo = [b for b in range(batch) if not states[b].done]
@@ -181,6 +189,7 @@ def _active_set(scores, lengths, projective, max_iter=100, tol=1e-9):
                 RuntimeWarning,
                 stacklevel=3,
             )
+    mu = np.where(real & ~finite[:, None], np.nan, mu)
     mu_t = torch.as_tensor(mu).reshape(batch, n1, n1)
     return mu_t, [s.vertices for s in states], [s.weights for s in states]
 
@@ -202,16 +211,17 @@ class SparseMAPTree(torch.autograd.Function):
 
     The Jacobian is that of Niculae et al. (2018), Prop. 1.
 
-    Call as ``SparseMAPTree.apply(scores, lengths, projective, max_iter, tol)``, or through
-    :func:`tree_sparsemap` (which validates the arguments).
+    Call as ``SparseMAPTree.apply(scores, lengths, projective[, max_iter, tol])``, or through
+    :func:`tree_sparsemap` (which validates the arguments). The Jacobian's factors are built
+    only when ``scores`` requires grad.
 
     Parameters
     ----------
     scores : torch.Tensor of shape (B, N + 1, N + 1)
     lengths : torch.Tensor of shape (B,), int
     projective : bool
-    max_iter : int
-    tol : float
+    max_iter : int, default=100
+    tol : float, default=1e-9
         As for :func:`sparsemap_active_set`.
 
     Returns
@@ -237,13 +247,14 @@ class SparseMAPTree(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, scores, lengths, projective, max_iter, tol):
+    def forward(ctx, scores, lengths, projective, max_iter=100, tol=1e-9):
         mu, vertices, _ = _active_set(scores, lengths, projective, max_iter, tol)
-        z_pad, q_pad = _padded_jacobian_factors(vertices, mu[0].numel())
-        ctx.save_for_backward(
-            torch.as_tensor(z_pad, dtype=scores.dtype, device=scores.device),
-            torch.as_tensor(q_pad, dtype=scores.dtype, device=scores.device),
-        )
+        if ctx.needs_input_grad[0]:  # else no backward pass comes: the value alone
+            z_pad, q_pad = _padded_jacobian_factors(vertices, mu[0].numel())
+            ctx.save_for_backward(
+                torch.as_tensor(z_pad, dtype=scores.dtype, device=scores.device),
+                torch.as_tensor(q_pad, dtype=scores.dtype, device=scores.device),
+            )
         return mu.to(scores.device, scores.dtype)
 
     @staticmethod
