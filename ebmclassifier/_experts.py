@@ -20,15 +20,11 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._device import module_device
 from ._inference import map_batches
 from ._validation import ParamChecker
 
 __all__ = ["ExpertsBase"]
-
-
-def _module_device(module: torch.nn.Module) -> torch.device:
-    parameter = next(module.parameters(), None)
-    return torch.device("cpu") if parameter is None else parameter.device
 
 
 class ExpertsBase(BaseEstimator):
@@ -186,7 +182,7 @@ class ExpertsBase(BaseEstimator):
         return X
 
     def _device(self) -> torch.device:
-        return _module_device(self.estimators_[0].module_)
+        return module_device(self.estimators_[0].module_)
 
     def _eval(self) -> None:
         for expert in self.estimators_:
@@ -195,7 +191,7 @@ class ExpertsBase(BaseEstimator):
     def _expert_logits(self, k: int, x: torch.Tensor) -> torch.Tensor:
         """Logits of expert ``k`` for a batch, on the batch's device (experts may differ)."""
         module = self.estimators_[k].module_
-        return module(x.to(_module_device(module))).to(x.device)
+        return module(x.to(module_device(module))).to(x.device)
 
     def _map(self, X, fn) -> np.ndarray:
         """Validate ``X`` once, then ``fn(batch)`` batch by batch, so memory stays flat.

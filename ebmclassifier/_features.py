@@ -11,6 +11,7 @@ import torch
 from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
+from ._device import module_device
 from ._inference import map_batches
 
 __all__ = ["last_layer_parameters", "penultimate_features"]
@@ -97,7 +98,7 @@ def penultimate_features(estimator, X, *, batch_size: int | None = None) -> np.n
 def _map_penultimate(module: nn.Module, X: np.ndarray, batch_size: int) -> np.ndarray:
     """``module.penultimate`` over ``X`` (n, ...) float32 in eval mode, batch by batch."""
     flags = [(m, m.training) for m in module.modules()]
-    device = next(module.parameters()).device
+    device = module_device(module)
     module.eval()
     try:
         with torch.no_grad():

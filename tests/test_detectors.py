@@ -264,6 +264,26 @@ def test_penultimate_features_restore_the_train_mode(fitted_ce):
     clf.module_.eval()
 
 
+class _Doubling(torch.nn.Module):
+    """The feature protocol without parameters: penultimate(x) = 2x, an identity last layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.last_layer = torch.nn.Identity()
+
+    def penultimate(self, x):
+        return 2 * x
+
+    def forward(self, x):
+        return self.last_layer(self.penultimate(x))
+
+
+def test_penultimate_features_of_a_module_without_parameters(fitted_ce):
+    # its device is the CPU, as for the compositions' experts (_device.module_device)
+    _, _, _, X_test = fitted_ce
+    np.testing.assert_array_equal(penultimate_features(_Doubling(), X_test), 2 * X_test)
+
+
 def test_penultimate_features_bad_input(fitted_ce):
     clf, _, _, X_test = fitted_ce
     with pytest.raises(ValueError, match="shape"):
