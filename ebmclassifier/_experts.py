@@ -18,11 +18,11 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import Bunch
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._device import module_device
 from ._inference import map_batches
-from ._validation import ParamChecker
+from ._validation import ParamChecker, check_X
 
 __all__ = ["ExpertsBase"]
 
@@ -169,17 +169,7 @@ class ExpertsBase(BaseEstimator):
     # ------------------------------------------------------------------ inference
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
-        if isinstance(X, torch.Tensor):
-            X = X.detach().cpu().numpy()
-        X = validate_data(self, X, reset=reset, dtype=np.float32, allow_nd=True)
-        if reset:
-            self.input_shape_ = tuple(X.shape[1:])
-        elif tuple(X.shape[1:]) != self.input_shape_:
-            raise ValueError(
-                f"X has samples of shape {tuple(X.shape[1:])}, but {type(self).__name__} was "
-                f"fitted on samples of shape {self.input_shape_}."
-            )
-        return X
+        return check_X(self, X, reset=reset)
 
     def _device(self) -> torch.device:
         return module_device(self.estimators_[0].module_)

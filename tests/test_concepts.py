@@ -156,6 +156,20 @@ def test_frozen_experts_are_not_refit(model, data):
         assert torch.equal(value, state[key])
 
 
+def test_reversed_views_are_accepted(jem_model, data):
+    # negative strides, which torch refuses: validation copies them (issue #16)
+    X, Y = data
+    frozen = [(name, FrozenEstimator(e)) for name, e in jem_model.named_estimators_.items()]
+    reversed_fit = ConceptComposition(frozen).fit(X[::-1], np.array(Y, dtype=object)[::-1])
+    np.testing.assert_array_equal(reversed_fit.combinations_, jem_model.combinations_)
+    torch.testing.assert_close(reversed_fit.start_.means, jem_model.start_.means)
+    x0 = jem_model.sample(6, n_steps=0, random_state=0)
+    np.testing.assert_array_equal(
+        jem_model.sample(6, n_steps=3, start=x0[::-1], random_state=0),
+        jem_model.sample(6, n_steps=3, start=x0[::-1].copy(), random_state=0),
+    )
+
+
 # ----------------------------------------------------------------------------- bad input
 
 

@@ -183,6 +183,17 @@ def test_image_shaped_input_is_checked_against_the_fitted_shape():
         poe.energy(X.reshape(40, 1, 2, 8))
 
 
+def test_reversed_views_are_accepted(experts, small_blobs):
+    # X[::-1] has a negative stride, which torch refuses: validation copies it, as the
+    # estimators' does (issue #16)
+    X, y = small_blobs
+    poe = ProductOfExperts(experts).fit(X[::-1], y[::-1])
+    np.testing.assert_array_equal(poe.predict_proba(X[::-1]), poe.predict_proba(X)[::-1])
+    np.testing.assert_array_equal(
+        poe.score_ood(X[::-1], "approx_mass"), poe.score_ood(X, "approx_mass")[::-1]
+    )
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
