@@ -6,7 +6,9 @@
 clone of each fitted in ``fit`` (a ``FrozenEstimator`` clones to itself and ignores ``fit``).
 They validate the input once, at their public methods, and then run every expert's network
 (its documented fitted attribute ``module_``, which maps a batch to logits) on the same
-tensors, so a composed energy can be differentiated with respect to the input.
+tensors, so a composed energy can be differentiated with respect to the input. So an expert
+must take the float32 samples as they are: one whose own validation changes them (the token
+ids of ``LatentStructureClassifier(structure="dependency_tree")``) is refused at ``fit``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, clone
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
@@ -25,6 +28,9 @@ from ._inference import map_batches
 from ._validation import ParamChecker, check_X
 
 __all__ = ["ExpertsBase"]
+
+# Rows of X on which each fitted expert's own validation is checked to leave X as it is.
+_PROBE_ROWS = 8
 
 
 class ExpertsBase(BaseEstimator):
@@ -143,28 +149,61 @@ class ExpertsBase(BaseEstimator):
     def _fit_experts(self, X: np.ndarray, targets: list, sample_weight=None) -> None:
         """Clone and fit each expert on its target (a ``FrozenEstimator`` clones to itself
         and ignores ``fit``), with ``sample_weight`` when given (as ``VotingClassifier``
-        passes it), then check what the composition needs of the fitted experts."""
+        passes it), and check each, before the next is fitted, for what the composition
+        needs of it."""
         weights = {} if sample_weight is None else {"sample_weight": sample_weight}
-        experts = [
-            clone(expert).fit(X, t, **weights)
-            for (_, expert), t in zip(self.estimators, targets, strict=True)
-        ]
         names = [name for name, _ in self.estimators]
-        for name, expert in zip(names, experts, strict=True):
-            if not isinstance(getattr(expert, "module_", None), torch.nn.Module):
-                raise TypeError(
-                    f"The expert {name!r} of {type(self).__name__} ({type(expert).__name__}) has "
-                    "no torch module_ after fit; the experts must be the library's estimators "
-                    "(or others whose fitted module_ maps a batch to logits)."
-                )
-            if getattr(expert, "n_features_in_", self.n_features_in_) != self.n_features_in_:
-                raise ValueError(
-                    f"The expert {name!r} was fitted on {expert.n_features_in_} features, but X "
-                    f"has {self.n_features_in_}; all experts must take the same input."
-                )
+        experts = []
+        for (name, expert), target in zip(self.estimators, targets, strict=True):
+            expert = clone(expert).fit(X, target, **weights)
+            self._check_expert(name, expert, X)
+            experts.append(expert)
         self.estimators_ = experts
         self.named_estimators_ = Bunch(**dict(zip(names, experts, strict=True)))
         self.weights_ = self._resolved_weights()
+
+    def _check_expert(self, name: str, expert, X: np.ndarray) -> None:
+        """A fitted expert must have a torch ``module_`` that takes the composition's float32
+        input ``X`` as it is: its own validation (``_validate_X``, where it has one) must
+        return the same array, which a probe of a few rows checks."""
+        owner, kind = type(self).__name__, type(expert).__name__
+        if isinstance(expert, FrozenEstimator):
+            kind = f"{kind}({type(expert.estimator).__name__})"
+        if not isinstance(getattr(expert, "module_", None), torch.nn.Module):
+            raise TypeError(
+                f"The expert {name!r} of {owner} ({kind}) has no torch module_ after fit; the "
+                "experts must be the library's estimators (or others whose fitted module_ maps "
+                "a batch to logits)."
+            )
+        if getattr(expert, "n_features_in_", self.n_features_in_) != self.n_features_in_:
+            raise ValueError(
+                f"The expert {name!r} was fitted on {expert.n_features_in_} features, but X "
+                f"has {self.n_features_in_}; all experts must take the same input."
+            )
+        validate = getattr(expert, "_validate_X", None)
+        if not callable(validate):
+            return
+        probe = X[:_PROBE_ROWS]
+        try:
+            prepared = validate(probe, reset=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"The expert {name!r} of {owner} ({kind}) does not take X: {exc}"
+            ) from exc
+        if not (
+            isinstance(prepared, np.ndarray)
+            and prepared.dtype == probe.dtype
+            and prepared.shape == probe.shape
+            and np.array_equal(prepared, probe)
+        ):
+            raise TypeError(
+                f"The expert {name!r} of {owner} ({kind}) prepares its own input from X (e.g. "
+                "the token ids of LatentStructureClassifier(structure='dependency_tree')), but "
+                f"{owner} runs every expert's network on the same float32 input tensor, so that "
+                "the composed energy is a function of one input that can be differentiated. "
+                "Compose experts that take float32 samples as they are: NGEBMClassifier, "
+                "JEMClassifier, LatentStructureClassifier(structure='categorical')."
+            )
 
     # ------------------------------------------------------------------ inference
 

@@ -56,7 +56,10 @@ class ConceptComposition(ExpertsBase):
     estimators : list of (str, estimator) pairs
         One expert per concept; the name is the concept's name in queries. The library's
         estimators (anything whose fitted ``module_`` maps a batch to logits), all on the same
-        input; a fitted one may be passed as :class:`sklearn.frozen.FrozenEstimator`.
+        input, which each must take as float32 samples as they are (``NGEBMClassifier``,
+        ``JEMClassifier``, ``LatentStructureClassifier(structure="categorical")``; token ids
+        are refused at ``fit``); a fitted one may be passed as
+        :class:`sklearn.frozen.FrozenEstimator`.
     weights : array-like of shape (n_concepts,) or None, default=None
         ``w_k``, any finite numbers; ``None`` weighs every concept 1.
     constraints : list of (str, callable, float) or None, default=None

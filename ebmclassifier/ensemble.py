@@ -48,8 +48,12 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
     ----------
     estimators : list of (str, estimator) pairs
         The experts: the library's estimators (anything whose fitted ``module_`` maps a batch
-        to logits), all over the same label set and input. Their parameters are reachable as
-        ``name__param`` (``GridSearchCV(poe, {"expert__beta": [0.1, 0.5]})``).
+        to logits), all over the same label set and input. Each must take the float32 samples
+        as they are: ``NGEBMClassifier``, ``JEMClassifier``,
+        ``LatentStructureClassifier(structure="categorical")``; the token ids of
+        ``structure="dependency_tree"`` are refused at ``fit`` with a ``TypeError``. Their
+        parameters are reachable as ``name__param``
+        (``GridSearchCV(poe, {"expert__beta": [0.1, 0.5]})``).
     weights : array-like of shape (n_experts,) or None, default=None
         ``w_k``; ``None`` weighs every expert 1. Any finite numbers for the product;
         non-negative with a positive sum for the mixture. Read by ``fit``.

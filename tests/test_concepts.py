@@ -9,8 +9,14 @@ from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
-from ebmclassifier import ConceptComposition, JEMClassifier, NGEBMClassifier
+from ebmclassifier import (
+    ConceptComposition,
+    JEMClassifier,
+    LatentStructureClassifier,
+    NGEBMClassifier,
+)
 from ebmclassifier.compose import Not
+from ebmclassifier.datasets import make_latent_trees
 
 TINY = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(16,))
 JEM_TINY = dict(TINY, sgld_steps=5, buffer_size=64)
@@ -220,6 +226,14 @@ def test_experts_fitted_on_different_feature_counts(model, data):
     )
     with pytest.raises(ValueError, match="'side' was fitted on 3 features, but X has 4"):
         ConceptComposition([("blob", model.estimators_[0]), ("side", narrow)]).fit(X, Y)
+
+
+def test_experts_must_take_the_float32_input_as_it_is():
+    # token ids are re-encoded by the tree model's own validation (issue #16)
+    X, y, _ = make_latent_trees(30, max_length=4, random_state=0)
+    tree = LatentStructureClassifier(structure="dependency_tree", max_epochs=1, random_state=0)
+    with pytest.raises(TypeError, match="expert 'words' of ConceptComposition"):
+        ConceptComposition([("words", tree)]).fit(X, np.column_stack([y]))
 
 
 def test_bad_sampling_arguments(jem_model):

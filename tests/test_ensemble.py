@@ -14,7 +14,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ebmclassifier import NGEBMClassifier, ProductOfExperts
+from ebmclassifier import LatentStructureClassifier, NGEBMClassifier, ProductOfExperts
+from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.energy import OOD_METHODS
 
 TINY = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(16,))
@@ -250,6 +251,27 @@ def test_an_expert_without_a_torch_module(small_blobs):
     X, y = small_blobs
     with pytest.raises(TypeError, match="'lr' of ProductOfExperts \\(LogisticRegression\\)"):
         ProductOfExperts([("lr", LogisticRegression())]).fit(X, y)
+
+
+def test_experts_must_take_the_float32_input_as_it_is(small_blobs):
+    # a tree model re-encodes token ids in its own validation, which the composition's
+    # shared float32 tensor skips: IndexError or wrong numbers (issue #16)
+    X, y, _ = make_latent_trees(30, max_length=4, random_state=0)
+    tree = LatentStructureClassifier(structure="dependency_tree", max_epochs=1, random_state=0)
+    with pytest.raises(
+        TypeError, match=r"'tree' of ProductOfExperts \(LatentStructureClassifier\)"
+    ):
+        ProductOfExperts([("tree", tree)]).fit(X, y)
+    frozen = FrozenEstimator(clone(tree).fit(X, y))
+    with pytest.raises(
+        TypeError, match=r"\(FrozenEstimator\(LatentStructureClassifier\)\) prepares"
+    ):
+        ProductOfExperts([("tree", frozen)]).fit(X, y)
+    # a categorical latent model takes the float32 features as they are
+    X, y = small_blobs
+    latent = LatentStructureClassifier(n_latent=3, max_epochs=1, random_state=0).fit(X, y)
+    poe = ProductOfExperts([("latent", FrozenEstimator(latent))]).fit(X, y)
+    np.testing.assert_allclose(poe.predict_proba(X), latent.predict_proba(X), atol=1e-6)
 
 
 def test_bad_input_at_predict_time(experts, small_blobs):
