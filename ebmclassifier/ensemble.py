@@ -12,15 +12,16 @@ import torch
 from sklearn.base import ClassifierMixin
 
 from ._experts import ExpertsBase
+from ._inference import InferenceMixin
 from ._ood import OODDecisionMixin
 from ._validation import ParamChecker
 from .compose import mixture_logits, product_logits
-from .energy import OOD_METHODS, energy, ood_score
+from .energy import OOD_METHODS
 
 __all__ = ["ProductOfExperts"]
 
 
-class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
+class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, ExpertsBase):
     """Product or mixture of classifiers over the same labels, with their energies composed.
 
     Each expert ``k`` has logits ``f_k(x)`` (so ``log p_k(y|x) = f_k(x)[y] + E_k(x)`` with
@@ -179,12 +180,20 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         self.classes_ = first.classes_
         return self
 
-    def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        """The composed logits of a batch (see the class docstring)."""
-        logits = [self._expert_logits(k, x) for k in range(len(self.estimators_))]
-        weights = torch.as_tensor(self.weights_, dtype=x.dtype, device=x.device)
+    # The estimators' inference face (InferenceMixin) over the composed logits: its batched
+    # map is the experts' (validated once, in eval mode, without gradients), its network the
+    # composition of their logits. The methods below only carry their own docstrings.
+
+    def _map_batches(self, X, fn) -> np.ndarray:
+        return self._map(X, fn)
+
+    def _network(self):
+        """The composed logits as a function of a batch (see the class docstring), with the
+        weights put on the device once per call."""
+        weights = torch.as_tensor(self.weights_, dtype=torch.float32, device=self._device())
         compose = product_logits if self.combine == "product" else mixture_logits
-        return compose(logits, weights)
+        n_experts = len(self.estimators_)
+        return lambda x: compose([self._expert_logits(k, x) for k in range(n_experts)], weights)
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of the composition, ``softmax`` of the composed logits.
@@ -212,7 +221,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.allclose(poe.predict_proba(X), net.predict_proba(X), atol=1e-6)
         True
         """
-        return self._map(X, lambda x: torch.softmax(self._logits(x), dim=1))
+        return super().predict_proba(X)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Log class probabilities, ``log_softmax`` of the composed logits.
@@ -236,7 +245,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.allclose(np.exp(poe.predict_log_proba(X)), poe.predict_proba(X), atol=1e-6)
         True
         """
-        return self._map(X, lambda x: torch.log_softmax(self._logits(x), dim=1))
+        return super().predict_log_proba(X)
 
     def predict(self, X) -> np.ndarray:
         """The most probable label under the composition.
@@ -264,8 +273,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> bool((predicted == poe.classes_[poe.predict_proba(X).argmax(axis=1)]).all())
         True
         """
-        best = self._map(X, lambda x: self._logits(x).argmax(dim=1))
-        return self.classes_[best]
+        return super().predict(X)
 
     def energy(self, X) -> np.ndarray:
         """Energy of the composition, ``-logsumexp_y`` of the composed logits.
@@ -297,7 +305,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.allclose(mix.energy(X), net.energy(X), atol=1e-5)
         True
         """
-        return self._map(X, lambda x: energy(self._logits(x)))
+        return super().energy(X)
 
     def score_ood(self, X, method: str | None = None) -> np.ndarray:
         """Out-of-distribution score of each sample, from the composed logits.
@@ -315,6 +323,11 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         ndarray of shape (n_samples,)
             The higher, the more likely out-of-distribution.
 
+        Raises
+        ------
+        ValueError
+            For an unknown method, before any expert runs (the estimators' message).
+
         Examples
         --------
         >>> import numpy as np
@@ -328,9 +341,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> bool((poe.score_ood(X, "approx_mass") >= 0).all())
         True
         """
-        method = self.ood_method if method is None else method
-        # an unknown method: ood_score's ValueError, on the first batch
-        return self._map(X, lambda x: ood_score(self._logits, x, method))
+        return super().score_ood(X, method)
 
     def score_samples(self, X) -> np.ndarray:
         """scikit-learn's outlier convention: ``-score_ood(X)`` with the default method.
@@ -355,4 +366,4 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.array_equal(poe.score_samples(X), -poe.score_ood(X, "max_softmax"))
         True
         """
-        return -self.score_ood(X)
+        return super().score_samples(X)

@@ -1,6 +1,7 @@
 """ProductOfExperts: its formulas from the experts' public outputs, and the sklearn contract."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -279,8 +280,18 @@ def test_bad_input_at_predict_time(experts, small_blobs):
     poe = ProductOfExperts(experts).fit(X, y)
     with pytest.raises(ValueError, match="X has 3 features"):
         poe.predict(X[:, :3])
-    with pytest.raises(ValueError, match="Unknown OOD method 'entropy'"):
-        poe.score_ood(X, "entropy")
+    # the estimators' message, before any expert runs (issue #16)
+    with pytest.raises(ValueError) as expected:
+        experts[0][1].score_ood(X, "entropy")
+    assert str(expected.value).startswith("Unknown score_ood method 'entropy'; use one of")
+    ran = []
+    hook = poe.estimators_[0].module_.register_forward_hook(lambda *args: ran.append(True))
+    try:
+        with pytest.raises(ValueError, match=re.escape(str(expected.value))):
+            poe.score_ood(X, "entropy")
+    finally:
+        hook.remove()
+    assert not ran
 
 
 # ----------------------------------------------------------------------------- sklearn contract
