@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
@@ -18,7 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._experts import ExpertsBase
 from ._validation import ParamChecker, _sample_weight_array
 from .compose import Not, class_energy, conjunction, disjunction
-from .sampling import informative_start, proximal_sgld, sgld, uniform_start
+from .sampling import informative_start, uniform_start
+from .sampling.langevin import SAMPLERS, _run_sampler
 
 __all__ = ["ConceptComposition"]
 
@@ -529,14 +530,25 @@ class ConceptComposition(ExpertsBase):
         ((20, 4), True)
         """
         check_is_fitted(self)
-        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
-            raise ValueError(f"n must be an int >= 1. Got {n!r} instead.")
-        if sampler not in ("sgld", "proximal"):
-            raise ValueError(f"sampler must be 'sgld' or 'proximal'. Got {sampler!r} instead.")
-        if random_state is not None and (
-            isinstance(random_state, bool) or not isinstance(random_state, Integral)
-        ):
-            raise ValueError(f"random_state must be an int or None. Got {random_state!r}.")
+        check = ParamChecker.of(
+            {
+                "n": n,
+                "n_steps": n_steps,
+                "sampler": sampler,
+                "step_size": step_size,
+                "noise": noise,
+                "grad_clip": grad_clip,
+                "random_state": random_state,
+            }
+        )
+        check.integer("n", 1)
+        check.integer("n_steps", 0)
+        check.satisfies("sampler", sampler in SAMPLERS, "'sgld' or 'proximal'")
+        check.real("step_size", 0.0)
+        check.real("noise", 0.0)
+        check.real("grad_clip", 0.0)
+        check.integer("random_state", allow_none=True)
+        check.raise_if_any()
         clauses = self._clauses(concepts)
         self._eval()
         device = self._device()
@@ -546,15 +558,18 @@ class ConceptComposition(ExpertsBase):
         else:
             generator.manual_seed(int(random_state))
         x0 = self._start(int(n), clauses, start, generator, device)
-        energy_fn = self._energy_fn(clauses)
-        low, high = self.start_.low.to(device), self.start_.high.to(device)
-        if sampler == "proximal":
-            x = proximal_sgld(
-                energy_fn, x0, low, high, n_steps=n_steps, step_size=step_size,
-                grad_clip=grad_clip * (high - low), noise=noise, generator=generator,
-            )  # fmt: skip
-        else:
-            x = sgld(energy_fn, x0, n_steps, step_size, noise, generator)
+        x = _run_sampler(
+            sampler,
+            self._energy_fn(clauses),
+            x0,
+            n_steps=n_steps,
+            step_size=step_size,
+            noise=noise,
+            low=self.start_.low.to(device),
+            high=self.start_.high.to(device),
+            clip_fraction=grad_clip,
+            generator=generator,
+        )
         return x.cpu().numpy()
 
     def _start(self, n: int, clauses: list, start, generator, device) -> torch.Tensor:

@@ -15,6 +15,7 @@ from ebmclassifier import (
     LatentStructureClassifier,
     NGEBMClassifier,
 )
+from ebmclassifier._validation import InvalidParameterError
 from ebmclassifier.compose import Not
 from ebmclassifier.datasets import make_latent_trees
 
@@ -239,6 +240,17 @@ def test_experts_must_take_the_float32_input_as_it_is():
 def test_bad_sampling_arguments(jem_model):
     with pytest.raises(ValueError, match="n must be an int >= 1"):
         jem_model.sample(0)
+    # as JEMClassifier.sample: the parameter error, every bad argument at once (issue #16)
+    for n in ("3", 2.0, True):
+        with pytest.raises(InvalidParameterError, match=f"n must be an int >= 1. Got {n!r}"):
+            jem_model.sample(n)
+    with pytest.raises(InvalidParameterError) as info:
+        jem_model.sample(2, n_steps=-1, step_size=float("nan"), random_state=0.5)
+    assert str(info.value).splitlines() == [
+        "n_steps must be an int >= 0. Got -1 instead.",
+        "step_size must be a finite float in the range [0.0, inf). Got nan instead.",
+        "random_state must be an int or None. Got 0.5 instead.",
+    ]
     with pytest.raises(ValueError, match="sampler must be 'sgld' or 'proximal'"):
         jem_model.sample(2, sampler="hmc")
     with pytest.raises(ValueError, match="start must be 'conditional'"):

@@ -16,6 +16,7 @@ from ebmclassifier.sampling import (
     proximal_sgld,
     sgld,
 )
+from ebmclassifier.sampling.langevin import _run_sampler
 
 
 def _quadratic(dim=3, seed=0):
@@ -400,3 +401,24 @@ def test_gaussian_start_rejects_mismatched_shapes():
         GaussianStart(
             torch.zeros(2, 3), torch.zeros(2, 3, 0), torch.ones(2, 4), torch.zeros(2), (3,)
         )
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "proximal"])
+def test_run_sampler_is_the_named_sampler_with_the_estimators_box(sampler):
+    # the one dispatch of JEMClassifier and ConceptComposition (issue #16)
+    low, high = torch.tensor([-1.0, 0.0]), torch.tensor([1.0, 10.0])
+    x0 = torch.zeros(5, 2)
+    energy_fn = lambda x: (x**2).sum(1)  # noqa: E731
+    args = dict(n_steps=4, step_size=0.3, noise=0.1)
+    x = _run_sampler(
+        sampler, energy_fn, x0, **args, low=low, high=high, clip_fraction=0.05,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    g = torch.Generator().manual_seed(0)
+    if sampler == "proximal":  # the clip is a fraction of each feature's range
+        expected = proximal_sgld(
+            energy_fn, x0, low, high, **args, grad_clip=torch.tensor([0.1, 0.5]), generator=g
+        )
+    else:
+        expected = sgld(energy_fn, x0, **args, generator=g)
+    assert torch.equal(x, expected)
