@@ -391,6 +391,15 @@ def test_buffer_draw_rejects_bad_input(kwargs, match):
         buf.draw(**args)
 
 
+def test_buffer_draw_refuses_classes_it_does_not_hold():
+    # with 3 classes, y = 4, 5 or -1 silently drew chains of other classes (issue #14)
+    buf = ReplayBuffer(UniformStart(torch.zeros(2), torch.ones(2)), buffer_size=9, n_classes=3)
+    with pytest.raises(ValueError, match=r"classes in 0\.\.2 .* Got \[-1, 4, 5\]; encode"):
+        buf.draw(4, 0.0, y=torch.tensor([4, 4, 5, -1]))
+    _, idx = buf.draw(3, 0.0, y=[0, 2, 1])  # the last class is in range
+    assert buf.labels[idx].tolist() == [0, 2, 1]
+
+
 def test_class_conditional_buffer_needs_room_for_every_class():
     with pytest.raises(ValueError, match="buffer_size >= n_classes"):
         _uniform_buffer(size=2, n_classes=3)
