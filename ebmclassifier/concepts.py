@@ -7,6 +7,7 @@ experts are held as in :mod:`ebmclassifier._experts`.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from numbers import Real
@@ -18,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._experts import ExpertsBase
 from ._validation import ParamChecker, _sample_weight_array
 from .compose import Not, class_energy, conjunction, disjunction
-from .sampling import informative_start, uniform_start
+from .sampling import GaussianStart, informative_start, uniform_start
 from .sampling.langevin import SAMPLERS, _run_sampler
 
 __all__ = ["ConceptComposition"]
@@ -557,7 +558,8 @@ class ConceptComposition(ExpertsBase):
             generator.seed()  # a fresh, non-deterministic seed
         else:
             generator.manual_seed(int(random_state))
-        x0 = self._start(int(n), clauses, start, generator, device)
+        gaussians = self._start_on(device)
+        x0 = self._start(int(n), clauses, start, gaussians, generator)
         x = _run_sampler(
             sampler,
             self._energy_fn(clauses),
@@ -565,16 +567,24 @@ class ConceptComposition(ExpertsBase):
             n_steps=n_steps,
             step_size=step_size,
             noise=noise,
-            low=self.start_.low.to(device),
-            high=self.start_.high.to(device),
+            low=gaussians.low,
+            high=gaussians.high,
             clip_fraction=grad_clip,
             generator=generator,
         )
         return x.cpu().numpy()
 
-    def _start(self, n: int, clauses: list, start, generator, device) -> torch.Tensor:
-        """The chains' starting points, shaped ``(n, *input_shape)`` on ``device``."""
-        gaussians = self.start_.to(device)
+    def _start_on(self, device: torch.device) -> GaussianStart:
+        """``start_`` on ``device``: itself, or a copy there (``Module.to`` moves in place, and
+        the fitted start stays where ``fit`` put it)."""
+        if self.start_.means.device == device:
+            return self.start_
+        return copy.deepcopy(self.start_).to(device)
+
+    def _start(self, n: int, clauses: list, start, gaussians, generator) -> torch.Tensor:
+        """The chains' starting points, shaped ``(n, *input_shape)`` on the device of
+        ``gaussians`` (``start_`` there)."""
+        device = gaussians.means.device
         if isinstance(start, str) and start == "uniform":
             return uniform_start(gaussians.low, gaussians.high).sample(n, generator=generator)
         if isinstance(start, str) and start in ("conditional", "marginal"):

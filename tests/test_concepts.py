@@ -18,6 +18,7 @@ from ebmclassifier import (
 from ebmclassifier._validation import InvalidParameterError
 from ebmclassifier.compose import Not
 from ebmclassifier.datasets import make_latent_trees
+from ebmclassifier.sampling import GaussianStart
 
 TINY = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(16,))
 JEM_TINY = dict(TINY, sgld_steps=5, buffer_size=64)
@@ -151,6 +152,34 @@ def test_starts(jem_model, data):
     assert ((uniform >= X.min(0)) & (uniform <= X.max(0))).all()
     with pytest.warns(UserWarning, match="No training sample has a combination"):
         jem_model.sample(4, {"blob": 0, "side": "left"}, n_steps=0)  # blob 0 is right of 0
+
+
+def test_sampling_does_not_move_the_fitted_start(jem_model, monkeypatch):
+    # Module.to moves in place: sampling on the experts' device moved start_ there for good
+    moved, to = [], GaussianStart.to
+
+    def recording_to(module, *args, **kwargs):
+        moved.append(module)
+        return to(module, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianStart, "to", recording_to)
+    for start in ("conditional", "uniform"):
+        jem_model.sample(4, {"blob": 1}, n_steps=1, start=start, random_state=0)
+    assert not any(module is jem_model.start_ for module in moved)
+    # on another device (as the experts' GPU), the chains start from a copy there
+    elsewhere = jem_model._start_on(torch.device("meta"))
+    assert elsewhere is not jem_model.start_ and elsewhere.means.device.type == "meta"
+    assert jem_model.start_.means.device.type == "cpu"
+
+
+@pytest.mark.cuda
+def test_sampling_on_a_gpu_leaves_the_fitted_start_on_the_cpu(data):
+    X, Y = data
+    experts = [(n, JEMClassifier(device="cuda", random_state=0, **JEM_TINY)) for n in ("b", "s")]
+    model = ConceptComposition(experts).fit(X, Y)
+    x = model.sample(8, {"b": 1}, n_steps=2, sampler="proximal", random_state=0)
+    assert x.shape == (8, 4)
+    assert {buffer.device.type for buffer in model.start_.buffers()} == {"cpu"}
 
 
 def test_frozen_experts_are_not_refit(model, data):
