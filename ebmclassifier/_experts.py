@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._device import module_device
 from ._inference import map_batches
-from ._validation import ParamChecker, check_X
+from ._validation import ParamChecker, _sample_weight_array, check_some_weight, check_X
 
 __all__ = ["ExpertsBase"]
 
@@ -145,6 +145,14 @@ class ExpertsBase(BaseEstimator):
         return np.ones(n) if self.weights is None else np.asarray(self.weights, dtype=float)
 
     # ------------------------------------------------------------------ fitting
+
+    def _check_sample_weight(self, sample_weight, n_samples: int) -> np.ndarray | None:
+        """``sample_weight`` as float64 of shape (n_samples,), or None, checked here once,
+        since a ``FrozenEstimator`` expert never sees it: finite, non-negative, some positive."""
+        weights = _sample_weight_array(sample_weight, n_samples)
+        if weights is not None:
+            check_some_weight(weights, type(self).__name__, class_weight=False)
+        return weights
 
     def _fit_experts(self, X: np.ndarray, targets: list, sample_weight=None) -> None:
         """Clone and fit each expert on its target (a ``FrozenEstimator`` clones to itself

@@ -17,7 +17,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._experts import ExpertsBase
-from ._validation import ParamChecker, _sample_weight_array
+from ._validation import ParamChecker
 from .compose import Not, class_energy, conjunction, disjunction
 from .sampling import GaussianStart, informative_start, uniform_start
 from .sampling.langevin import SAMPLERS, _run_sampler
@@ -146,10 +146,10 @@ class ConceptComposition(ExpertsBase):
             One column per expert, in the order of ``estimators``; columns keep their own
             types (a list of rows or a DataFrame may mix ints and strings).
         sample_weight : array-like of shape (n_samples,), number or None, default=None
-            Passed to every expert's ``fit`` (a ``FrozenEstimator`` is not refit). The
-            combinations seen and the chains' start are those of the samples of positive
-            weight. With metadata routing enabled, ``set_fit_request(sample_weight=True)``
-            routes it here.
+            Passed to every expert's ``fit`` (a ``FrozenEstimator`` is not refit); checked
+            here (all-zero weights are refused). The combinations seen and the chains' start
+            are those of the samples of positive weight. With metadata routing enabled,
+            ``set_fit_request(sample_weight=True)`` routes it here.
 
         Returns
         -------
@@ -170,9 +170,9 @@ class ConceptComposition(ExpertsBase):
         self._check_params()
         X = self._validate_X(X, reset=True)
         columns = self._columns(Y, len(X))
+        weights = self._check_sample_weight(sample_weight, len(X))
         self._fit_experts(X, columns, sample_weight)
         self.classes_ = [expert.classes_ for expert in self.estimators_]
-        weights = _sample_weight_array(sample_weight, len(X))
         if weights is not None:  # what fit learns of the data: the samples that count
             X, columns = X[weights > 0], [column[weights > 0] for column in columns]
         codes = np.column_stack(

@@ -147,8 +147,9 @@ class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, Expert
         Raises
         ------
         ValueError
-            On a bad parameter, experts over different label sets, or experts fitted on a
-            different number of features.
+            On a bad parameter, a bad or all-zero ``sample_weight`` (checked here, since a
+            frozen expert never sees it), experts over different label sets, or experts
+            fitted on a different number of features.
 
         Examples
         --------
@@ -168,6 +169,7 @@ class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, Expert
         if y is None:
             raise ValueError("ProductOfExperts requires y to be passed, but the target y is None.")
         X = self._validate_X(X, reset=True)
+        self._check_sample_weight(sample_weight, len(X))
         self._fit_experts(X, [y] * len(self.estimators), sample_weight)
         first_name, first = self.estimators[0][0], self.estimators_[0]
         for (name, _), expert in zip(self.estimators[1:], self.estimators_[1:], strict=True):
