@@ -278,33 +278,39 @@ class ConceptComposition(ExpertsBase):
         return allowed
 
     def _energy_fn(self, clauses: list):
-        """The composed energy of a compiled query, a function of a batch ``x``."""
-        device = self._device()
+        """The composed energy of a compiled query, a function of a batch ``x``; the masks and
+        weights go to the device here, once per public call, not at every batch or step."""
+        device, dtype = self._device(), torch.float32  # that of the validated input
         clauses = [
-            [(k, torch.as_tensor(allowed, device=device)) for k, allowed in clause]
+            (
+                [(k, torch.as_tensor(allowed, device=device)) for k, allowed in clause],
+                torch.tensor([self.weights_[k] for k, _ in clause], dtype=dtype, device=device),
+            )
             for clause in clauses
         ]
-        needed = sorted({k for clause in clauses for k, _ in clause})
+        needed = sorted({k for clause, _ in clauses for k, _ in clause})
         constraints = [] if self.constraints is None else list(self.constraints)
+        constraint_weights = torch.tensor(
+            [w for _, _, w in constraints], dtype=dtype, device=device
+        )
 
         def composed_energy(x: torch.Tensor) -> torch.Tensor:
             logits = {k: self._expert_logits(k, x) for k in needed}
             per_clause = []
-            for clause in clauses:
+            for clause, weights in clauses:
                 terms = [class_energy(logits[k], allowed) for k, allowed in clause]
-                weights = [self.weights_[k] for k, _ in clause]
                 per_clause.append(self._sum(terms, weights, x))
             total = per_clause[0] if len(per_clause) == 1 else disjunction(torch.stack(per_clause))
             terms = [self._constraint(name, fn, x) for name, fn, _ in constraints]
-            return total + self._sum(terms, [w for _, _, w in constraints], x)
+            return total + self._sum(terms, constraint_weights, x)
 
         return composed_energy
 
     @staticmethod
-    def _sum(terms: list, weights: list, x: torch.Tensor) -> torch.Tensor:
+    def _sum(terms: list, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         if not terms:
             return x.new_zeros(len(x))
-        return conjunction(torch.stack(terms), torch.as_tensor(weights, device=x.device))
+        return conjunction(torch.stack(terms), weights)
 
     @staticmethod
     def _constraint(name: str, fn, x: torch.Tensor) -> torch.Tensor:

@@ -15,8 +15,9 @@ from ebmclassifier import (
     LatentStructureClassifier,
     NGEBMClassifier,
 )
+from ebmclassifier import concepts as concepts_module
 from ebmclassifier._validation import InvalidParameterError
-from ebmclassifier.compose import Not
+from ebmclassifier.compose import Not, conjunction
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.sampling import GaussianStart
 
@@ -180,6 +181,25 @@ def test_sampling_on_a_gpu_leaves_the_fitted_start_on_the_cpu(data):
     x = model.sample(8, {"b": 1}, n_steps=2, sampler="proximal", random_state=0)
     assert x.shape == (8, 4)
     assert {buffer.device.type for buffer in model.start_.buffers()} == {"cpu"}
+
+
+def test_query_weights_go_to_the_device_once_per_call(jem_model, monkeypatch):
+    # not at every SGLD step and batch (issue #16): every step gets the same weight tensors
+    seen = []
+
+    def recording_conjunction(energies, weights):
+        seen.append(weights)
+        return conjunction(energies, weights)
+
+    monkeypatch.setattr(concepts_module, "conjunction", recording_conjunction)
+    query = [{"blob": 0}, {"blob": 2, "side": "right"}]
+    jem_model.sample(4, query, n_steps=5, random_state=0)
+    assert len(seen) == 2 * 5  # two clauses, five steps
+    assert all(w is seen[0] for w in seen[0::2]) and all(w is seen[1] for w in seen[1::2])
+    seen.clear()
+    monkeypatch.setattr(jem_model, "batch_size", 50)
+    jem_model.energy(np.zeros((150, 4), np.float32), query)  # three batches
+    assert len(seen) == 2 * 3 and all(w is seen[0] for w in seen[0::2])
 
 
 def test_frozen_experts_are_not_refit(model, data):

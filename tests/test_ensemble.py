@@ -16,6 +16,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ebmclassifier import LatentStructureClassifier, NGEBMClassifier, ProductOfExperts
+from ebmclassifier import ensemble as ensemble_module
+from ebmclassifier.compose import product_logits
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.energy import OOD_METHODS
 
@@ -107,6 +109,20 @@ def test_approx_mass_differentiates_the_composed_energy(experts, small_blobs, co
     np.testing.assert_allclose(poe.energy(X[:20]), composed_energy(torch.tensor(X[:20])).detach(),
                                atol=1e-5)  # fmt: skip
     np.testing.assert_array_equal(poe.score_samples(X), -poe.score_ood(X, "energy"))
+
+
+def test_weights_go_to_the_device_once_per_call(experts, small_blobs, monkeypatch):
+    # not at every batch (issue #16): every batch gets the same weight tensor
+    X, y = small_blobs
+    seen = []
+
+    def recording_product_logits(logits, weights):
+        seen.append(weights)
+        return product_logits(logits, weights)
+
+    monkeypatch.setattr(ensemble_module, "product_logits", recording_product_logits)
+    ProductOfExperts(experts, batch_size=50).fit(X, y).predict_proba(X)
+    assert len(seen) == 3 and all(w is seen[0] for w in seen)
 
 
 def test_frozen_experts_are_not_refit(experts, small_blobs):
