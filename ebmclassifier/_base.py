@@ -29,6 +29,7 @@ from math import prod
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
@@ -372,6 +373,30 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             raise AttributeError(
                 f"{type(self).__name__} has no attribute 'classes_' before it is fitted."
             ) from None
+
+    def input_range(self) -> tuple[float, float]:
+        """The smallest and the largest value of the training inputs, over every feature.
+
+        One box for all features (``(0.0, 1.0)`` for images in [0, 1]): the box an attack keeps
+        its inputs in (:func:`~ebmclassifier.metrics.adversarial_accuracy`).
+
+        Returns
+        -------
+        low, high : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_blobs
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> low, high = clf.fit(X, y).input_range()
+        >>> (low, high) == (float(X.astype(np.float32).min()), float(X.astype(np.float32).max()))
+        True
+        """
+        check_is_fitted(self)
+        return float(self.input_min_.min()), float(self.input_max_.max())
 
     def __sklearn_is_fitted__(self) -> bool:
         return bool(getattr(self, "initialized_", False)) and hasattr(self, "label_encoder_")

@@ -20,6 +20,7 @@ __all__ = [
     "available_memory",
     "device_problem",
     "draw_seed",
+    "module_device",
     "pickled_tensor_device",
     "resolve_device",
     "seed_epoch",
@@ -81,6 +82,26 @@ def resolve_device(device) -> torch.device:
     if problem is not None:
         raise ValueError(f"device={device!r} cannot be used: {problem}. Use 'auto' or 'cpu'.")
     return torch.device(device)
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of a module's first parameter; the CPU for a module without parameters.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    torch.device
+
+    Examples
+    --------
+    >>> module_device(torch.nn.Linear(2, 1)), module_device(torch.nn.ReLU())
+    (device(type='cpu'), device(type='cpu'))
+    """
+    parameter = next(module.parameters(), None)
+    return torch.device("cpu") if parameter is None else parameter.device
 
 
 def available_memory(device: torch.device) -> int | None:

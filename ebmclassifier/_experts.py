@@ -6,7 +6,9 @@
 clone of each fitted in ``fit`` (a ``FrozenEstimator`` clones to itself and ignores ``fit``).
 They validate the input once, at their public methods, and then run every expert's network
 (its documented fitted attribute ``module_``, which maps a batch to logits) on the same
-tensors, so a composed energy can be differentiated with respect to the input.
+tensors, so a composed energy can be differentiated with respect to the input. So an expert
+must take the float32 samples as they are: one whose own validation changes them (the token
+ids of ``LatentStructureClassifier(structure="dependency_tree")``) is refused at ``fit``.
 """
 
 from __future__ import annotations
@@ -17,18 +19,18 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, clone
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils import Bunch
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._device import module_device
 from ._inference import map_batches
-from ._validation import ParamChecker
+from ._validation import ParamChecker, _sample_weight_array, check_some_weight, check_X
 
 __all__ = ["ExpertsBase"]
 
-
-def _module_device(module: torch.nn.Module) -> torch.device:
-    parameter = next(module.parameters(), None)
-    return torch.device("cpu") if parameter is None else parameter.device
+# Rows of X on which each fitted expert's own validation is checked to leave X as it is.
+_PROBE_ROWS = 8
 
 
 class ExpertsBase(BaseEstimator):
@@ -144,49 +146,80 @@ class ExpertsBase(BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
+    def _check_sample_weight(self, sample_weight, n_samples: int) -> np.ndarray | None:
+        """``sample_weight`` as float64 of shape (n_samples,), or None, checked here once,
+        since a ``FrozenEstimator`` expert never sees it: finite, non-negative, some positive."""
+        weights = _sample_weight_array(sample_weight, n_samples)
+        if weights is not None:
+            check_some_weight(weights, type(self).__name__, class_weight=False)
+        return weights
+
     def _fit_experts(self, X: np.ndarray, targets: list, sample_weight=None) -> None:
         """Clone and fit each expert on its target (a ``FrozenEstimator`` clones to itself
         and ignores ``fit``), with ``sample_weight`` when given (as ``VotingClassifier``
-        passes it), then check what the composition needs of the fitted experts."""
+        passes it), and check each, before the next is fitted, for what the composition
+        needs of it."""
         weights = {} if sample_weight is None else {"sample_weight": sample_weight}
-        experts = [
-            clone(expert).fit(X, t, **weights)
-            for (_, expert), t in zip(self.estimators, targets, strict=True)
-        ]
         names = [name for name, _ in self.estimators]
-        for name, expert in zip(names, experts, strict=True):
-            if not isinstance(getattr(expert, "module_", None), torch.nn.Module):
-                raise TypeError(
-                    f"The expert {name!r} of {type(self).__name__} ({type(expert).__name__}) has "
-                    "no torch module_ after fit; the experts must be the library's estimators "
-                    "(or others whose fitted module_ maps a batch to logits)."
-                )
-            if getattr(expert, "n_features_in_", self.n_features_in_) != self.n_features_in_:
-                raise ValueError(
-                    f"The expert {name!r} was fitted on {expert.n_features_in_} features, but X "
-                    f"has {self.n_features_in_}; all experts must take the same input."
-                )
+        experts = []
+        for (name, expert), target in zip(self.estimators, targets, strict=True):
+            expert = clone(expert).fit(X, target, **weights)
+            self._check_expert(name, expert, X)
+            experts.append(expert)
         self.estimators_ = experts
         self.named_estimators_ = Bunch(**dict(zip(names, experts, strict=True)))
         self.weights_ = self._resolved_weights()
 
+    def _check_expert(self, name: str, expert, X: np.ndarray) -> None:
+        """A fitted expert must have a torch ``module_`` that takes the composition's float32
+        input ``X`` as it is: its own validation (``_validate_X``, where it has one) must
+        return the same array, which a probe of a few rows checks."""
+        owner, kind = type(self).__name__, type(expert).__name__
+        if isinstance(expert, FrozenEstimator):
+            kind = f"{kind}({type(expert.estimator).__name__})"
+        if not isinstance(getattr(expert, "module_", None), torch.nn.Module):
+            raise TypeError(
+                f"The expert {name!r} of {owner} ({kind}) has no torch module_ after fit; the "
+                "experts must be the library's estimators (or others whose fitted module_ maps "
+                "a batch to logits)."
+            )
+        if getattr(expert, "n_features_in_", self.n_features_in_) != self.n_features_in_:
+            raise ValueError(
+                f"The expert {name!r} was fitted on {expert.n_features_in_} features, but X "
+                f"has {self.n_features_in_}; all experts must take the same input."
+            )
+        validate = getattr(expert, "_validate_X", None)
+        if not callable(validate):
+            return
+        probe = X[:_PROBE_ROWS]
+        try:
+            prepared = validate(probe, reset=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"The expert {name!r} of {owner} ({kind}) does not take X: {exc}"
+            ) from exc
+        if not (
+            isinstance(prepared, np.ndarray)
+            and prepared.dtype == probe.dtype
+            and prepared.shape == probe.shape
+            and np.array_equal(prepared, probe)
+        ):
+            raise TypeError(
+                f"The expert {name!r} of {owner} ({kind}) prepares its own input from X (e.g. "
+                "the token ids of LatentStructureClassifier(structure='dependency_tree')), but "
+                f"{owner} runs every expert's network on the same float32 input tensor, so that "
+                "the composed energy is a function of one input that can be differentiated. "
+                "Compose experts that take float32 samples as they are: NGEBMClassifier, "
+                "JEMClassifier, LatentStructureClassifier(structure='categorical')."
+            )
+
     # ------------------------------------------------------------------ inference
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
-        if isinstance(X, torch.Tensor):
-            X = X.detach().cpu().numpy()
-        X = validate_data(self, X, reset=reset, dtype=np.float32, allow_nd=True)
-        if reset:
-            self.input_shape_ = tuple(X.shape[1:])
-        elif tuple(X.shape[1:]) != self.input_shape_:
-            raise ValueError(
-                f"X has samples of shape {tuple(X.shape[1:])}, but {type(self).__name__} was "
-                f"fitted on samples of shape {self.input_shape_}."
-            )
-        return X
+        return check_X(self, X, reset=reset)
 
     def _device(self) -> torch.device:
-        return _module_device(self.estimators_[0].module_)
+        return module_device(self.estimators_[0].module_)
 
     def _eval(self) -> None:
         for expert in self.estimators_:
@@ -195,7 +228,7 @@ class ExpertsBase(BaseEstimator):
     def _expert_logits(self, k: int, x: torch.Tensor) -> torch.Tensor:
         """Logits of expert ``k`` for a batch, on the batch's device (experts may differ)."""
         module = self.estimators_[k].module_
-        return module(x.to(_module_device(module))).to(x.device)
+        return module(x.to(module_device(module))).to(x.device)
 
     def _map(self, X, fn) -> np.ndarray:
         """Validate ``X`` once, then ``fn(batch)`` batch by batch, so memory stays flat.

@@ -11,7 +11,15 @@ import torch
 from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
+from ._device import module_device
 from ._inference import map_batches
+from ._validation import (
+    ParamChecker,
+    _as_numpy,
+    _check_sample_shape,
+    _without_negative_strides,
+    is_int,
+)
 
 __all__ = ["last_layer_parameters", "penultimate_features"]
 
@@ -52,9 +60,12 @@ def penultimate_features(estimator, X, *, batch_size: int | None = None) -> np.n
         An ebmclassifier estimator whose ``module_`` (or a module that itself) has
         ``penultimate(x)`` and ``last_layer``, as the networks of :mod:`ebmclassifier.nn`.
     X : array-like or torch.Tensor of shape (n_samples, ...)
-        Input as the estimator takes it (after the same preprocessing as in ``fit``).
+        Input as the estimator takes it (after the same preprocessing as in ``fit``),
+        validated as the estimator's ``predict`` validates it; float32 samples of any shape
+        for a module.
     batch_size : int or None, default=None
-        ``None`` uses the estimator's ``batch_size`` (``-1``: all at once), or 256 for a module.
+        Rows per batch; ``-1``: all at once. ``None`` uses the estimator's inference batch
+        size (its ``iterator_valid__batch_size``, else ``batch_size``), or 256 for a module.
 
     Returns
     -------
@@ -76,28 +87,41 @@ def penultimate_features(estimator, X, *, batch_size: int | None = None) -> np.n
     True
     """
     module = _feature_module(estimator)
-    if isinstance(X, torch.Tensor):
-        X = X.detach().cpu().numpy()
-    X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_features=1)
-    expected = getattr(estimator, "input_shape_", None)
-    if expected is not None and tuple(X.shape[1:]) != tuple(expected):
-        raise ValueError(
-            f"X has samples of shape {tuple(X.shape[1:])}, but the estimator was fitted on "
-            f"samples of shape {tuple(expected)}."
-        )
+    X = _feature_input(estimator, X)
+    return _map_penultimate(module, X, _feature_batch_size(estimator, batch_size, len(X)))
+
+
+def _feature_input(estimator, X) -> np.ndarray:
+    """``X`` validated as the estimator validates it (``_validate_X``), or as float32 samples
+    of any shape for a module (or an estimator of another library)."""
+    validate = getattr(estimator, "_validate_X", None)
+    if callable(validate):
+        return validate(X, reset=False)
+    X = check_array(_as_numpy(X), dtype=np.float32, allow_nd=True, ensure_min_features=1)
+    if hasattr(estimator, "input_shape_"):
+        _check_sample_shape(estimator, X, reset=False)
+    return _without_negative_strides(X)
+
+
+def _feature_batch_size(estimator, batch_size, n_samples: int) -> int:
+    """The rows per batch: ``batch_size``, else the estimator's inference batch size (its
+    ``iterator_valid__batch_size`` or ``batch_size``), else 256; ``-1`` is all at once."""
     if batch_size is None:
+        inference_batch_size = getattr(estimator, "_inference_batch_size", None)
+        if callable(inference_batch_size):
+            return inference_batch_size(n_samples)
         batch_size = getattr(estimator, "batch_size", 256)
-    if batch_size == -1:
-        batch_size = len(X)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1 or None. Got {batch_size!r} instead.")
-    return _map_penultimate(module, X, batch_size)
+    check = ParamChecker.of({"batch_size": batch_size})
+    ok = is_int(batch_size) and (batch_size >= 1 or batch_size == -1)
+    check.satisfies("batch_size", ok, "an int >= 1, -1 (all at once) or None")
+    check.raise_if_any()
+    return n_samples if batch_size == -1 else int(batch_size)
 
 
 def _map_penultimate(module: nn.Module, X: np.ndarray, batch_size: int) -> np.ndarray:
     """``module.penultimate`` over ``X`` (n, ...) float32 in eval mode, batch by batch."""
     flags = [(m, m.training) for m in module.modules()]
-    device = next(module.parameters()).device
+    device = module_device(module)
     module.eval()
     try:
         with torch.no_grad():

@@ -40,7 +40,12 @@ def map_batches(
 
 
 class InferenceMixin:
-    """``predict*``, ``energy``, ``score_ood``, ``score_samples``, ``input_range``."""
+    """``predict*``, ``energy``, ``score_ood``, ``score_samples`` over ``_network()``.
+
+    The hooks: ``_validate_X`` and ``_map_batches`` (the batched map over validated input)
+    and ``_network`` (the map from a batch to logits). The estimators run their ``module_``;
+    :class:`~ebmclassifier.ProductOfExperts` composes its experts' logits.
+    """
 
     def _inference_batch_size(self, n: int) -> int:
         size = self.get_params_for("iterator_valid").get("batch_size", self.batch_size)
@@ -54,16 +59,30 @@ class InferenceMixin:
         size = max(1, self._inference_batch_size(len(X)))
         return map_batches(X, fn, size, self.device_)
 
-    def _logits(self, xb: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return self.module_(xb)
+    def _network(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The map from a batch to logits, differentiable with respect to the batch (for
+        ``approx_mass``): ``module_``. Called once per public call, so that an override
+        builds what it needs for the call once, not per batch."""
+        return self.module_
+
+    def _map_network(self, X, fn: Callable) -> np.ndarray:
+        """``fn(network, batch)`` batch by batch, with ``network = self._network()`` built
+        once, after the check that the estimator is fitted."""
+        check_is_fitted(self)
+        network = self._network()
+        return self._map_batches(X, lambda xb: fn(network, xb))
 
     def _map_logits(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
         """``fn(logits)`` batch by batch; also for the skorch ``Dataset`` that skorch's
         scoring callbacks pass, through ``forward`` (which they cache)."""
         if isinstance(X, torch.utils.data.Dataset):
             return fn(self.forward(X)).numpy()
-        return self._map_batches(X, lambda xb: fn(self._logits(xb)))
+
+        def logits_fn(network, xb: torch.Tensor) -> torch.Tensor:
+            with torch.no_grad():
+                return fn(network(xb))
+
+        return self._map_network(X, logits_fn)
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities ``p(y|x) = softmax(f(x))``.
@@ -196,7 +215,7 @@ class InferenceMixin:
                 + ", ".join(repr(m) for m in OOD_METHODS)
                 + "."
             )
-        return self._map_batches(X, lambda xb: ood_score(self.module_, xb, method))
+        return self._map_network(X, lambda network, xb: ood_score(network, xb, method))
 
     def score_samples(self, X) -> np.ndarray:
         """scikit-learn's outlier convention: ``-score_ood(X)`` with the default method.
@@ -219,27 +238,3 @@ class InferenceMixin:
         True
         """
         return -self.score_ood(X)
-
-    def input_range(self) -> tuple[float, float]:
-        """The smallest and the largest value of the training inputs, over every feature.
-
-        One box for all features (``(0.0, 1.0)`` for images in [0, 1]): the box an attack keeps
-        its inputs in (:func:`~ebmclassifier.metrics.adversarial_accuracy`).
-
-        Returns
-        -------
-        low, high : float
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_blobs
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
-        >>> low, high = clf.fit(X, y).input_range()
-        >>> (low, high) == (float(X.astype(np.float32).min()), float(X.astype(np.float32).max()))
-        True
-        """
-        check_is_fitted(self)
-        return float(self.input_min_.min()), float(self.input_max_.max())

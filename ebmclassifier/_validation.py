@@ -32,6 +32,7 @@ __all__ = [
     "check_module_output",
     "check_partial_fit_classes",
     "check_sample_weight",
+    "check_some_weight",
     "check_training_data",
     "check_training_params",
     "check_warm_start_classes",
@@ -498,6 +499,27 @@ def _class_weights(estimator, y: np.ndarray, *, partial: bool) -> np.ndarray | N
     return per_class.astype(np.float64)[y]
 
 
+def check_some_weight(weights: np.ndarray, owner: str, *, class_weight: bool) -> None:
+    """Refuse weights that are all zero: nothing would be learned.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_samples,)
+        Finite and non-negative (:func:`_sample_weight_array`).
+    owner : str
+        The estimator's class name, for the message.
+    class_weight : bool
+        Whether the owner's ``class_weight`` parameter multiplies the weights (the message
+        then names it too).
+    """
+    if not (weights > 0).any():
+        raise ValueError(
+            f"The sample weights are all zero, so {owner} has no sample to learn from; "
+            "give some samples a positive sample_weight"
+            + (" (and class_weight)." if class_weight else ".")
+        )
+
+
 def check_sample_weight(
     estimator, sample_weight, y: np.ndarray, *, partial: bool, require_classes: bool
 ) -> np.ndarray | None:
@@ -534,11 +556,7 @@ def check_sample_weight(
         weights = class_weights if weights is None else weights * class_weights
     if weights is None:
         return None
-    if not (weights > 0).any():
-        raise ValueError(
-            f"The sample weights are all zero, so {name} has no sample to learn from; "
-            "give some samples a positive sample_weight (and class_weight)."
-        )
+    check_some_weight(weights, name, class_weight=True)
     kept = np.unique(y[weights > 0])
     if require_classes and len(kept) < 2:
         label = estimator.classes_[kept].tolist()

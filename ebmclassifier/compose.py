@@ -14,9 +14,9 @@ compositions of [1]_, [2]_ and [3]_ as plain functions on tensors:
   concept negation.
 
 :class:`Not` marks a negated concept value for
-:class:`~ebmclassifier.ensemble.ConceptComposition`. The estimators' faces over these functions
+:class:`~ebmclassifier.concepts.ConceptComposition`. The estimators' faces over these functions
 are :class:`~ebmclassifier.ensemble.ProductOfExperts` and
-:class:`~ebmclassifier.ensemble.ConceptComposition`; nothing here knows scikit-learn, and the
+:class:`~ebmclassifier.concepts.ConceptComposition`; nothing here knows scikit-learn, and the
 inputs are trusted (validated by those faces).
 
 References
@@ -56,10 +56,11 @@ class Not:
     """The negation of a concept value: every label of the concept except those of ``value``.
 
     Used in the ``concepts`` of :meth:`ConceptComposition.energy
-    <ebmclassifier.ensemble.ConceptComposition.energy>` and :meth:`~ebmclassifier.ensemble.
-    ConceptComposition.sample`. Within one expert's closed label set, "not ``S``" is the
-    complement of ``S``, whose class-conditional energy is bounded below wherever the logits
-    are, unlike the negated energy ``+f(x)[y]`` (see :func:`class_energy`).
+    <ebmclassifier.concepts.ConceptComposition.energy>` and :meth:`ConceptComposition.sample
+    <ebmclassifier.concepts.ConceptComposition.sample>`. Within one expert's closed label
+    set, "not ``S``" is the complement of ``S``, whose class-conditional energy is bounded
+    below wherever the logits are, unlike the negated energy ``+f(x)[y]`` (see
+    :func:`class_energy`).
 
     Parameters
     ----------
@@ -217,12 +218,13 @@ def mixture_logits(logits: Sequence[Tensor], weights: Tensor) -> Tensor:
     >>> torch.allclose(-torch.logsumexp(g, 1), mixture_energy(e, torch.ones(2)))
     True
     """
-    stacked = torch.stack(list(logits))
+    stacked = torch.stack(list(logits))  # (K, n, n_classes)
     weights = weights.to(stacked)
-    log_w = torch.log(weights / weights.sum())
-    log_proba = torch.logsumexp(log_w[:, None, None] + torch.log_softmax(stacked, dim=2), dim=0)
-    energies = -torch.logsumexp(stacked, dim=2)  # E_k(x), shape (K, n)
-    return log_proba - mixture_energy(energies, weights)[:, None]
+    log_w = torch.log(weights / weights.sum())[:, None]  # (K, 1)
+    neg_energies = torch.logsumexp(stacked, dim=2)  # -E_k(x), (K, n)
+    # log p(y|x) = logsumexp_k(log w_k + f_k(x)[y] + E_k(x)); -E(x) = logsumexp_k(log w_k - E_k(x))
+    log_proba = torch.logsumexp((log_w - neg_energies)[..., None] + stacked, dim=0)
+    return log_proba + torch.logsumexp(log_w + neg_energies, dim=0)[:, None]
 
 
 def class_energy(logits: Tensor, allowed: Tensor) -> Tensor:

@@ -7,18 +7,20 @@ experts are held as in :mod:`ebmclassifier._experts`.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._experts import ExpertsBase
-from ._validation import ParamChecker, _sample_weight_array
+from ._validation import ParamChecker
 from .compose import Not, class_energy, conjunction, disjunction
-from .sampling import informative_start, proximal_sgld, sgld, uniform_start
+from .sampling import GaussianStart, informative_start, uniform_start
+from .sampling.langevin import SAMPLERS, _run_sampler
 
 __all__ = ["ConceptComposition"]
 
@@ -56,7 +58,10 @@ class ConceptComposition(ExpertsBase):
     estimators : list of (str, estimator) pairs
         One expert per concept; the name is the concept's name in queries. The library's
         estimators (anything whose fitted ``module_`` maps a batch to logits), all on the same
-        input; a fitted one may be passed as :class:`sklearn.frozen.FrozenEstimator`.
+        input, which each must take as float32 samples as they are (``NGEBMClassifier``,
+        ``JEMClassifier``, ``LatentStructureClassifier(structure="categorical")``; token ids
+        are refused at ``fit``); a fitted one may be passed as
+        :class:`sklearn.frozen.FrozenEstimator`.
     weights : array-like of shape (n_concepts,) or None, default=None
         ``w_k``, any finite numbers; ``None`` weighs every concept 1.
     constraints : list of (str, callable, float) or None, default=None
@@ -141,10 +146,10 @@ class ConceptComposition(ExpertsBase):
             One column per expert, in the order of ``estimators``; columns keep their own
             types (a list of rows or a DataFrame may mix ints and strings).
         sample_weight : array-like of shape (n_samples,), number or None, default=None
-            Passed to every expert's ``fit`` (a ``FrozenEstimator`` is not refit). The
-            combinations seen and the chains' start are those of the samples of positive
-            weight. With metadata routing enabled, ``set_fit_request(sample_weight=True)``
-            routes it here.
+            Passed to every expert's ``fit`` (a ``FrozenEstimator`` is not refit); checked
+            here (all-zero weights are refused). The combinations seen and the chains' start
+            are those of the samples of positive weight. With metadata routing enabled,
+            ``set_fit_request(sample_weight=True)`` routes it here.
 
         Returns
         -------
@@ -165,9 +170,9 @@ class ConceptComposition(ExpertsBase):
         self._check_params()
         X = self._validate_X(X, reset=True)
         columns = self._columns(Y, len(X))
+        weights = self._check_sample_weight(sample_weight, len(X))
         self._fit_experts(X, columns, sample_weight)
         self.classes_ = [expert.classes_ for expert in self.estimators_]
-        weights = _sample_weight_array(sample_weight, len(X))
         if weights is not None:  # what fit learns of the data: the samples that count
             X, columns = X[weights > 0], [column[weights > 0] for column in columns]
         codes = np.column_stack(
@@ -273,33 +278,39 @@ class ConceptComposition(ExpertsBase):
         return allowed
 
     def _energy_fn(self, clauses: list):
-        """The composed energy of a compiled query, a function of a batch ``x``."""
-        device = self._device()
+        """The composed energy of a compiled query, a function of a batch ``x``; the masks and
+        weights go to the device here, once per public call, not at every batch or step."""
+        device, dtype = self._device(), torch.float32  # that of the validated input
         clauses = [
-            [(k, torch.as_tensor(allowed, device=device)) for k, allowed in clause]
+            (
+                [(k, torch.as_tensor(allowed, device=device)) for k, allowed in clause],
+                torch.tensor([self.weights_[k] for k, _ in clause], dtype=dtype, device=device),
+            )
             for clause in clauses
         ]
-        needed = sorted({k for clause in clauses for k, _ in clause})
+        needed = sorted({k for clause, _ in clauses for k, _ in clause})
         constraints = [] if self.constraints is None else list(self.constraints)
+        constraint_weights = torch.tensor(
+            [w for _, _, w in constraints], dtype=dtype, device=device
+        )
 
         def composed_energy(x: torch.Tensor) -> torch.Tensor:
             logits = {k: self._expert_logits(k, x) for k in needed}
             per_clause = []
-            for clause in clauses:
+            for clause, weights in clauses:
                 terms = [class_energy(logits[k], allowed) for k, allowed in clause]
-                weights = [self.weights_[k] for k, _ in clause]
                 per_clause.append(self._sum(terms, weights, x))
             total = per_clause[0] if len(per_clause) == 1 else disjunction(torch.stack(per_clause))
             terms = [self._constraint(name, fn, x) for name, fn, _ in constraints]
-            return total + self._sum(terms, [w for _, _, w in constraints], x)
+            return total + self._sum(terms, constraint_weights, x)
 
         return composed_energy
 
     @staticmethod
-    def _sum(terms: list, weights: list, x: torch.Tensor) -> torch.Tensor:
+    def _sum(terms: list, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         if not terms:
             return x.new_zeros(len(x))
-        return conjunction(torch.stack(terms), torch.as_tensor(weights, device=x.device))
+        return conjunction(torch.stack(terms), weights)
 
     @staticmethod
     def _constraint(name: str, fn, x: torch.Tensor) -> torch.Tensor:
@@ -526,14 +537,25 @@ class ConceptComposition(ExpertsBase):
         ((20, 4), True)
         """
         check_is_fitted(self)
-        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
-            raise ValueError(f"n must be an int >= 1. Got {n!r} instead.")
-        if sampler not in ("sgld", "proximal"):
-            raise ValueError(f"sampler must be 'sgld' or 'proximal'. Got {sampler!r} instead.")
-        if random_state is not None and (
-            isinstance(random_state, bool) or not isinstance(random_state, Integral)
-        ):
-            raise ValueError(f"random_state must be an int or None. Got {random_state!r}.")
+        check = ParamChecker.of(
+            {
+                "n": n,
+                "n_steps": n_steps,
+                "sampler": sampler,
+                "step_size": step_size,
+                "noise": noise,
+                "grad_clip": grad_clip,
+                "random_state": random_state,
+            }
+        )
+        check.integer("n", 1)
+        check.integer("n_steps", 0)
+        check.satisfies("sampler", sampler in SAMPLERS, "'sgld' or 'proximal'")
+        check.real("step_size", 0.0)
+        check.real("noise", 0.0)
+        check.real("grad_clip", 0.0)
+        check.integer("random_state", allow_none=True)
+        check.raise_if_any()
         clauses = self._clauses(concepts)
         self._eval()
         device = self._device()
@@ -542,21 +564,33 @@ class ConceptComposition(ExpertsBase):
             generator.seed()  # a fresh, non-deterministic seed
         else:
             generator.manual_seed(int(random_state))
-        x0 = self._start(int(n), clauses, start, generator, device)
-        energy_fn = self._energy_fn(clauses)
-        low, high = self.start_.low.to(device), self.start_.high.to(device)
-        if sampler == "proximal":
-            x = proximal_sgld(
-                energy_fn, x0, low, high, n_steps=n_steps, step_size=step_size,
-                grad_clip=grad_clip * (high - low), noise=noise, generator=generator,
-            )  # fmt: skip
-        else:
-            x = sgld(energy_fn, x0, n_steps, step_size, noise, generator)
+        gaussians = self._start_on(device)
+        x0 = self._start(int(n), clauses, start, gaussians, generator)
+        x = _run_sampler(
+            sampler,
+            self._energy_fn(clauses),
+            x0,
+            n_steps=n_steps,
+            step_size=step_size,
+            noise=noise,
+            low=gaussians.low,
+            high=gaussians.high,
+            clip_fraction=grad_clip,
+            generator=generator,
+        )
         return x.cpu().numpy()
 
-    def _start(self, n: int, clauses: list, start, generator, device) -> torch.Tensor:
-        """The chains' starting points, shaped ``(n, *input_shape)`` on ``device``."""
-        gaussians = self.start_.to(device)
+    def _start_on(self, device: torch.device) -> GaussianStart:
+        """``start_`` on ``device``: itself, or a copy there (``Module.to`` moves in place, and
+        the fitted start stays where ``fit`` put it)."""
+        if self.start_.means.device == device:
+            return self.start_
+        return copy.deepcopy(self.start_).to(device)
+
+    def _start(self, n: int, clauses: list, start, gaussians, generator) -> torch.Tensor:
+        """The chains' starting points, shaped ``(n, *input_shape)`` on the device of
+        ``gaussians`` (``start_`` there)."""
+        device = gaussians.means.device
         if isinstance(start, str) and start == "uniform":
             return uniform_start(gaussians.low, gaussians.high).sample(n, generator=generator)
         if isinstance(start, str) and start in ("conditional", "marginal"):

@@ -28,7 +28,6 @@ References
 from __future__ import annotations
 
 import numpy as np
-import torch
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.covariance import EmpiricalCovariance, LedoitWolf
@@ -38,7 +37,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._features import last_layer_parameters, penultimate_features
-from ._validation import ParamChecker
+from ._validation import ParamChecker, _as_numpy
 
 __all__ = [
     "DETECTORS",
@@ -56,15 +55,11 @@ _COVARIANCES = {"empirical": EmpiricalCovariance, "ledoit_wolf": LedoitWolf}
 # ----------------------------------------------------------------------------- detectors
 
 
-def _as_array(features):
-    return features.detach().cpu().numpy() if isinstance(features, torch.Tensor) else features
-
-
 class _FeatureDetector(BaseEstimator):
     """What every detector shares: feature validation and the two score conventions."""
 
     def _features(self, features, *, reset: bool) -> np.ndarray:
-        return validate_data(self, _as_array(features), reset=reset, dtype=np.float64)
+        return validate_data(self, _as_numpy(features), reset=reset, dtype=np.float64)
 
     def score_samples(self, features) -> np.ndarray:
         """scikit-learn's outlier convention: ``-score_ood(features)``.
@@ -172,7 +167,7 @@ class MahalanobisDetector(_FeatureDetector):
         check.raise_if_any()
         if y is None:
             raise ValueError("MahalanobisDetector.fit needs the training labels y; got None.")
-        X, y = validate_data(self, _as_array(features), y, dtype=np.float64, ensure_min_samples=2)
+        X, y = validate_data(self, _as_numpy(features), y, dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, index = np.unique(y, return_inverse=True)
         counts = np.bincount(index)
@@ -432,8 +427,8 @@ class ViMDetector(_FeatureDetector):
         return self
 
     def _check_last_layer(self, weight, bias, n_features: int):
-        weight = check_array(_as_array(weight), dtype=np.float64, input_name="weight")
-        bias = check_array(_as_array(bias), dtype=np.float64, ensure_2d=False, input_name="bias")
+        weight = check_array(_as_numpy(weight), dtype=np.float64, input_name="weight")
+        bias = check_array(_as_numpy(bias), dtype=np.float64, ensure_2d=False, input_name="bias")
         if weight.shape[1] != n_features or bias.shape != (weight.shape[0],):
             raise ValueError(
                 f"weight must have shape (n_classes, {n_features}) (one column per feature) and "

@@ -12,15 +12,16 @@ import torch
 from sklearn.base import ClassifierMixin
 
 from ._experts import ExpertsBase
+from ._inference import InferenceMixin
 from ._ood import OODDecisionMixin
 from ._validation import ParamChecker
 from .compose import mixture_logits, product_logits
-from .energy import OOD_METHODS, energy, ood_score
+from .energy import OOD_METHODS
 
 __all__ = ["ProductOfExperts"]
 
 
-class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
+class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, ExpertsBase):
     """Product or mixture of classifiers over the same labels, with their energies composed.
 
     Each expert ``k`` has logits ``f_k(x)`` (so ``log p_k(y|x) = f_k(x)[y] + E_k(x)`` with
@@ -48,8 +49,12 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
     ----------
     estimators : list of (str, estimator) pairs
         The experts: the library's estimators (anything whose fitted ``module_`` maps a batch
-        to logits), all over the same label set and input. Their parameters are reachable as
-        ``name__param`` (``GridSearchCV(poe, {"expert__beta": [0.1, 0.5]})``).
+        to logits), all over the same label set and input. Each must take the float32 samples
+        as they are: ``NGEBMClassifier``, ``JEMClassifier``,
+        ``LatentStructureClassifier(structure="categorical")``; the token ids of
+        ``structure="dependency_tree"`` are refused at ``fit`` with a ``TypeError``. Their
+        parameters are reachable as ``name__param``
+        (``GridSearchCV(poe, {"expert__beta": [0.1, 0.5]})``).
     weights : array-like of shape (n_experts,) or None, default=None
         ``w_k``; ``None`` weighs every expert 1. Any finite numbers for the product;
         non-negative with a positive sum for the mixture. Read by ``fit``.
@@ -142,8 +147,9 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         Raises
         ------
         ValueError
-            On a bad parameter, experts over different label sets, or experts fitted on a
-            different number of features.
+            On a bad parameter, a bad or all-zero ``sample_weight`` (checked here, since a
+            frozen expert never sees it), experts over different label sets, or experts
+            fitted on a different number of features.
 
         Examples
         --------
@@ -163,6 +169,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         if y is None:
             raise ValueError("ProductOfExperts requires y to be passed, but the target y is None.")
         X = self._validate_X(X, reset=True)
+        self._check_sample_weight(sample_weight, len(X))
         self._fit_experts(X, [y] * len(self.estimators), sample_weight)
         first_name, first = self.estimators[0][0], self.estimators_[0]
         for (name, _), expert in zip(self.estimators[1:], self.estimators_[1:], strict=True):
@@ -175,12 +182,20 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         self.classes_ = first.classes_
         return self
 
-    def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        """The composed logits of a batch (see the class docstring)."""
-        logits = [self._expert_logits(k, x) for k in range(len(self.estimators_))]
-        weights = torch.as_tensor(self.weights_, dtype=x.dtype, device=x.device)
+    # The estimators' inference face (InferenceMixin) over the composed logits: its batched
+    # map is the experts' (validated once, in eval mode, without gradients), its network the
+    # composition of their logits. The methods below only carry their own docstrings.
+
+    def _map_batches(self, X, fn) -> np.ndarray:
+        return self._map(X, fn)
+
+    def _network(self):
+        """The composed logits as a function of a batch (see the class docstring), with the
+        weights put on the device once per call."""
+        weights = torch.as_tensor(self.weights_, dtype=torch.float32, device=self._device())
         compose = product_logits if self.combine == "product" else mixture_logits
-        return compose(logits, weights)
+        n_experts = len(self.estimators_)
+        return lambda x: compose([self._expert_logits(k, x) for k in range(n_experts)], weights)
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of the composition, ``softmax`` of the composed logits.
@@ -208,7 +223,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.allclose(poe.predict_proba(X), net.predict_proba(X), atol=1e-6)
         True
         """
-        return self._map(X, lambda x: torch.softmax(self._logits(x), dim=1))
+        return super().predict_proba(X)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Log class probabilities, ``log_softmax`` of the composed logits.
@@ -232,7 +247,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.allclose(np.exp(poe.predict_log_proba(X)), poe.predict_proba(X), atol=1e-6)
         True
         """
-        return self._map(X, lambda x: torch.log_softmax(self._logits(x), dim=1))
+        return super().predict_log_proba(X)
 
     def predict(self, X) -> np.ndarray:
         """The most probable label under the composition.
@@ -260,8 +275,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> bool((predicted == poe.classes_[poe.predict_proba(X).argmax(axis=1)]).all())
         True
         """
-        best = self._map(X, lambda x: self._logits(x).argmax(dim=1))
-        return self.classes_[best]
+        return super().predict(X)
 
     def energy(self, X) -> np.ndarray:
         """Energy of the composition, ``-logsumexp_y`` of the composed logits.
@@ -293,7 +307,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.allclose(mix.energy(X), net.energy(X), atol=1e-5)
         True
         """
-        return self._map(X, lambda x: energy(self._logits(x)))
+        return super().energy(X)
 
     def score_ood(self, X, method: str | None = None) -> np.ndarray:
         """Out-of-distribution score of each sample, from the composed logits.
@@ -311,6 +325,11 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         ndarray of shape (n_samples,)
             The higher, the more likely out-of-distribution.
 
+        Raises
+        ------
+        ValueError
+            For an unknown method, before any expert runs (the estimators' message).
+
         Examples
         --------
         >>> import numpy as np
@@ -324,9 +343,7 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> bool((poe.score_ood(X, "approx_mass") >= 0).all())
         True
         """
-        method = self.ood_method if method is None else method
-        # an unknown method: ood_score's ValueError, on the first batch
-        return self._map(X, lambda x: ood_score(self._logits, x, method))
+        return super().score_ood(X, method)
 
     def score_samples(self, X) -> np.ndarray:
         """scikit-learn's outlier convention: ``-score_ood(X)`` with the default method.
@@ -351,4 +368,4 @@ class ProductOfExperts(OODDecisionMixin, ClassifierMixin, ExpertsBase):
         >>> np.array_equal(poe.score_samples(X), -poe.score_ood(X, "max_softmax"))
         True
         """
-        return -self.score_ood(X)
+        return super().score_samples(X)

@@ -22,14 +22,8 @@ from ._validation import ParamChecker
 from .energy import energy
 from .exceptions import DivergenceError
 from .losses import jem_loss
-from .sampling import (
-    GaussianStart,
-    ReplayBuffer,
-    UniformStart,
-    informative_start,
-    proximal_sgld,
-    sgld,
-)
+from .sampling import GaussianStart, ReplayBuffer, UniformStart, informative_start
+from .sampling.langevin import SAMPLERS, _run_sampler
 
 __all__ = ["JEMClassifier"]
 
@@ -191,7 +185,7 @@ random_state, class_weight, verbose, **kwargs
         check.integer("buffer_size", 1)
         check.real("reinit_freq", 0.0, 1.0)
         check.real("px_weight", 0.0)
-        check.choice("sampler", ("sgld", "proximal"))
+        check.choice("sampler", SAMPLERS)
         check.real("sgld_clip", 0.0, low_open=True)
         check.choice("buffer_init", ("uniform", "informative"))
         check.choice("informative_covariance", ("diag", "lowrank"))
@@ -287,18 +281,17 @@ random_state, class_weight, verbose, **kwargs
         training = self.module_.training
         self.module_.eval()
         try:
-            if self.sampler == "proximal":
-                return proximal_sgld(
-                    energy_fn,
-                    x0,
-                    self.input_min_,
-                    self.input_max_,
-                    n_steps=n_steps,
-                    step_size=self.sgld_step_size_,
-                    grad_clip=self.sgld_clip * (self.input_max_ - self.input_min_),
-                    noise=self.sgld_noise,
-                )
-            return sgld(energy_fn, x0, n_steps, self.sgld_step_size_, self.sgld_noise)
+            return _run_sampler(
+                self.sampler,
+                energy_fn,
+                x0,
+                n_steps=n_steps,
+                step_size=self.sgld_step_size_,
+                noise=self.sgld_noise,
+                low=self.input_min_,
+                high=self.input_max_,
+                clip_fraction=self.sgld_clip,
+            )
         finally:
             self.module_.train(training)
 

@@ -42,6 +42,14 @@ def test_mixture_logits_carry_the_average_posterior_and_the_mixture_energy(logit
     np.testing.assert_allclose(-logsumexp(g, axis=1), -np.log(densities), rtol=1e-10)
 
 
+def test_mixture_logits_of_one_expert_are_its_logits(logits):
+    # zero weights drop experts; one expert left is itself: log p_k - E_k = f_k
+    only_second = mixture_logits(list(logits), torch.tensor([0.0, 4.0, 0.0]))
+    np.testing.assert_allclose(only_second, logits[1], rtol=1e-12, atol=1e-12)
+    copies = mixture_logits([logits[2]] * 3, torch.tensor([1.0, 2.0, 5.0]))
+    np.testing.assert_allclose(copies, logits[2], rtol=1e-12, atol=1e-12)
+
+
 def test_mixture_energy_normalises_and_drops_zero_weights(logits):
     energies = -torch.logsumexp(logits, dim=2)
     copies = torch.stack([energies[0]] * 3)

@@ -9,8 +9,17 @@ from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
-from ebmclassifier import ConceptComposition, JEMClassifier, NGEBMClassifier
-from ebmclassifier.compose import Not
+from ebmclassifier import (
+    ConceptComposition,
+    JEMClassifier,
+    LatentStructureClassifier,
+    NGEBMClassifier,
+)
+from ebmclassifier import concepts as concepts_module
+from ebmclassifier._validation import InvalidParameterError
+from ebmclassifier.compose import Not, conjunction
+from ebmclassifier.datasets import make_latent_trees
+from ebmclassifier.sampling import GaussianStart
 
 TINY = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(16,))
 JEM_TINY = dict(TINY, sgld_steps=5, buffer_size=64)
@@ -146,6 +155,53 @@ def test_starts(jem_model, data):
         jem_model.sample(4, {"blob": 0, "side": "left"}, n_steps=0)  # blob 0 is right of 0
 
 
+def test_sampling_does_not_move_the_fitted_start(jem_model, monkeypatch):
+    # Module.to moves in place: sampling on the experts' device moved start_ there for good
+    moved, to = [], GaussianStart.to
+
+    def recording_to(module, *args, **kwargs):
+        moved.append(module)
+        return to(module, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianStart, "to", recording_to)
+    for start in ("conditional", "uniform"):
+        jem_model.sample(4, {"blob": 1}, n_steps=1, start=start, random_state=0)
+    assert not any(module is jem_model.start_ for module in moved)
+    # on another device (as the experts' GPU), the chains start from a copy there
+    elsewhere = jem_model._start_on(torch.device("meta"))
+    assert elsewhere is not jem_model.start_ and elsewhere.means.device.type == "meta"
+    assert jem_model.start_.means.device.type == "cpu"
+
+
+@pytest.mark.cuda
+def test_sampling_on_a_gpu_leaves_the_fitted_start_on_the_cpu(data):
+    X, Y = data
+    experts = [(n, JEMClassifier(device="cuda", random_state=0, **JEM_TINY)) for n in ("b", "s")]
+    model = ConceptComposition(experts).fit(X, Y)
+    x = model.sample(8, {"b": 1}, n_steps=2, sampler="proximal", random_state=0)
+    assert x.shape == (8, 4)
+    assert {buffer.device.type for buffer in model.start_.buffers()} == {"cpu"}
+
+
+def test_query_weights_go_to_the_device_once_per_call(jem_model, monkeypatch):
+    # not at every SGLD step and batch (issue #16): every step gets the same weight tensors
+    seen = []
+
+    def recording_conjunction(energies, weights):
+        seen.append(weights)
+        return conjunction(energies, weights)
+
+    monkeypatch.setattr(concepts_module, "conjunction", recording_conjunction)
+    query = [{"blob": 0}, {"blob": 2, "side": "right"}]
+    jem_model.sample(4, query, n_steps=5, random_state=0)
+    assert len(seen) == 2 * 5  # two clauses, five steps
+    assert all(w is seen[0] for w in seen[0::2]) and all(w is seen[1] for w in seen[1::2])
+    seen.clear()
+    monkeypatch.setattr(jem_model, "batch_size", 50)
+    jem_model.energy(np.zeros((150, 4), np.float32), query)  # three batches
+    assert len(seen) == 2 * 3 and all(w is seen[0] for w in seen[0::2])
+
+
 def test_frozen_experts_are_not_refit(model, data):
     X, Y = data
     frozen = [(name, FrozenEstimator(e)) for name, e in model.named_estimators_.items()]
@@ -154,6 +210,20 @@ def test_frozen_experts_are_not_refit(model, data):
     assert again.estimators_[0] is frozen[0][1]
     for key, value in frozen[0][1].module_.state_dict().items():
         assert torch.equal(value, state[key])
+
+
+def test_reversed_views_are_accepted(jem_model, data):
+    # negative strides, which torch refuses: validation copies them (issue #16)
+    X, Y = data
+    frozen = [(name, FrozenEstimator(e)) for name, e in jem_model.named_estimators_.items()]
+    reversed_fit = ConceptComposition(frozen).fit(X[::-1], np.array(Y, dtype=object)[::-1])
+    np.testing.assert_array_equal(reversed_fit.combinations_, jem_model.combinations_)
+    torch.testing.assert_close(reversed_fit.start_.means, jem_model.start_.means)
+    x0 = jem_model.sample(6, n_steps=0, random_state=0)
+    np.testing.assert_array_equal(
+        jem_model.sample(6, n_steps=3, start=x0[::-1], random_state=0),
+        jem_model.sample(6, n_steps=3, start=x0[::-1].copy(), random_state=0),
+    )
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -208,9 +278,28 @@ def test_experts_fitted_on_different_feature_counts(model, data):
         ConceptComposition([("blob", model.estimators_[0]), ("side", narrow)]).fit(X, Y)
 
 
+def test_experts_must_take_the_float32_input_as_it_is():
+    # token ids are re-encoded by the tree model's own validation (issue #16)
+    X, y, _ = make_latent_trees(30, max_length=4, random_state=0)
+    tree = LatentStructureClassifier(structure="dependency_tree", max_epochs=1, random_state=0)
+    with pytest.raises(TypeError, match="expert 'words' of ConceptComposition"):
+        ConceptComposition([("words", tree)]).fit(X, np.column_stack([y]))
+
+
 def test_bad_sampling_arguments(jem_model):
     with pytest.raises(ValueError, match="n must be an int >= 1"):
         jem_model.sample(0)
+    # as JEMClassifier.sample: the parameter error, every bad argument at once (issue #16)
+    for n in ("3", 2.0, True):
+        with pytest.raises(InvalidParameterError, match=f"n must be an int >= 1. Got {n!r}"):
+            jem_model.sample(n)
+    with pytest.raises(InvalidParameterError) as info:
+        jem_model.sample(2, n_steps=-1, step_size=float("nan"), random_state=0.5)
+    assert str(info.value).splitlines() == [
+        "n_steps must be an int >= 0. Got -1 instead.",
+        "step_size must be a finite float in the range [0.0, inf). Got nan instead.",
+        "random_state must be an int or None. Got 0.5 instead.",
+    ]
     with pytest.raises(ValueError, match="sampler must be 'sgld' or 'proximal'"):
         jem_model.sample(2, sampler="hmc")
     with pytest.raises(ValueError, match="start must be 'conditional'"):

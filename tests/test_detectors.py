@@ -264,12 +264,62 @@ def test_penultimate_features_restore_the_train_mode(fitted_ce):
     clf.module_.eval()
 
 
+class _Doubling(torch.nn.Module):
+    """The feature protocol without parameters: penultimate(x) = 2x, an identity last layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.last_layer = torch.nn.Identity()
+
+    def penultimate(self, x):
+        return 2 * x
+
+    def forward(self, x):
+        return self.last_layer(self.penultimate(x))
+
+
+def test_penultimate_features_of_a_module_without_parameters(fitted_ce):
+    # its device is the CPU, as for the compositions' experts (_device.module_device)
+    _, _, _, X_test = fitted_ce
+    np.testing.assert_array_equal(penultimate_features(_Doubling(), X_test), 2 * X_test)
+
+
+def test_penultimate_features_take_what_predict_takes(fitted_ce):
+    # reversed views (negative strides, which torch refuses) and numpy integers, as the
+    # estimators' predict takes them (issues #14, #16)
+    clf, _, _, X_test = fitted_ce
+    once = penultimate_features(clf, X_test, batch_size=-1)
+    np.testing.assert_array_equal(
+        penultimate_features(clf, X_test[::-1], batch_size=-1), once[::-1]
+    )
+    np.testing.assert_array_equal(penultimate_features(clf.module_, X_test[::-1]), once[::-1])
+    np.testing.assert_allclose(
+        penultimate_features(clf, X_test, batch_size=np.int64(16)), once, rtol=1e-5, atol=1e-6
+    )
+
+
+def test_penultimate_features_use_the_inference_batch_size(fitted_ce):
+    _, X_train, y_train, X_test = fitted_ce
+    clf = NGEBMClassifier(
+        beta=0, max_epochs=1, module__hidden_sizes=(6,), iterator_valid__batch_size=7
+    ).fit(X_train, y_train)
+    sizes = []
+    hook = clf.module_.net[0].register_forward_hook(lambda m, args, out: sizes.append(len(out)))
+    try:
+        penultimate_features(clf, X_test)
+    finally:
+        hook.remove()
+    assert sizes == [7, 7, 7, 7, 2]
+
+
 def test_penultimate_features_bad_input(fitted_ce):
     clf, _, _, X_test = fitted_ce
-    with pytest.raises(ValueError, match="shape"):
+    # the estimator's own validation, with the message of its predict
+    with pytest.raises(ValueError, match="X has 3 features, but NGEBMClassifier is expecting 4"):
         penultimate_features(clf, X_test[:, :3])
-    with pytest.raises(ValueError, match="batch_size"):
-        penultimate_features(clf, X_test, batch_size=0)
+    for bad in (0, -2, 2.0, True, "16"):
+        with pytest.raises(ValueError, match=f"batch_size must be an int >= 1, -1 .* Got {bad!r}"):
+            penultimate_features(clf, X_test, batch_size=bad)
     with pytest.raises(NotFittedError):
         penultimate_features(NGEBMClassifier(), X_test)
     with pytest.raises(TypeError, match="penultimate"):

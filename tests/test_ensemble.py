@@ -1,6 +1,7 @@
 """ProductOfExperts: its formulas from the experts' public outputs, and the sklearn contract."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +15,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ebmclassifier import NGEBMClassifier, ProductOfExperts
+from ebmclassifier import LatentStructureClassifier, NGEBMClassifier, ProductOfExperts
+from ebmclassifier import ensemble as ensemble_module
+from ebmclassifier.compose import product_logits
+from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.energy import OOD_METHODS
 
 TINY = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(16,))
@@ -107,6 +111,20 @@ def test_approx_mass_differentiates_the_composed_energy(experts, small_blobs, co
     np.testing.assert_array_equal(poe.score_samples(X), -poe.score_ood(X, "energy"))
 
 
+def test_weights_go_to_the_device_once_per_call(experts, small_blobs, monkeypatch):
+    # not at every batch (issue #16): every batch gets the same weight tensor
+    X, y = small_blobs
+    seen = []
+
+    def recording_product_logits(logits, weights):
+        seen.append(weights)
+        return product_logits(logits, weights)
+
+    monkeypatch.setattr(ensemble_module, "product_logits", recording_product_logits)
+    ProductOfExperts(experts, batch_size=50).fit(X, y).predict_proba(X)
+    assert len(seen) == 3 and all(w is seen[0] for w in seen)
+
+
 def test_frozen_experts_are_not_refit(experts, small_blobs):
     X, y = small_blobs
     before = [{k: v.clone() for k, v in e.module_.state_dict().items()} for _, e in experts]
@@ -183,6 +201,17 @@ def test_image_shaped_input_is_checked_against_the_fitted_shape():
         poe.energy(X.reshape(40, 1, 2, 8))
 
 
+def test_reversed_views_are_accepted(experts, small_blobs):
+    # X[::-1] has a negative stride, which torch refuses: validation copies it, as the
+    # estimators' does (issue #16)
+    X, y = small_blobs
+    poe = ProductOfExperts(experts).fit(X[::-1], y[::-1])
+    np.testing.assert_array_equal(poe.predict_proba(X[::-1]), poe.predict_proba(X)[::-1])
+    np.testing.assert_array_equal(
+        poe.score_ood(X[::-1], "approx_mass"), poe.score_ood(X, "approx_mass")[::-1]
+    )
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -241,13 +270,44 @@ def test_an_expert_without_a_torch_module(small_blobs):
         ProductOfExperts([("lr", LogisticRegression())]).fit(X, y)
 
 
+def test_experts_must_take_the_float32_input_as_it_is(small_blobs):
+    # a tree model re-encodes token ids in its own validation, which the composition's
+    # shared float32 tensor skips: IndexError or wrong numbers (issue #16)
+    X, y, _ = make_latent_trees(30, max_length=4, random_state=0)
+    tree = LatentStructureClassifier(structure="dependency_tree", max_epochs=1, random_state=0)
+    with pytest.raises(
+        TypeError, match=r"'tree' of ProductOfExperts \(LatentStructureClassifier\)"
+    ):
+        ProductOfExperts([("tree", tree)]).fit(X, y)
+    frozen = FrozenEstimator(clone(tree).fit(X, y))
+    with pytest.raises(
+        TypeError, match=r"\(FrozenEstimator\(LatentStructureClassifier\)\) prepares"
+    ):
+        ProductOfExperts([("tree", frozen)]).fit(X, y)
+    # a categorical latent model takes the float32 features as they are
+    X, y = small_blobs
+    latent = LatentStructureClassifier(n_latent=3, max_epochs=1, random_state=0).fit(X, y)
+    poe = ProductOfExperts([("latent", FrozenEstimator(latent))]).fit(X, y)
+    np.testing.assert_allclose(poe.predict_proba(X), latent.predict_proba(X), atol=1e-6)
+
+
 def test_bad_input_at_predict_time(experts, small_blobs):
     X, y = small_blobs
     poe = ProductOfExperts(experts).fit(X, y)
     with pytest.raises(ValueError, match="X has 3 features"):
         poe.predict(X[:, :3])
-    with pytest.raises(ValueError, match="Unknown OOD method 'entropy'"):
-        poe.score_ood(X, "entropy")
+    # the estimators' message, before any expert runs (issue #16)
+    with pytest.raises(ValueError) as expected:
+        experts[0][1].score_ood(X, "entropy")
+    assert str(expected.value).startswith("Unknown score_ood method 'entropy'; use one of")
+    ran = []
+    hook = poe.estimators_[0].module_.register_forward_hook(lambda *args: ran.append(True))
+    try:
+        with pytest.raises(ValueError, match=re.escape(str(expected.value))):
+            poe.score_ood(X, "entropy")
+    finally:
+        hook.remove()
+    assert not ran
 
 
 # ----------------------------------------------------------------------------- sklearn contract

@@ -486,6 +486,26 @@ def test_concept_composition_passes_sample_weight_to_each_expert(small_blobs):
         torch.testing.assert_close(a, b)  # the chains' start: of the kept samples
 
 
+def test_meta_estimators_check_sample_weight_with_frozen_experts(small_blobs):
+    # frozen experts never see sample_weight: the composition checks it, with the
+    # estimators' message; all-zero weights failed inside informative_start (issue #14)
+    X, y = small_blobs
+    Y = np.column_stack([y, (X[:, 1] > 1).astype(int)])
+    frozen = FrozenEstimator(NGEBMClassifier(**FULL_BATCH).fit(X, y))
+    experts = [("a", frozen), ("b", frozen)]
+    for name, fit in [
+        ("ProductOfExperts", lambda w: ProductOfExperts(experts).fit(X, y, sample_weight=w)),
+        ("ConceptComposition", lambda w: ConceptComposition(experts).fit(X, Y, sample_weight=w)),
+    ]:
+        message = rf"^The sample weights are all zero, so {name} has no sample to learn from; "
+        with pytest.raises(ValueError, match=message + r"give some samples a positive \w+\.$"):
+            fit(np.zeros(len(X)))
+        with pytest.raises(ValueError, match=r"sample_weight must have shape \(150,\)"):
+            fit(np.ones(3))
+        with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+            fit(-np.ones(len(X)))
+
+
 def test_meta_estimators_route_sample_weight(small_blobs, routing):
     X, y = small_blobs
     w = _weights(len(X)).astype(float)

@@ -16,6 +16,7 @@ from ebmclassifier.sampling import (
     proximal_sgld,
     sgld,
 )
+from ebmclassifier.sampling.langevin import _run_sampler
 
 
 def _quadratic(dim=3, seed=0):
@@ -390,6 +391,15 @@ def test_buffer_draw_rejects_bad_input(kwargs, match):
         buf.draw(**args)
 
 
+def test_buffer_draw_refuses_classes_it_does_not_hold():
+    # with 3 classes, y = 4, 5 or -1 silently drew chains of other classes (issue #14)
+    buf = ReplayBuffer(UniformStart(torch.zeros(2), torch.ones(2)), buffer_size=9, n_classes=3)
+    with pytest.raises(ValueError, match=r"classes in 0\.\.2 .* Got \[-1, 4, 5\]; encode"):
+        buf.draw(4, 0.0, y=torch.tensor([4, 4, 5, -1]))
+    _, idx = buf.draw(3, 0.0, y=[0, 2, 1])  # the last class is in range
+    assert buf.labels[idx].tolist() == [0, 2, 1]
+
+
 def test_class_conditional_buffer_needs_room_for_every_class():
     with pytest.raises(ValueError, match="buffer_size >= n_classes"):
         _uniform_buffer(size=2, n_classes=3)
@@ -400,3 +410,24 @@ def test_gaussian_start_rejects_mismatched_shapes():
         GaussianStart(
             torch.zeros(2, 3), torch.zeros(2, 3, 0), torch.ones(2, 4), torch.zeros(2), (3,)
         )
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "proximal"])
+def test_run_sampler_is_the_named_sampler_with_the_estimators_box(sampler):
+    # the one dispatch of JEMClassifier and ConceptComposition (issue #16)
+    low, high = torch.tensor([-1.0, 0.0]), torch.tensor([1.0, 10.0])
+    x0 = torch.zeros(5, 2)
+    energy_fn = lambda x: (x**2).sum(1)  # noqa: E731
+    args = dict(n_steps=4, step_size=0.3, noise=0.1)
+    x = _run_sampler(
+        sampler, energy_fn, x0, **args, low=low, high=high, clip_fraction=0.05,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    g = torch.Generator().manual_seed(0)
+    if sampler == "proximal":  # the clip is a fraction of each feature's range
+        expected = proximal_sgld(
+            energy_fn, x0, low, high, **args, grad_clip=torch.tensor([0.1, 0.5]), generator=g
+        )
+    else:
+        expected = sgld(energy_fn, x0, **args, generator=g)
+    assert torch.equal(x, expected)

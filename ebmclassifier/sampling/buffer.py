@@ -120,7 +120,8 @@ class ReplayBuffer(nn.Module):
         generator : torch.Generator, optional
             On the buffer's device.
         y : Tensor of shape (batch_size,), optional
-            Classes to draw chains of (class-conditional buffers only).
+            Classes to draw chains of, in ``0 .. n_classes - 1`` (class-conditional buffers
+            only); checked, at the cost of one host sync on a GPU.
 
         Returns
         -------
@@ -158,6 +159,14 @@ class ReplayBuffer(nn.Module):
             y = torch.as_tensor(y, device=device).long()
             if y.shape != (batch_size,):
                 raise ValueError(f"y must have shape ({batch_size},). Got {tuple(y.shape)!r}.")
+            # one host sync, on this conditional path only (training draws without y)
+            outside = (y < 0) | (y >= self.n_classes)
+            if bool(outside.any()):
+                raise ValueError(
+                    f"y must hold classes in 0..{self.n_classes - 1} (the buffer's n_classes is "
+                    f"{self.n_classes}). Got {y[outside].unique().tolist()!r}; encode the labels "
+                    "first (a LabelEncoder's transform)."
+                )
             # class c occupies positions c, c + K, c + 2K, ...; pick one uniformly
             k = self.n_classes
             count = (self.buffer_size - y + k - 1) // k

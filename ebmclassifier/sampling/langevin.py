@@ -25,6 +25,9 @@ __all__ = ["proximal_sgld", "sgld"]
 
 EnergyFn = Callable[[Tensor], Tensor]
 
+#: The samplers an estimator's ``sampler`` argument names (:func:`_run_sampler`).
+SAMPLERS = ("sgld", "proximal")
+
 
 def _check_chain_params(n_steps, step_size, noise, **more) -> ParamChecker:
     """A checker with the step count, step and noise of a sampler checked; ``more`` for more."""
@@ -197,3 +200,70 @@ def proximal_sgld(
     if bool(torch.any(torch.as_tensor(low) > torch.as_tensor(high))):
         raise ValueError(f"low must not exceed high. Got low={low!r}, high={high!r}.")
     return _langevin(energy_fn, x0, n_steps, step_size, noise, generator, grad_clip, low, high)
+
+
+def _run_sampler(
+    sampler: str,
+    energy_fn: EnergyFn,
+    x0: Tensor,
+    *,
+    n_steps: int,
+    step_size: float,
+    noise: float,
+    low: Tensor,
+    high: Tensor,
+    clip_fraction: float,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """The sampler named by an estimator's ``sampler`` argument, with the estimators' box.
+
+    ``"sgld"`` runs :func:`sgld`; ``"proximal"`` runs :func:`proximal_sgld` inside the input
+    range ``[low, high]``, each gradient coordinate clipped to ``clip_fraction`` times its
+    feature's range (JEM++'s clip, relative to the data's scale). One place for
+    :class:`~ebmclassifier.JEMClassifier` and :class:`~ebmclassifier.ConceptComposition`.
+
+    Parameters
+    ----------
+    sampler : {"sgld", "proximal"}
+        Checked by the caller.
+    energy_fn : callable
+        Maps a batch of shape (n, ...) to per-sample energies of shape (n,).
+    x0 : Tensor of shape (n, ...)
+        Starting points.
+    n_steps : int
+    step_size : float
+    noise : float
+    low, high : Tensor broadcastable to x0's shape
+        The per-feature input range (used by ``"proximal"`` only).
+    clip_fraction : float
+        The proximal sampler's gradient clip, as a fraction of each feature's range.
+    generator : torch.Generator, optional
+        Source of the noise.
+
+    Returns
+    -------
+    Tensor of shape (n, ...)
+        Final samples, detached.
+
+    Examples
+    --------
+    >>> import torch
+    >>> low, high = torch.zeros(2), torch.tensor([1.0, 10.0])
+    >>> x = _run_sampler("proximal", lambda x: -x.sum(1), torch.zeros(3, 2), n_steps=1,
+    ...                  step_size=1.0, noise=0.0, low=low, high=high, clip_fraction=0.1)
+    >>> x[0]  # one step of 0.1 times each feature's range
+    tensor([0.1000, 1.0000])
+    """
+    if sampler == "proximal":
+        return proximal_sgld(
+            energy_fn,
+            x0,
+            low,
+            high,
+            n_steps=n_steps,
+            step_size=step_size,
+            grad_clip=clip_fraction * (high - low),
+            noise=noise,
+            generator=generator,
+        )
+    return sgld(energy_fn, x0, n_steps, step_size, noise, generator)
