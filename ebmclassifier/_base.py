@@ -419,7 +419,9 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         data must then have the same features (or sample shape) and exactly the same classes
         as the first fit, else a ``ValueError`` says so (``warm_start=False`` starts afresh).
         To deploy without the training data, use :meth:`save` and
-        :func:`ebmclassifier.load` instead.
+        :func:`ebmclassifier.load` instead. A fit that raises before training starts (bad
+        data, weights, network or augmentation) leaves the estimator unfitted, even one that
+        was fitted before: fit it again (a warm-started fit that raises is left as it was).
 
         Parameters
         ----------
@@ -506,36 +508,45 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
 
         ``first and not initialize`` is a warm start: a ``fit`` that continues from the
         fitted network, so the data must have its input shape and exactly its classes.
+        A fresh fit (``initialize``) that raises before training starts leaves the estimator
+        unfitted: by then its validation may have recorded the new data's classes and shape,
+        next to the previous fit's network.
         """
-        self._check_params()
-        if not first:
-            check_partial_fit_classes(self, classes)
-        X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
-        if first and not initialize:
-            check_warm_start_classes(self, y)
-        weights = self._check_sample_weight(
-            sample_weight, y, partial=partial, require_classes=first and classes is None
-        )
-        if initialize and weights is not None:
-            X = self._input_of_weighted_rows(X, weights > 0)
-        if first:
-            # Data statistics (input range, fd step, ...) of the samples that count.
-            self._prepare_fit(X if weights is None else X[weights > 0])
-        seed = self.seed_ if self.random_state is not None else None
-        with seeded_rng(seed, self.device_):
-            if initialize:
-                self.initialize()
-                check_module_output(self, torch.tensor(X[:1], device=self.device_))
-            # The whole training set moves to the device once; batches are slices of it.
-            # A copy: the user's array may be read-only, and it is never written.
-            X_t = torch.tensor(X, device=self.device_)
-            if self.augmentation is not None:
-                check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
-            self._train(
-                X_t,
-                torch.tensor(y, dtype=torch.long, device=self.device_),
-                None if weights is None else torch.tensor(weights, device=self.device_),
+        training = False
+        try:
+            self._check_params()
+            if not first:
+                check_partial_fit_classes(self, classes)
+            X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
+            if first and not initialize:
+                check_warm_start_classes(self, y)
+            weights = self._check_sample_weight(
+                sample_weight, y, partial=partial, require_classes=first and classes is None
             )
+            if initialize and weights is not None:
+                X = self._input_of_weighted_rows(X, weights > 0)
+            if first:
+                # Data statistics (input range, fd step, ...) of the samples that count.
+                self._prepare_fit(X if weights is None else X[weights > 0])
+            seed = self.seed_ if self.random_state is not None else None
+            with seeded_rng(seed, self.device_):
+                if initialize:
+                    self.initialize()
+                    check_module_output(self, torch.tensor(X[:1], device=self.device_))
+                # The whole training set moves to the device once; batches are slices of it.
+                # A copy: the user's array may be read-only, and it is never written.
+                X_t = torch.tensor(X, device=self.device_)
+                if self.augmentation is not None:
+                    check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
+                training = True  # from here on, a failure is the training's
+                self._train(
+                    X_t,
+                    torch.tensor(y, dtype=torch.long, device=self.device_),
+                    None if weights is None else torch.tensor(weights, device=self.device_),
+                )
+        finally:
+            if initialize and not training:
+                self.initialized_ = False
         return self
 
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
