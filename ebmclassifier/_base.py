@@ -539,6 +539,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
                 if self.augmentation is not None:
                     check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
                 training = True  # from here on, a failure is the training's
+                self._forget_ood_threshold()  # calibrated on the scores training changes
                 self._train(
                     X_t,
                     torch.tensor(y, dtype=torch.long, device=self.device_),
