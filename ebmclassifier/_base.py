@@ -52,7 +52,7 @@ from ._validation import (
 from .augment import check_augmentation
 from .energy import OOD_METHODS
 from .exceptions import DivergenceError
-from .losses import weighted_mean
+from .losses import _ratio, weighted_mean
 from .nn import MLP, ConvNet
 
 # ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
@@ -292,7 +292,11 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         sample_weight : Tensor of shape (n,) or None, default=None
             With weights, the criterion's per-sample losses (its ``reduction`` set to
             ``"none"`` for the call) are averaged with them,
-            :func:`~ebmclassifier.losses.weighted_mean`.
+            :func:`~ebmclassifier.losses.weighted_mean`. With the class weights ``c`` of
+            ``criterion__weight`` (``CrossEntropyLoss``, ``NLLLoss``) the per-sample losses
+            include ``c[y_i]``, and torch's batch mean divides their sum by ``sum_i c[y_i]``;
+            the weighted mean divides by ``sum_i w_i c[y_i]``, so that weights of 1 are no
+            weights and an integer weight repeats a sample, as without class weights.
 
         Returns
         -------
@@ -314,7 +318,13 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         """
         if sample_weight is None:
             return self.criterion_(logits, y)
-        return weighted_mean(self._per_sample_criterion(logits, y), sample_weight)
+        losses = self._per_sample_criterion(logits, y)
+        criterion = self.criterion_
+        class_weight = getattr(criterion, "weight", None)
+        if not isinstance(criterion, nn.CrossEntropyLoss | nn.NLLLoss) or class_weight is None:
+            return weighted_mean(losses, sample_weight)
+        # The losses carry c[y_i] already; torch's mean divides their sum by sum_i c[y_i].
+        return _ratio((sample_weight * losses).sum(), (sample_weight * class_weight[y]).sum())
 
     def _per_sample_criterion(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The criterion's loss of each sample: torch's losses, with ``reduction="none"``."""

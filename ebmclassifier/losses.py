@@ -70,9 +70,13 @@ def weighted_mean(values: torch.Tensor, sample_weight: torch.Tensor | None = Non
     """
     if sample_weight is None:
         return values.mean()
-    total = sample_weight.sum()
+    return _ratio((sample_weight * values).sum(), sample_weight.sum())
+
+
+def _ratio(weighted_sum: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """``weighted_sum / total``, the normalisation of a weighted mean; 0 where ``total`` is 0."""
     # A batch without weight: 0 / 1, not 0 / 0 (no sync: the test stays on the device).
-    return (sample_weight * values).sum() / torch.where(total > 0, total, torch.ones_like(total))
+    return weighted_sum / torch.where(total > 0, total, torch.ones_like(total))
 
 
 def _weighted_variance(values: torch.Tensor, sample_weight: torch.Tensor | None) -> torch.Tensor:
