@@ -84,8 +84,11 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         :class:`~ebmclassifier.nn.MLP` for flat features and :class:`~ebmclassifier.nn.ConvNet`
         for ``(n, C, L)`` or ``(n, C, H, W)`` input. A class gets ``module__*`` parameters,
         and ``n_features``, ``n_classes`` and ``input_shape`` when its ``__init__`` takes
-        them and they are not given. Do not use batch-norm: it couples the samples of a
-        batch and breaks the per-sample energy gradients.
+        them and they are not given. An instance is used as it is, unless ``module__*``
+        parameters are given: then it is rebuilt from its class, as skorch does, with these
+        parameters and the data's sizes only (not its own other arguments). Do not use
+        batch-norm: it couples the samples of a batch and breaks the per-sample energy
+        gradients.
     criterion : torch loss class, default=torch.nn.CrossEntropyLoss
         The classification term, applied to logits and integer labels.
     optimizer : torch optimizer class, default=torch.optim.Adam
@@ -407,8 +410,10 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
         built = type(module) if isinstance(module, nn.Module) else module
         check_module_kwargs(type(self).__name__, "module", built, kwargs)
-        if not isinstance(module, nn.Module):
-            kwargs = {**_module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
+        # skorch builds a class, and rebuilds an instance given module__* parameters as
+        # type(module)(**kwargs); an instance without them is used as it is.
+        if kwargs or not isinstance(module, nn.Module):
+            kwargs = {**_module_defaults(built, self.input_shape_, len(self.classes_)), **kwargs}
         try:
             self.module_ = self.initialized_instance(module, kwargs)
         except InvalidParameterError as exc:  # our networks check their own arguments

@@ -16,7 +16,7 @@ from ebmclassifier import DivergenceError, NGEBMClassifier
 from ebmclassifier import losses as losses_module
 from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.exceptions import FiniteDifferenceWarning
-from ebmclassifier.nn import WideResNet
+from ebmclassifier.nn import MLP, WideResNet
 
 FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
 
@@ -301,6 +301,16 @@ def test_custom_module_gets_data_shape(small_blobs):
     clf = NGEBMClassifier(Linear, module__scale=2.0, max_epochs=2).fit(X, y)
     assert clf.module_.lin.in_features == 4 and clf.module_.lin.out_features == 3
     assert clf.module_.scale == 2.0
+
+
+def test_module_instance_is_used_as_is_or_rebuilt_with_module_params(small_blobs):
+    X, y = small_blobs
+    net = MLP(n_features=4, n_classes=3, hidden_sizes=(5,))
+    assert NGEBMClassifier(net, max_epochs=1).fit(X, y).module_ is net
+    # module__* parameters: skorch rebuilds type(net)(**params), given the data's sizes here
+    clf = NGEBMClassifier(net, module__hidden_sizes=(8,), max_epochs=1).fit(X, y)
+    assert clf.module_ is not net
+    assert [m.out_features for m in clf.module_.net if isinstance(m, torch.nn.Linear)] == [8, 3]
 
 
 def test_gpu_trained_estimator_unpickles_on_cpu(fitted, small_blobs):
