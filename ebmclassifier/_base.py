@@ -48,6 +48,7 @@ from ._validation import (
     check_warm_start_classes,
     check_X,
     is_int,
+    network_kwargs,
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS
@@ -57,21 +58,6 @@ from .nn import MLP, ConvNet
 
 # ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
 __all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
-
-
-def _module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
-    """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
-    ``module_cls.__init__`` takes."""
-    available = {
-        "n_features": prod(input_shape),
-        "n_classes": n_classes,
-        "input_shape": input_shape,
-    }
-    try:
-        accepted = inspect.signature(module_cls).parameters
-    except (TypeError, ValueError):
-        return {}
-    return {k: v for k, v in available.items() if k in accepted}
 
 
 class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
@@ -410,10 +396,12 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
         built = type(module) if isinstance(module, nn.Module) else module
         check_module_kwargs(type(self).__name__, "module", built, kwargs)
-        # skorch builds a class, and rebuilds an instance given module__* parameters as
-        # type(module)(**kwargs); an instance without them is used as it is.
-        if kwargs or not isinstance(module, nn.Module):
-            kwargs = {**_module_defaults(built, self.input_shape_, len(self.classes_)), **kwargs}
+        sizes = {
+            "n_features": prod(self.input_shape_),
+            "n_classes": len(self.classes_),
+            "input_shape": self.input_shape_,
+        }
+        kwargs = network_kwargs(module, kwargs, sizes)
         try:
             self.module_ = self.initialized_instance(module, kwargs)
         except InvalidParameterError as exc:  # our networks check their own arguments
