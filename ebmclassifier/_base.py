@@ -526,11 +526,13 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             weights = self._check_sample_weight(
                 sample_weight, y, partial=partial, require_classes=first and classes is None
             )
-            if initialize and weights is not None:
-                X = self._input_of_weighted_rows(X, weights > 0)
+            positive = None if weights is None else weights > 0
+            if initialize and positive is not None:
+                X = self._input_of_weighted_rows(X, positive)
             if first:
-                # Data statistics (input range, fd step, ...) of the samples that count.
-                self._prepare_fit(X if weights is None else X[weights > 0])
+                # Data statistics (input range, fd step, ...) of the samples that count; a
+                # copy of their rows only when some samples do not.
+                self._prepare_fit(X if positive is None or positive.all() else X[positive])
             seed = self.seed_ if self.random_state is not None else None
             with seeded_rng(seed, self.device_):
                 if initialize:
