@@ -13,6 +13,8 @@ inner code trusts its types; :func:`check_sample_weight` turns ``sample_weight``
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from itertools import pairwise
 from numbers import Integral, Real
 
 import numpy as np
@@ -139,15 +141,22 @@ class ParamChecker:
         what = "an int" if low is None else f"an int >= {low}"
         self.satisfies(name, ok, what + (" or None" if allow_none else ""))
 
-    def int_sequence(self, name: str, low: int = 1) -> None:
-        """Check a sequence of integers >= low (layer sizes); it may be empty."""
+    def int_sequence(self, name: str, low: int = 1, *, increasing: bool = False) -> None:
+        """Check a sequence of integers >= low (layer sizes); it may be empty.
+
+        ``increasing``: strictly increasing too (the epochs of a schedule). A one-shot iterator
+        such as a generator is refused: checking it would consume it.
+        """
         value = self._value(name)
         try:
-            items = [] if isinstance(value, (str, bytes)) else list(value)
-            ok = not isinstance(value, (str, bytes)) and all(is_int(v) and v >= low for v in items)
+            items = None if isinstance(value, str | bytes | Iterator) else list(value)
         except TypeError:  # not iterable
-            ok = False
-        self.satisfies(name, ok, f"a sequence of ints >= {low}")
+            items = None
+        ok = items is not None and all(is_int(v) and v >= low for v in items)
+        if ok and increasing:
+            ok = all(a < b for a, b in pairwise(items))
+        what = "a strictly increasing sequence" if increasing else "a sequence"
+        self.satisfies(name, ok, f"{what} of ints >= {low}")
 
     def choice(self, name: str, options: tuple) -> None:
         """Check membership in a set of options."""
