@@ -499,7 +499,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         >>> bool((clf.module_.net[1].weight != weights).any())
         True
         """
-        first = not (self.initialized_ and hasattr(self, "label_encoder_"))
+        first = not self.__sklearn_is_fitted__()
         return self._fit(
             X, y, sample_weight, first=first, initialize=first, partial=True, classes=classes
         )
@@ -542,7 +542,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
                 # A copy: the user's array may be read-only, and it is never written.
                 X_t = torch.tensor(X, device=self.device_)
                 if self.augmentation is not None:
-                    check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
+                    check_augmentation(self.augmentation, X_t[:8])
                 training = True  # from here on, a failure is the training's
                 self._forget_ood_threshold()  # calibrated on the scores training changes
                 self._train(

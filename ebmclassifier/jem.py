@@ -551,8 +551,9 @@ random_state, class_weight, verbose, **kwargs
                     f"{self.classes_.tolist()!r}."
                 )
             labels = torch.as_tensor(self.label_encoder_.transform(y), device=self.device_)
-        x0, _ = self.replay_buffer_.draw(int(n), 0.0)
         if labels is not None and isinstance(self.replay_buffer_.start, GaussianStart):
-            x0 = self.replay_buffer_.start.sample(int(n), y=labels)
+            x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
+        else:
+            x0, _ = self.replay_buffer_.draw(int(n), 0.0)
         samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

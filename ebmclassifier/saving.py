@@ -164,7 +164,7 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
             attributes[name] = _encode(value)
     for name, value in vars(estimator).items():
         if name.endswith("_") and isinstance(value, torch.nn.Module):
-            states[name] = {k: v.detach().cpu() for k, v in value.state_dict().items()}
+            states[name] = _cpu(value.state_dict())
     if training_state:
         states["optimizer_"] = _cpu(estimator.optimizer_.state_dict())
     return attributes, tensors, states

@@ -121,6 +121,16 @@ def test_class_conditional_samples_are_classified_as_asked(fitted):
         fitted.sample(0)
 
 
+def test_class_conditional_chains_start_at_the_class_gaussians_not_in_the_buffer(
+    fitted, monkeypatch
+):
+    def draw(*args, **kwargs):
+        raise AssertionError("chains drawn from the buffer, then thrown away")
+
+    monkeypatch.setattr(fitted.replay_buffer_, "draw", draw)
+    assert fitted.sample(4, y=fitted.classes_[[0, 1, 2, 0]], n_steps=1).shape == (4, 4)
+
+
 @pytest.mark.parametrize("covariance", ["diag", "lowrank"])
 def test_informative_start_and_proximal_sampler_stay_in_range(small_blobs, covariance):
     X, y = small_blobs
