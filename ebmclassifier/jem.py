@@ -268,6 +268,8 @@ random_state, class_weight, verbose, **kwargs
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
         self._rollback_ = RollbackPolicy()
         self._take_snapshot()
+        # the diagonal of the input box of the divergence check, fixed for the fit: read once
+        self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
 
     def _load_module_states(self, states: dict[str, dict]) -> None:
         """Rebuild a buffer with an informative start for the saved state, then load it all."""
@@ -372,7 +374,14 @@ random_state, class_weight, verbose, **kwargs
             sample_weight=sample_weight,
         )
         divergence = diagnose_step(
-            loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
+            loss,
+            e_data,
+            e_samples,
+            samples,
+            self.input_min_,
+            self.input_max_,
+            self.max_energy,
+            diagonal=self._box_diagonal_,
         )
         if divergence is not None:
             return self._diverged(divergence, loss, logits)

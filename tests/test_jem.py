@@ -289,6 +289,21 @@ def test_diagnose_step_blames_model_or_sampler(case, culprit):
     assert (found is None) if culprit is None else (found.culprit == culprit)
 
 
+def test_diagnose_step_reads_the_device_once(monkeypatch):
+    reads = []
+    for name in ("__bool__", "__float__", "item", "tolist"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            reads.append(1)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    zeros, box = torch.zeros(3), (torch.zeros(2), torch.ones(2))
+    assert diagnose_step(torch.tensor(1.0), zeros, zeros, torch.zeros(3, 2), *box, 1e3) is None
+    assert len(reads) == 1  # a wait for the device each: a JEM step had 8 of them
+
+
 # ---------------------------------------------------------------- skorch hooks and the policy
 
 SMALL = dict(max_epochs=1, sgld_steps=5, buffer_size=50, module__hidden_sizes=(8,), random_state=0)
