@@ -424,7 +424,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         To deploy without the training data, use :meth:`save` and
         :func:`ebmclassifier.load` instead. A fit that raises before training starts (bad
         data, weights, network or augmentation) leaves the estimator unfitted, even one that
-        was fitted before: fit it again (a warm-started fit that raises is left as it was).
+        was fitted before: fit it again (a warm-started fit that raises keeps its network).
 
         Parameters
         ----------
