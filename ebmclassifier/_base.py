@@ -49,30 +49,16 @@ from ._validation import (
     check_warm_start_classes,
     check_X,
     is_int,
+    network_kwargs,
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS
 from .exceptions import DivergenceError
-from .losses import weighted_mean
+from .losses import _ratio, weighted_mean
 from .nn import MLP, ConvNet
 
 # ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
 __all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
-
-
-def _module_defaults(module_cls, input_shape: tuple[int, ...], n_classes: int) -> dict:
-    """The data-dependent arguments (``n_features``, ``n_classes``, ``input_shape``) that
-    ``module_cls.__init__`` takes."""
-    available = {
-        "n_features": prod(input_shape),
-        "n_classes": n_classes,
-        "input_shape": input_shape,
-    }
-    try:
-        accepted = inspect.signature(module_cls).parameters
-    except (TypeError, ValueError):
-        return {}
-    return {k: v for k, v in available.items() if k in accepted}
 
 
 class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
@@ -85,8 +71,11 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         :class:`~ebmclassifier.nn.MLP` for flat features and :class:`~ebmclassifier.nn.ConvNet`
         for ``(n, C, L)`` or ``(n, C, H, W)`` input. A class gets ``module__*`` parameters,
         and ``n_features``, ``n_classes`` and ``input_shape`` when its ``__init__`` takes
-        them and they are not given. Do not use batch-norm: it couples the samples of a
-        batch and breaks the per-sample energy gradients.
+        them and they are not given. An instance is used as it is, unless ``module__*``
+        parameters are given: then it is rebuilt from its class, as skorch does, with these
+        parameters and the data's sizes only (not its own other arguments). Do not use
+        batch-norm: it couples the samples of a batch and breaks the per-sample energy
+        gradients.
     criterion : torch loss class, default=torch.nn.CrossEntropyLoss
         The classification term, applied to logits and integer labels.
     optimizer : torch optimizer class, default=torch.optim.Adam
@@ -293,7 +282,11 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         sample_weight : Tensor of shape (n,) or None, default=None
             With weights, the criterion's per-sample losses (its ``reduction`` set to
             ``"none"`` for the call) are averaged with them,
-            :func:`~ebmclassifier.losses.weighted_mean`.
+            :func:`~ebmclassifier.losses.weighted_mean`. With the class weights ``c`` of
+            ``criterion__weight`` (``CrossEntropyLoss``, ``NLLLoss``) the per-sample losses
+            include ``c[y_i]``, and torch's batch mean divides their sum by ``sum_i c[y_i]``;
+            the weighted mean divides by ``sum_i w_i c[y_i]``, so that weights of 1 are no
+            weights and an integer weight repeats a sample, as without class weights.
 
         Returns
         -------
@@ -315,7 +308,13 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         """
         if sample_weight is None:
             return self.criterion_(logits, y)
-        return weighted_mean(self._per_sample_criterion(logits, y), sample_weight)
+        losses = self._per_sample_criterion(logits, y)
+        criterion = self.criterion_
+        class_weight = getattr(criterion, "weight", None)
+        if not isinstance(criterion, nn.CrossEntropyLoss | nn.NLLLoss) or class_weight is None:
+            return weighted_mean(losses, sample_weight)
+        # The losses carry c[y_i] already; torch's mean divides their sum by sum_i c[y_i].
+        return _ratio((sample_weight * losses).sum(), (sample_weight * class_weight[y]).sum())
 
     def _per_sample_criterion(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The criterion's loss of each sample: torch's losses, with ``reduction="none"``."""
@@ -422,8 +421,12 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             module = ConvNet if len(self.input_shape_) in (2, 3) else MLP
         built = type(module) if isinstance(module, nn.Module) else module
         check_module_kwargs(type(self).__name__, "module", built, kwargs)
-        if not isinstance(module, nn.Module):
-            kwargs = {**_module_defaults(module, self.input_shape_, len(self.classes_)), **kwargs}
+        sizes = {
+            "n_features": prod(self.input_shape_),
+            "n_classes": len(self.classes_),
+            "input_shape": self.input_shape_,
+        }
+        kwargs = network_kwargs(module, kwargs, sizes)
         try:
             self.module_ = self.initialized_instance(module, kwargs)
         except InvalidParameterError as exc:  # our networks check their own arguments
@@ -444,7 +447,9 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         data must then have the same features (or sample shape) and exactly the same classes
         as the first fit, else a ``ValueError`` says so (``warm_start=False`` starts afresh).
         To deploy without the training data, use :meth:`save` and
-        :func:`ebmclassifier.load` instead.
+        :func:`ebmclassifier.load` instead. A fit that raises before training starts (bad
+        data, weights, network or augmentation) leaves the estimator unfitted, even one that
+        was fitted before: fit it again (a warm-started fit that raises keeps its network).
 
         Parameters
         ----------
@@ -519,7 +524,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         >>> bool((clf.module_.net[1].weight != weights).any())
         True
         """
-        first = not (self.initialized_ and hasattr(self, "label_encoder_"))
+        first = not self.__sklearn_is_fitted__()
         return self._fit(
             X, y, sample_weight, first=first, initialize=first, partial=True, classes=classes
         )
@@ -531,36 +536,48 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
 
         ``first and not initialize`` is a warm start: a ``fit`` that continues from the
         fitted network, so the data must have its input shape and exactly its classes.
+        A fresh fit (``initialize``) that raises before training starts leaves the estimator
+        unfitted: by then its validation may have recorded the new data's classes and shape,
+        next to the previous fit's network.
         """
-        self._check_params()
-        if not first:
-            check_partial_fit_classes(self, classes)
-        X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
-        if first and not initialize:
-            check_warm_start_classes(self, y)
-        weights = self._check_sample_weight(
-            sample_weight, y, partial=partial, require_classes=first and classes is None
-        )
-        if initialize and weights is not None:
-            X = self._input_of_weighted_rows(X, weights > 0)
-        if first:
-            # Data statistics (input range, fd step, ...) of the samples that count.
-            self._prepare_fit(X if weights is None else X[weights > 0])
-        seed = self.seed_ if self.random_state is not None else None
-        with seeded_rng(seed, self.device_):
-            if initialize:
-                self.initialize()
-                check_module_output(self, torch.tensor(X[:1], device=self.device_))
-            # The whole training set moves to the device once; batches are slices of it.
-            # A copy: the user's array may be read-only, and it is never written.
-            X_t = torch.tensor(X, device=self.device_)
-            if self.augmentation is not None:
-                check_augmentation(self.augmentation, X_t[: max(1, min(len(X_t), 8))])
-            self._train(
-                X_t,
-                torch.tensor(y, dtype=torch.long, device=self.device_),
-                None if weights is None else torch.tensor(weights, device=self.device_),
+        training = False
+        try:
+            self._check_params()
+            if not first:
+                check_partial_fit_classes(self, classes)
+            X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
+            if first and not initialize:
+                check_warm_start_classes(self, y)
+            weights = self._check_sample_weight(
+                sample_weight, y, partial=partial, require_classes=first and classes is None
             )
+            positive = None if weights is None else weights > 0
+            if initialize and positive is not None:
+                X = self._input_of_weighted_rows(X, positive)
+            if first:
+                # Data statistics (input range, fd step, ...) of the samples that count; a
+                # copy of their rows only when some samples do not.
+                self._prepare_fit(X if positive is None or positive.all() else X[positive])
+            seed = self.seed_ if self.random_state is not None else None
+            with seeded_rng(seed, self.device_):
+                if initialize:
+                    self.initialize()
+                    check_module_output(self, torch.tensor(X[:1], device=self.device_))
+                # The whole training set moves to the device once; batches are slices of it.
+                # A copy: the user's array may be read-only, and it is never written.
+                X_t = torch.tensor(X, device=self.device_)
+                if self.augmentation is not None:
+                    check_augmentation(self.augmentation, X_t[:8])
+                training = True  # from here on, a failure is the training's
+                self._forget_ood_threshold()  # calibrated on the scores training changes
+                self._train(
+                    X_t,
+                    torch.tensor(y, dtype=torch.long, device=self.device_),
+                    None if weights is None else torch.tensor(weights, device=self.device_),
+                )
+        finally:
+            if initialize and not training:
+                self.initialized_ = False
         return self
 
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:

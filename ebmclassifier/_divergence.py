@@ -46,12 +46,15 @@ def diagnose_step(
     high: Tensor,
     max_energy: float,
     max_excursion: float = 10.0,
+    *,
+    diagonal: float | None = None,
 ) -> Divergence | None:
     """Say why a JEM training step looks diverged, or return None if it looks healthy.
 
     The culprit is the ``"model"`` when its energies of the *data* are broken (the weights ran
     away: a smaller learning rate is needed), else the ``"sampler"`` when the samples or their
-    energies are (the chains ran away: a smaller SGLD step is needed).
+    energies are (the chains ran away: a smaller SGLD step is needed). Every statistic is
+    computed on the device and read back at once: one wait for the device per step.
 
     Parameters
     ----------
@@ -67,6 +70,9 @@ def diagnose_step(
         contrastive term is running away.
     max_excursion : float, default=10.0
         A sample farther outside the input box than this many box diagonals is a runaway chain.
+    diagonal : float or None, default=None
+        ``||high - low||``, the box diagonal, for a caller that computes it once per fit;
+        ``None`` computes it here.
 
     Returns
     -------
@@ -80,24 +86,46 @@ def diagnose_step(
     >>> diagnose_step(torch.tensor(1.0), zeros, zeros, torch.full((3, 2), 50.0), lo, hi, 1e3)
     Divergence(reason='SGLD sample 69.3 outside the input range', culprit='sampler')
     """
-    e_data, e_samples = e_data.detach(), e_samples.detach()
-    if not bool(torch.isfinite(e_data).all()):
-        return Divergence("non-finite energy of the data", "model")
-    if e_data.numel() and float(e_data.abs().max()) > max_energy:
-        return Divergence(f"|energy| of the data {float(e_data.abs().max()):.3g}", "model")
-    if not bool(torch.isfinite(samples).all()):
-        return Divergence("non-finite SGLD sample", "sampler")
+    e_data, e_samples, samples = e_data.detach(), e_samples.detach(), samples.detach()
     outside = (samples - samples.clamp(low, high)).flatten(1).norm(dim=1)
-    worst = float(outside.max()) if outside.numel() else 0.0
-    if worst > max_excursion * max(float((high - low).norm()), 1e-12):
+    statistics = [
+        torch.isfinite(e_data).all(),
+        _abs_max(e_data),
+        torch.isfinite(samples).all(),
+        _abs_max(outside),
+        torch.isfinite(e_samples).all(),
+        _abs_max(e_samples),
+        torch.isfinite(loss.detach()).all(),
+    ]
+    if diagonal is None:
+        statistics.append((high - low).norm())
+    values = torch.stack(statistics).tolist()  # the one read from the device
+    if diagonal is None:
+        diagonal = values.pop()
+    data_finite, data_max, samples_finite, worst, e_samples_finite, e_samples_max, loss_finite = (
+        values
+    )
+    # In this order: a later statistic is meaningless once an earlier one is broken.
+    if not data_finite:
+        return Divergence("non-finite energy of the data", "model")
+    if data_max > max_energy:
+        return Divergence(f"|energy| of the data {data_max:.3g}", "model")
+    if not samples_finite:
+        return Divergence("non-finite SGLD sample", "sampler")
+    if worst > max_excursion * max(diagonal, 1e-12):
         return Divergence(f"SGLD sample {worst:.3g} outside the input range", "sampler")
-    if not bool(torch.isfinite(e_samples).all()):
+    if not e_samples_finite:
         return Divergence("non-finite energy of the samples", "sampler")
-    if e_samples.numel() and float(e_samples.abs().max()) > max_energy:
-        return Divergence(f"|energy| of the samples {float(e_samples.abs().max()):.3g}", "sampler")
-    if not bool(torch.isfinite(loss).all()):
+    if e_samples_max > max_energy:
+        return Divergence(f"|energy| of the samples {e_samples_max:.3g}", "sampler")
+    if not loss_finite:
         return Divergence("non-finite loss", "model")
     return None
+
+
+def _abs_max(values: Tensor) -> Tensor:
+    """``max |values|``, 0 for an empty tensor (its size is known without the device)."""
+    return values.abs().max() if values.numel() else values.new_zeros(())
 
 
 def parameters_finite(module: nn.Module) -> bool:

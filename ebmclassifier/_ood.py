@@ -39,6 +39,8 @@ class OODDecisionMixin:
             The fraction of in-distribution inputs to keep.
         method : {"energy", "max_softmax", "approx_mass"} or None, default=None
             The score; ``None`` uses the ``ood_method`` parameter. Stored as ``ood_method_``.
+            Training again (``fit``, ``partial_fit``) changes the scores and drops both
+            attributes: calibrate again after it.
 
         Returns
         -------
@@ -78,6 +80,11 @@ class OODDecisionMixin:
         self.ood_method_ = method
         return self
 
+    def _forget_ood_threshold(self) -> None:
+        """Drop ``ood_threshold_`` and ``ood_method_``, for a fit that changes the scores."""
+        for name in ("ood_threshold_", "ood_method_"):
+            vars(self).pop(name, None)
+
     def predict_ood(self, X) -> np.ndarray:
         """Flag out-of-distribution inputs: ``score_ood(X, ood_method_) > ood_threshold_``.
 
@@ -93,7 +100,7 @@ class OODDecisionMixin:
         Raises
         ------
         NotFittedError
-            Before ``fit`` or before :meth:`calibrate_ood`.
+            Before ``fit``, or before :meth:`calibrate_ood` (since the last training).
 
         Examples
         --------

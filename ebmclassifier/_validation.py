@@ -13,6 +13,8 @@ inner code trusts its types; :func:`check_sample_weight` turns ``sample_weight``
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from itertools import pairwise
 from numbers import Integral, Real
 
 import numpy as np
@@ -37,6 +39,8 @@ __all__ = [
     "check_training_params",
     "check_warm_start_classes",
     "is_int",
+    "module_kwargs_problem",
+    "network_kwargs",
 ]
 
 
@@ -138,15 +142,22 @@ class ParamChecker:
         what = "an int" if low is None else f"an int >= {low}"
         self.satisfies(name, ok, what + (" or None" if allow_none else ""))
 
-    def int_sequence(self, name: str, low: int = 1) -> None:
-        """Check a sequence of integers >= low (layer sizes); it may be empty."""
+    def int_sequence(self, name: str, low: int = 1, *, increasing: bool = False) -> None:
+        """Check a sequence of integers >= low (layer sizes); it may be empty.
+
+        ``increasing``: strictly increasing too (the epochs of a schedule). A one-shot iterator
+        such as a generator is refused: checking it would consume it.
+        """
         value = self._value(name)
         try:
-            items = [] if isinstance(value, (str, bytes)) else list(value)
-            ok = not isinstance(value, (str, bytes)) and all(is_int(v) and v >= low for v in items)
+            items = None if isinstance(value, str | bytes | Iterator) else list(value)
         except TypeError:  # not iterable
-            ok = False
-        self.satisfies(name, ok, f"a sequence of ints >= {low}")
+            items = None
+        ok = items is not None and all(is_int(v) and v >= low for v in items)
+        if ok and increasing:
+            ok = all(a < b for a, b in pairwise(items))
+        what = "a strictly increasing sequence" if increasing else "a sequence"
+        self.satisfies(name, ok, f"{what} of ints >= {low}")
 
     def choice(self, name: str, options: tuple) -> None:
         """Check membership in a set of options."""
@@ -206,8 +217,39 @@ def check_training_params(check: ParamChecker, estimator) -> None:
     check.satisfies("callbacks", ok, "None, 'disable' or a list of skorch callbacks")
 
 
-def check_module_kwargs(owner: str, prefix: str, module_cls, kwargs: dict) -> None:
-    """Refuse routed ``{prefix}__*`` parameters that ``module_cls`` does not take.
+def network_kwargs(network, kwargs: dict, sizes: dict) -> dict:
+    """The arguments skorch's ``initialized_instance(network, kwargs)`` builds a network with.
+
+    skorch builds a class as ``network(**kwargs)``, rebuilds an instance given routed
+    parameters as ``type(network)(**kwargs)``, and uses an instance without them as it is.
+    A network that is built also gets the entries of ``sizes`` (the data's ``n_features``,
+    ``n_classes``, ...) that its ``__init__`` takes by name and ``kwargs`` does not give.
+
+    Parameters
+    ----------
+    network : torch.nn.Module class or instance, or another callable
+    kwargs : dict
+        The routed parameters (``module__*``, ``encoder__*``, ...), without their prefix.
+    sizes : dict
+        The data-dependent arguments on offer.
+
+    Returns
+    -------
+    dict
+    """
+    if isinstance(network, nn.Module):
+        if not kwargs:
+            return kwargs
+        network = type(network)
+    try:
+        takes = inspect.signature(network).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    return {**{k: v for k, v in sizes.items() if k in takes}, **kwargs}
+
+
+def module_kwargs_problem(owner: str, prefix: str, module_cls, kwargs: dict) -> str | None:
+    """The routed ``{prefix}__*`` parameters that ``module_cls`` does not take, as a message.
 
     Parameters
     ----------
@@ -220,29 +262,44 @@ def check_module_kwargs(owner: str, prefix: str, module_cls, kwargs: dict) -> No
     kwargs : dict
         The routed parameters, without their prefix.
 
-    Raises
-    ------
-    InvalidParameterError
-        Naming the parameters ``module_cls`` does not take, and listing those it takes.
+    Returns
+    -------
+    str or None
+        Naming the parameters ``module_cls`` does not take, and listing those it takes;
+        ``None`` when it takes them all.
     """
     try:
         params = inspect.signature(module_cls).parameters
     except (TypeError, ValueError):
-        return  # no signature to check against
+        return None  # no signature to check against
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
+        return None
     named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = [name for name in kwargs if name not in named]
-    if unknown:
-        what = getattr(module_cls, "__name__", repr(module_cls))
-        routed = ", ".join(f"{prefix}__{name}" for name in unknown)
-        raise InvalidParameterError(
-            f"{owner} got {routed}, but {what} takes no argument named "
-            + ", ".join(repr(name) for name in unknown)
-            + f". {what} takes: "
-            + ", ".join(named)
-            + f"; pass them as {prefix}__<name>."
-        )
+    if not unknown:
+        return None
+    what = getattr(module_cls, "__name__", repr(module_cls))
+    routed = ", ".join(f"{prefix}__{name}" for name in unknown)
+    return (
+        f"{owner} got {routed}, but {what} takes no argument named "
+        + ", ".join(repr(name) for name in unknown)
+        + f". {what} takes: "
+        + ", ".join(named)
+        + f"; pass them as {prefix}__<name>."
+    )
+
+
+def check_module_kwargs(owner: str, prefix: str, module_cls, kwargs: dict) -> None:
+    """Refuse routed ``{prefix}__*`` parameters that ``module_cls`` does not take.
+
+    Raises
+    ------
+    InvalidParameterError
+        With the message of :func:`module_kwargs_problem`.
+    """
+    problem = module_kwargs_problem(owner, prefix, module_cls, kwargs)
+    if problem is not None:
+        raise InvalidParameterError(problem)
 
 
 def check_module_output(estimator, x: torch.Tensor) -> None:

@@ -262,6 +262,8 @@ random_state, class_weight, verbose, **kwargs
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
         self._rollback_ = RollbackPolicy()
         self._take_snapshot()
+        # the diagonal of the input box of the divergence check, fixed for the fit: read once
+        self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
 
     def _load_module_states(self, states: dict[str, dict]) -> None:
         """Rebuild a buffer with an informative start for the saved state, then load it all."""
@@ -365,7 +367,14 @@ random_state, class_weight, verbose, **kwargs
             sample_weight=sample_weight,
         )
         divergence = diagnose_step(
-            loss, e_data, e_samples, samples, self.input_min_, self.input_max_, self.max_energy
+            loss,
+            e_data,
+            e_samples,
+            samples,
+            self.input_min_,
+            self.input_max_,
+            self.max_energy,
+            diagonal=self._box_diagonal_,
         )
         if divergence is not None:
             return self._diverged(divergence, loss, logits)
@@ -544,8 +553,9 @@ random_state, class_weight, verbose, **kwargs
                     f"{self.classes_.tolist()!r}."
                 )
             labels = torch.as_tensor(self.label_encoder_.transform(y), device=self.device_)
-        x0, _ = self.replay_buffer_.draw(int(n), 0.0)
         if labels is not None and isinstance(self.replay_buffer_.start, GaussianStart):
-            x0 = self.replay_buffer_.start.sample(int(n), y=labels)
+            x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
+        else:
+            x0, _ = self.replay_buffer_.draw(int(n), 0.0)
         samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

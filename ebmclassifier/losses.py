@@ -38,6 +38,9 @@ __all__ = ["cross_entropy", "fd_step_size", "jem_loss", "ngebm_loss", "weighted_
 #: How ``ngebm_loss`` differentiates the gradient-norm term.
 GRAD_NORMS = ("exact", "finite_difference")
 
+#: Elements of the float64 blocks of rows that :func:`fd_step_size` works on (8 MB).
+_BLOCK_SIZE = 2**20
+
 Module = Callable[[torch.Tensor], torch.Tensor]
 Criterion = Callable[..., torch.Tensor]
 
@@ -70,9 +73,13 @@ def weighted_mean(values: torch.Tensor, sample_weight: torch.Tensor | None = Non
     """
     if sample_weight is None:
         return values.mean()
-    total = sample_weight.sum()
+    return _ratio((sample_weight * values).sum(), sample_weight.sum())
+
+
+def _ratio(weighted_sum: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """``weighted_sum / total``, the normalisation of a weighted mean; 0 where ``total`` is 0."""
     # A batch without weight: 0 / 1, not 0 / 0 (no sync: the test stays on the device).
-    return (sample_weight * values).sum() / torch.where(total > 0, total, torch.ones_like(total))
+    return weighted_sum / torch.where(total > 0, total, torch.ones_like(total))
 
 
 def _weighted_variance(values: torch.Tensor, sample_weight: torch.Tensor | None) -> torch.Tensor:
@@ -159,8 +166,20 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
     """
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
-    # float64 sums: the step must not depend on the order of a float32 reduction
-    scale = float(np.sqrt(np.asarray(X).var(axis=0, dtype=np.float64).sum()))
+    X = np.asarray(X)
+    # float64 sums: the step must not depend on the order of a float32 reduction. numpy's
+    # X.var(axis=0, dtype=float64) computes the same sums, but over a float64 copy of X.
+    mean = X.sum(axis=0, dtype=np.float64) / len(X)
+    squares = np.zeros_like(mean)
+    rows = max(1, min(len(X), _BLOCK_SIZE // max(1, mean.size)))
+    buffer = np.empty((rows, *mean.shape))  # float64, one block of rows at a time
+    for start in range(0, len(X), rows):
+        chunk = X[start : start + rows]
+        block = np.subtract(chunk, mean, out=buffer[: len(chunk)])
+        block *= block
+        block[0] += squares  # the running sum goes first: row by row, as numpy adds them
+        squares = block.sum(axis=0)
+    scale = float(np.sqrt((squares / len(X)).sum()))
     return fd_step * (scale if scale > 0 else 1.0)
 
 

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from numbers import Integral, Real
 
 from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import LinearLR, MultiStepLR
+
+from ._validation import ParamChecker
 
 __all__ = ["PAPER_DATASETS", "paper_protocol", "paper_callbacks"]
 
@@ -153,24 +154,6 @@ def paper_protocol(dataset: str = "cifar10") -> dict:
     return protocol
 
 
-def _schedule_errors(warmup_iters, lr_milestones, lr_decay) -> list[str]:
-    """scikit-learn-worded messages for every bad argument of :func:`paper_callbacks`."""
-    template = "The {!r} parameter of paper_callbacks must be {}. Got {!r} instead."
-    errors = []
-    if not isinstance(warmup_iters, Integral) or isinstance(warmup_iters, bool) or warmup_iters < 0:
-        errors.append(template.format("warmup_iters", "an int >= 0", warmup_iters))
-    milestones = list(lr_milestones) if isinstance(lr_milestones, Sequence) else None
-    if milestones is None or not all(
-        isinstance(m, Integral) and not isinstance(m, bool) and m >= 1 for m in milestones
-    ):
-        errors.append(template.format("lr_milestones", "a list of ints >= 1", lr_milestones))
-    elif milestones != sorted(set(milestones)):
-        errors.append(template.format("lr_milestones", "strictly increasing", lr_milestones))
-    if not isinstance(lr_decay, Real) or isinstance(lr_decay, bool) or not 0 < lr_decay <= 1:
-        errors.append(template.format("lr_decay", "a float in the range (0, 1]", lr_decay))
-    return errors
-
-
 def paper_callbacks(
     warmup_iters: int = 1000,
     lr_milestones: Sequence[int] = (160, 180),
@@ -229,9 +212,15 @@ def paper_callbacks(
     >>> round(clf.optimizer_.param_groups[0]["lr"], 6)  # 4 steps done: 0.01 * 1 * 0.5
     0.005
     """
-    errors = _schedule_errors(warmup_iters, lr_milestones, lr_decay)
-    if errors:
-        raise ValueError("\n".join(errors))
+    check = ParamChecker.of(
+        {"warmup_iters": warmup_iters, "lr_milestones": lr_milestones, "lr_decay": lr_decay},
+        owner="paper_callbacks",
+    )
+    check.integer("warmup_iters", 0)
+    check.int_sequence("lr_milestones", 1, increasing=True)
+    check.real("lr_decay", 0, 1, low_open=True)
+    check.raise_if_any()
+    lr_milestones = [int(m) for m in lr_milestones]  # plain ints, also from a numpy array
     callbacks = []
     if warmup_iters > 1:
         warmup = LRScheduler(
@@ -246,7 +235,7 @@ def paper_callbacks(
     if len(lr_milestones) > 0:
         decay = LRScheduler(
             policy=MultiStepLR,
-            milestones=list(lr_milestones),
+            milestones=lr_milestones,
             gamma=lr_decay,
             step_every="epoch",
             event_name=None,

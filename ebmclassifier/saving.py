@@ -67,6 +67,11 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+def _loadable(cls: type, bases: tuple[type, ...] = _SAFE_BASES) -> bool:
+    """Whether :func:`load` builds ``cls``: a class of a trusted package with a safe base."""
+    return cls.__module__.split(".")[0] in _TRUSTED_PACKAGES and issubclass(cls, bases)
+
+
 def _encode(value) -> Any:
     """A parameter or fitted attribute as JSON, tagging what JSON has no type for."""
     if value is None or isinstance(value, bool | int | float | str):
@@ -80,7 +85,7 @@ def _encode(value) -> Any:
         return {tag: [_encode(v) for v in value]}
     if isinstance(value, dict):
         return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
-    if isinstance(value, type) and value.__module__.split(".")[0] in _TRUSTED_PACKAGES:
+    if isinstance(value, type) and _loadable(value):  # what load() would refuse is not saved
         return {"__class__": _class_path(value)}
     raise _NotSaved(value)
 
@@ -91,12 +96,18 @@ def _trusted_class(path: str, bases: tuple[type, ...] = _SAFE_BASES) -> type:
     if module_name.split(".")[0] not in _TRUSTED_PACKAGES or not qualname:
         raise ValueError(
             f"The file names the class {path!r}; load imports classes from "
-            f"{', '.join(_TRUSTED_PACKAGES)} only. Pass that parameter to load() yourself."
+            f"{', '.join(_TRUSTED_PACKAGES)} only."
         )
-    obj: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    if not (isinstance(obj, type) and issubclass(obj, bases)):
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(
+            f"The file names the class {path!r}, which cannot be imported here ({err}); the "
+            "file may come from another version of that package."
+        ) from None
+    if not (isinstance(obj, type) and _loadable(obj, bases)):
         raise ValueError(f"The file names {path!r}, which is not a class load() may build.")
     return obj
 
@@ -153,7 +164,7 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
             attributes[name] = _encode(value)
     for name, value in vars(estimator).items():
         if name.endswith("_") and isinstance(value, torch.nn.Module):
-            states[name] = {k: v.detach().cpu() for k, v in value.state_dict().items()}
+            states[name] = _cpu(value.state_dict())
     if training_state:
         states["optimizer_"] = _cpu(estimator.optimizer_.state_dict())
     return attributes, tensors, states
@@ -267,7 +278,16 @@ def _read_weights(path, weights: bytes, device: torch.device) -> dict:
 
 def _constructor_params(metadata: dict, given: dict) -> dict:
     """The saved parameters, overridden by ``given``; warns about unsaved ones left out."""
-    params = {name: _decode(value) for name, value in metadata["params"].items()}
+    params = {}
+    for name, value in metadata["params"].items():
+        if name in given:  # the caller's value stands; the file's is not even imported
+            continue
+        try:
+            params[name] = _decode(value)
+        except ValueError as err:
+            raise ValueError(
+                f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)."
+            ) from None
     missing = {k: v for k, v in metadata["unsaved_params"].items() if k not in given}
     if "module" in missing:
         raise ValueError(
@@ -314,7 +334,8 @@ def load(path: str | os.PathLike, **params):
     ------
     ValueError
         For a file not written by :func:`save`, or one that names a class ``load`` does not
-        build (see the module's notes), or a network class it cannot import.
+        build (see the module's notes) or cannot import (renamed or removed in the versions
+        installed here); a parameter given in ``params`` is not read from the file.
 
     Examples
     --------

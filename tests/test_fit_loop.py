@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 from skorch.dataset import ValidSplit
 
 from ebmclassifier import DivergenceError, NGEBMClassifier
@@ -148,3 +150,46 @@ def test_partial_fit_refuses_other_classes_on_a_later_call(small_blobs):
     with pytest.raises(ValueError, match=r"`classes=\[0, 1, 2, 3\]` is not the same"):
         clf.partial_fit(X, y, classes=[0, 1, 2, 3])
     assert clf.classes_.tolist() == [0, 1, 2] and len(clf.history) == 2 * FAST["max_epochs"]
+
+
+def _two_classes_without_weight(X, y):
+    keep = y != 2
+    return (X[keep], y[keep]), {"sample_weight": np.zeros(keep.sum())}
+
+
+def _five_features_one_class(X, y):
+    return (np.c_[X, X[:, :1]], np.zeros(len(y))), {}
+
+
+@pytest.mark.parametrize(
+    "refused, match",
+    [
+        # refused after the labels of 2 classes were recorded, next to a network of 3 logits
+        (_two_classes_without_weight, "sample weights are all zero"),
+        # refused after n_features_in_ = 5 was recorded, next to a network of 4 inputs
+        (_five_features_one_class, "only one class"),
+    ],
+)
+def test_a_refused_fit_leaves_a_fitted_estimator_unfitted(small_blobs, refused, match):
+    X, y = small_blobs
+    clf = NGEBMClassifier(**FAST).fit(X, y)
+    args, kwargs = refused(X, y)
+    with pytest.raises(ValueError, match=match):
+        clf.fit(*args, **kwargs)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    assert clf.fit(X, y).predict_proba(X).shape == (len(X), 3)  # and it fits again
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_a_fit_refused_after_building_the_network_leaves_it_unfitted(small_blobs, method):
+    X, y = small_blobs
+    clf = NGEBMClassifier(augmentation=lambda batch: batch[:, :2], **FAST)
+    with pytest.raises(ValueError, match=r"returned shape \(8, 2\) instead of \(8, 4\)"):
+        getattr(clf, method)(X, y)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)  # not the labels of an untrained network
+    clf.set_params(augmentation=None)
+    assert len(getattr(clf, method)(X, y).history) == FAST["max_epochs"]

@@ -121,6 +121,16 @@ def test_class_conditional_samples_are_classified_as_asked(fitted):
         fitted.sample(0)
 
 
+def test_class_conditional_chains_start_at_the_class_gaussians_not_in_the_buffer(
+    fitted, monkeypatch
+):
+    def draw(*args, **kwargs):
+        raise AssertionError("chains drawn from the buffer, then thrown away")
+
+    monkeypatch.setattr(fitted.replay_buffer_, "draw", draw)
+    assert fitted.sample(4, y=fitted.classes_[[0, 1, 2, 0]], n_steps=1).shape == (4, 4)
+
+
 @pytest.mark.parametrize("covariance", ["diag", "lowrank"])
 def test_informative_start_and_proximal_sampler_stay_in_range(small_blobs, covariance):
     X, y = small_blobs
@@ -277,6 +287,21 @@ def test_diagnose_step_blames_model_or_sampler(case, culprit):
     }
     found = diagnose_step(low=torch.zeros(2), high=torch.ones(2), max_energy=1e4, **args)
     assert (found is None) if culprit is None else (found.culprit == culprit)
+
+
+def test_diagnose_step_reads_the_device_once(monkeypatch):
+    reads = []
+    for name in ("__bool__", "__float__", "item", "tolist"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            reads.append(1)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    zeros, box = torch.zeros(3), (torch.zeros(2), torch.ones(2))
+    assert diagnose_step(torch.tensor(1.0), zeros, zeros, torch.zeros(3, 2), *box, 1e3) is None
+    assert len(reads) == 1  # a wait for the device each: a JEM step had 8 of them
 
 
 # ---------------------------------------------------------------- skorch hooks and the policy

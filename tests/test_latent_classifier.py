@@ -20,6 +20,7 @@ from ebmclassifier.datasets import make_latent_clusters
 from ebmclassifier.latent import GRADIENTS, project_simplex
 from ebmclassifier.latent.categorical.networks import BilinearDecoder
 from ebmclassifier.latent.classifier import LatentStructureClassifier
+from ebmclassifier.nn import MLP
 
 FAST = dict(max_epochs=4, lr=5e-2, random_state=0)
 
@@ -225,6 +226,19 @@ def test_custom_encoder_and_decoder_get_routed_parameters(clusters):
     assert clf.module_.decoder.bilinear.weight.shape == (4, 2, 10)
     assert clf.module_.encoder.net[1].out_features == 8
     assert clf.transform(X).shape == (len(X), 4)
+
+
+def test_an_encoder_instance_with_routed_parameters_is_rebuilt_with_the_data_sizes(clusters):
+    X, y, *_ = clusters
+    encoder = MLP(n_features=10, n_classes=4, hidden_sizes=())
+    clf = LatentStructureClassifier(4, encoder=encoder, **FAST).fit(X, y)
+    assert clf.module_.encoder is encoder
+    # skorch rebuilds type(encoder)(**params): n_features comes from the data, as for a class
+    clf = LatentStructureClassifier(
+        4, encoder=encoder, encoder__hidden_sizes=(8,), encoder__n_classes=4, **FAST
+    ).fit(X, y)
+    assert clf.module_.encoder.net[1].in_features == 10
+    assert clf.module_.encoder.net[1].out_features == 8
 
 
 @pytest.mark.parametrize(

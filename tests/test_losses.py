@@ -1,5 +1,7 @@
 """The objectives of losses.py against hand computations and per-sample autograd loops."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 import torch
@@ -130,6 +132,22 @@ def test_fd_step_size_is_the_rms_distance_from_the_mean():
     assert fd_step_size(X, fd_step=0.02) == pytest.approx(0.02 * rms, rel=1e-12)
     assert fd_step_size(torch.as_tensor(X), fd_step=0.02) == fd_step_size(X, fd_step=0.02)
     assert fd_step_size(np.full((4, 3), 7.0), fd_step=0.05) == 0.05
+
+
+def test_fd_step_size_sums_as_numpy_without_a_float64_copy_of_the_data(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.normal(3.0, 2.0, size=(600_000, 10)).astype(np.float32)  # 24 MB
+    expected = 0.01 * float(np.sqrt(X.var(axis=0, dtype=np.float64).sum()))
+    tracemalloc.start()
+    try:
+        step = fd_step_size(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert step == expected  # the same float64 sums, in the same order
+    assert peak < X.nbytes / 2  # one float64 block of 8 MB; numpy's var copied X: 48 MB
+    monkeypatch.setattr(losses, "_BLOCK_SIZE", 7)  # blocks of one row
+    assert fd_step_size(X[:1000]) == 0.01 * np.sqrt(X[:1000].var(axis=0, dtype=np.float64).sum())
 
 
 # ---------------------------------------------------------------- sample weights

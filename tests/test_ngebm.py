@@ -1,6 +1,7 @@
 """NGEBMClassifier and the shared base: the estimator contract."""
 
 import pickle
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -16,7 +17,7 @@ from ebmclassifier import DivergenceError, NGEBMClassifier
 from ebmclassifier import losses as losses_module
 from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.exceptions import FiniteDifferenceWarning
-from ebmclassifier.nn import WideResNet
+from ebmclassifier.nn import MLP, WideResNet
 
 FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
 
@@ -301,6 +302,35 @@ def test_custom_module_gets_data_shape(small_blobs):
     clf = NGEBMClassifier(Linear, module__scale=2.0, max_epochs=2).fit(X, y)
     assert clf.module_.lin.in_features == 4 and clf.module_.lin.out_features == 3
     assert clf.module_.scale == 2.0
+
+
+def test_module_instance_is_used_as_is_or_rebuilt_with_module_params(small_blobs):
+    X, y = small_blobs
+    net = MLP(n_features=4, n_classes=3, hidden_sizes=(5,))
+    assert NGEBMClassifier(net, max_epochs=1).fit(X, y).module_ is net
+    # module__* parameters: skorch rebuilds type(net)(**params), given the data's sizes here
+    clf = NGEBMClassifier(net, module__hidden_sizes=(8,), max_epochs=1).fit(X, y)
+    assert clf.module_ is not net
+    assert [m.out_features for m in clf.module_.net if isinstance(m, torch.nn.Linear)] == [8, 3]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fit_takes_no_copy_of_the_data_for_its_statistics(weighted):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400_000, 16)).astype(np.float32)  # 25.6 MB
+    y = np.arange(len(X)) % 3
+    weights = rng.uniform(1.0, 2.0, len(X)) if weighted else None  # every row counts
+    clf = NGEBMClassifier(max_epochs=0, module__hidden_sizes=(4,), random_state=0)
+    clf.fit(X[:30], y[:30], sample_weight=None if weights is None else weights[:30])  # warm-up
+    tracemalloc.start()  # numpy's allocations (torch's copy of X on the device is not traced)
+    try:
+        clf.fit(X, y, sample_weight=weights)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Not one copy of X; there were two: the fd step's float64 copy of X (2x X), and with
+    # weights X[weights > 0] and its float64 copy (3x X).
+    assert peak < X.nbytes
 
 
 def test_gpu_trained_estimator_unpickles_on_cpu(fitted, small_blobs):

@@ -101,3 +101,27 @@ def test_product_of_experts_has_ood_decisions_too():
     np.testing.assert_array_equal(
         poe.predict_ood(X[TEST]), poe.score_ood(X[TEST], method="energy") > poe.ood_threshold_
     )
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        lambda clf: clf.fit(X[CAL], Y[CAL]),
+        lambda clf: clf.partial_fit(X[CAL], Y[CAL]),
+        lambda clf: clf.set_params(warm_start=True).fit(X[CAL], Y[CAL]),
+    ],
+    ids=["fit", "partial_fit", "warm_start"],
+)
+def test_training_again_drops_the_threshold(train):
+    clf = NGEBMClassifier(**SMALL).fit(X[TRAIN], Y[TRAIN]).calibrate_ood(X[CAL])
+    train(clf)  # other weights: the threshold was calibrated on other scores
+    assert not hasattr(clf, "ood_threshold_") and not hasattr(clf, "ood_method_")
+    with pytest.raises(NotFittedError, match="call calibrate_ood"):
+        clf.predict_ood(X[TEST])
+
+
+def test_a_refused_continued_fit_keeps_the_threshold():
+    clf = NGEBMClassifier(**SMALL).fit(X[TRAIN], Y[TRAIN]).calibrate_ood(X[CAL])
+    with pytest.raises(ValueError, match="not seen"):
+        clf.partial_fit(X[CAL], Y[CAL] + 5)  # refused before training: the weights are kept
+    assert clf.predict_ood(X[TEST]).shape == (50,)

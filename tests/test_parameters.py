@@ -188,6 +188,12 @@ def test_the_networks_check_their_own_arguments():
     assert MLP(4, 3, hidden_sizes=[])(torch.zeros(1, 4)).shape == (1, 3)  # no hidden layer
 
 
+def test_a_generator_of_layer_sizes_is_refused_not_consumed_by_the_check():
+    # the check used to empty it, and MLP then built no hidden layer
+    with pytest.raises(ValueError, match="'hidden_sizes' .* a sequence of ints >= 1. Got <gen"):
+        MLP(4, 3, hidden_sizes=(size for size in (8, 8)))
+
+
 class _Linear(torch.nn.Module):
     def __init__(self, n_in=4, n_out=3, scale=1.0):
         super().__init__()

@@ -8,6 +8,7 @@ from sklearn.datasets import make_blobs
 from skorch.callbacks import Callback, LRScheduler
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
+from ebmclassifier._validation import InvalidParameterError
 from ebmclassifier.augment import paper_augmentation
 from ebmclassifier.protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
 
@@ -74,10 +75,20 @@ def test_paper_callbacks_reject_bad_arguments_together():
         paper_callbacks(warmup_iters=-1, lr_milestones=[180, 160], lr_decay=0.0)
     message = str(info.value)
     assert "The 'warmup_iters' parameter of paper_callbacks must be an int >= 0. Got -1" in message
-    assert "'lr_milestones' parameter of paper_callbacks must be strictly increasing" in message
+    milestones = "'lr_milestones' parameter of paper_callbacks must be a strictly increasing"
+    assert milestones + " sequence of ints >= 1. Got [180, 160] instead." in message
     assert "'lr_decay' parameter of paper_callbacks must be a float in the range (0, 1]" in message
-    with pytest.raises(ValueError, match="'lr_milestones' .* a list of ints >= 1. Got 160"):
+    assert isinstance(info.value, InvalidParameterError)  # as every bad parameter of the package
+    with pytest.raises(ValueError, match="'lr_milestones' .* sequence of ints >= 1. Got 160"):
         paper_callbacks(lr_milestones=160)
+    with pytest.raises(ValueError, match="'lr_milestones' .* sequence of ints >= 1. Got <gen"):
+        paper_callbacks(lr_milestones=(m for m in (160, 180)))  # checking would consume it
+
+
+def test_paper_callbacks_take_numpy_milestones():
+    decay = dict(paper_callbacks(lr_milestones=np.array([160, 180])))["lr_decay"]
+    assert decay.kwargs["milestones"] == [160, 180]
+    assert all(type(m) is int for m in decay.kwargs["milestones"])
 
 
 def test_paper_protocol_values_and_sources():

@@ -94,6 +94,40 @@ def test_integer_weights_equal_repetition(small_blobs, beta):
     np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "criterion, params",
+    [
+        (torch.nn.CrossEntropyLoss, {}),
+        (torch.nn.CrossEntropyLoss, {"criterion__label_smoothing": 0.1}),
+        (torch.nn.NLLLoss, {}),
+    ],
+    ids=["cross_entropy", "label_smoothing", "nll"],
+)
+def test_class_weights_of_the_criterion_keep_the_scale_of_its_mean(small_blobs, criterion, params):
+    X, y = small_blobs
+    class_weight = torch.tensor([1.0, 10.0, 1.0])
+    clf = NGEBMClassifier(**FAST, criterion=criterion, criterion__weight=class_weight, **params)
+    clf.fit(X[:30], y[:30])
+    logits = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    if criterion is torch.nn.NLLLoss:
+        logits = logits.log_softmax(1)
+    labels = torch.tensor([0, 1, 2, 1] * 3)
+    torch_mean = clf.criterion_(logits, labels)  # sum_i c[y_i] l_i / sum_i c[y_i]
+    torch.testing.assert_close(clf.cross_entropy(logits, labels, torch.ones(12)), torch_mean)
+    w = torch.tensor([0, 1, 2, 3] * 3)
+    repeated = clf.criterion_(logits.repeat_interleave(w, 0), labels.repeat_interleave(w))
+    torch.testing.assert_close(clf.cross_entropy(logits, labels, w.float()), repeated)
+
+
+def test_integer_weights_equal_repetition_with_class_weights_of_the_criterion(small_blobs):
+    X, y = small_blobs
+    w = _weights(len(X))
+    params = dict(**FULL_BATCH, criterion__weight=torch.tensor([1.0, 10.0, 1.0]))
+    weighted = NGEBMClassifier(**params).fit(X, y, sample_weight=w)
+    repeated = NGEBMClassifier(**params).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    _assert_same_network(weighted, repeated)
+
+
 def test_class_weight_balanced_equals_its_sample_weight(small_blobs):
     X, y = small_blobs
     y = np.where(np.arange(len(y)) < 100, y, 0)  # class 0 over-represented

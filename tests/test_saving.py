@@ -141,6 +141,28 @@ def test_unsaved_parameters_warn_unless_given(small_blobs, tmp_path):
     assert len(restored.callbacks) == 1 and restored.device == "cpu"
 
 
+def test_a_class_load_would_refuse_is_not_saved(small_blobs, tmp_path):
+    from skorch.callbacks import EpochTimer
+
+    X, y = small_blobs
+    NGEBMClassifier(**FAST, callbacks=[EpochTimer]).fit(X, y).save(tmp_path / "model.ebm")
+    with zipfile.ZipFile(tmp_path / "model.ebm") as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+    assert "callbacks" in metadata["unsaved_params"] and "callbacks" not in metadata["params"]
+    with pytest.warns(UserWarning, match=r"Not restored from the file: callbacks=\[<class 'sko"):
+        assert load(tmp_path / "model.ebm").callbacks is None
+    assert load(tmp_path / "model.ebm", callbacks=[EpochTimer]).callbacks == [EpochTimer]
+
+
+def test_a_parameter_given_to_load_is_not_read_from_the_file(saved):
+    def edit(metadata):
+        metadata["params"]["optimizer"] = {"__class__": "ebmclassifier.gone:Adam"}
+        return metadata
+
+    _rewrite(saved, metadata=edit)
+    assert load(saved, optimizer=torch.optim.Adam).optimizer is torch.optim.Adam
+
+
 # ---------------------------------------------------------------- loading is safe
 
 
@@ -193,6 +215,13 @@ def test_weights_that_would_run_code_are_refused(saved):
         ("params", {"module": {"__class__": "os:system"}}, r"names the class 'os:system'"),
         ("params", {"optimizer": {"__class__": "torch:load"}}, r"'torch:load', which is not a"),
         ("format_version", 99, r"is not a file of format 'ebmclassifier.saving' version 1"),
+        # renamed or removed in another version: a ValueError, not Python's import errors
+        ("estimator", "ebmclassifier.gone:NGEBMClassifier", r"cannot be imported here \(No mod"),
+        (
+            "params",
+            {"module": {"__class__": "ebmclassifier.nn:Renamed"}},
+            r"'ebmclassifier.nn:Renamed', which cannot be imported here .* 'module': pass it",
+        ),
     ],
 )
 def test_metadata_naming_other_classes_is_refused(saved, field, value, match):

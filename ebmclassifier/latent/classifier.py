@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import torch
 from sklearn.base import TransformerMixin
@@ -13,7 +11,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from .._base import EBMClassifierBase
-from .._validation import ParamChecker
+from .._validation import ParamChecker, module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
 from .methods import GRADIENT_ALIASES, GRADIENTS, polytope_latent
 
@@ -75,26 +73,6 @@ def _per_sample_factors(
     return to_sample, w / torch.where(total > 0, total, torch.ones_like(total))
 
 
-def _accepted_kwargs(cls, available: dict) -> dict:
-    """The entries of ``available`` that ``cls.__init__`` takes by name."""
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return {}
-    return {k: v for k, v in available.items() if k in params}
-
-
-def _unknown_kwargs(cls, names) -> list[str]:
-    """The ``names`` that ``cls.__init__`` does not take (none if it takes ``**kwargs``)."""
-    try:
-        params = inspect.signature(cls).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return []
-    return sorted(set(names) - {p.name for p in params})
-
-
 def _nan_unless_finite(loss: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     """``loss``, or nan when a score is not finite, so the divergence check sees a diverged
     encoder even where the decoder's loss stays finite (no host sync: the check reads the loss).
@@ -151,7 +129,9 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         Maps inputs to K scores. ``None`` is a linear map of the flattened input
         (:class:`~ebmclassifier.nn.MLP` with ``hidden_sizes=()``; pass
         ``encoder__hidden_sizes=(64,)`` for a hidden layer). A class receives ``encoder__*``
-        parameters, and ``n_features``, ``n_latent``, ``input_shape`` when it takes them.
+        parameters, and ``n_features``, ``n_latent``, ``input_shape`` when it takes them; so
+        does an instance given ``encoder__*`` parameters, which skorch rebuilds from its class
+        (as for ``decoder`` and ``module``).
         For trees, ``None`` is :class:`~ebmclassifier.latent.trees.networks.BiLSTMArcScorer`
         (token ids -> arc scores); a class also receives ``vocab_size``.
     decoder : nn.Module class or instance, or None, default=None
@@ -289,13 +269,11 @@ verbose, **kwargs
                 )
                 continue
             cls = value if isinstance(value, type) else type(value)
-            unknown = _unknown_kwargs(cls, self.get_params_for(name))
-            if unknown:
-                check.add(
-                    f"{cls.__name__} does not take the routed parameters "
-                    f"{[f'{name}__{k}' for k in unknown]!r}; remove them or pass an {name} "
-                    "that takes them."
-                )
+            problem = module_kwargs_problem(
+                type(self).__name__, name, cls, self.get_params_for(name)
+            )
+            if problem is not None:
+                check.add(problem)
         if self.module is not None or self.get_params_for("module"):
             routed = [f"module__{k}" for k in self.get_params_for("module")]
             check.add(
@@ -320,9 +298,7 @@ verbose, **kwargs
         if component is None:
             default = getattr(self._structure(), f"default_{name}")
             component, kwargs = default, {**default_kwargs, **kwargs}
-        if not isinstance(component, nn.Module):
-            kwargs = {**_accepted_kwargs(component, available), **kwargs}
-        return self.initialized_instance(component, kwargs)
+        return self.initialized_instance(component, network_kwargs(component, kwargs, available))
 
     def initialize_module(self):
         """Build ``module_`` from ``encoder`` and ``decoder``, fresh for the data's shape.
