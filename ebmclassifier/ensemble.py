@@ -170,6 +170,7 @@ class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, Expert
             raise ValueError("ProductOfExperts requires y to be passed, but the target y is None.")
         X = self._validate_X(X, reset=True)
         self._check_sample_weight(sample_weight, len(X))
+        self._forget_ood_threshold()  # calibrated on the scores of the experts refit here
         self._fit_experts(X, [y] * len(self.estimators), sample_weight)
         first_name, first = self.estimators[0][0], self.estimators_[0]
         for (name, _), expert in zip(self.estimators[1:], self.estimators_[1:], strict=True):

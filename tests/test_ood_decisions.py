@@ -101,6 +101,10 @@ def test_product_of_experts_has_ood_decisions_too():
     np.testing.assert_array_equal(
         poe.predict_ood(X[TEST]), poe.score_ood(X[TEST], method="energy") > poe.ood_threshold_
     )
+    poe.set_params(e1=NGEBMClassifier(max_epochs=2, random_state=2)).fit(X[CAL], Y[CAL])
+    assert not hasattr(poe, "ood_threshold_") and not hasattr(poe, "ood_method_")
+    with pytest.raises(NotFittedError, match="call calibrate_ood"):
+        poe.predict_ood(X[TEST])
 
 
 @pytest.mark.parametrize(
