@@ -241,6 +241,18 @@ def test_an_encoder_instance_with_routed_parameters_is_rebuilt_with_the_data_siz
     assert clf.module_.encoder.net[1].out_features == 8
 
 
+def test_a_classifier_network_as_encoder_class_scores_the_n_latent_values(clusters):
+    X, y, *_ = clusters  # 2 classes, 3 latent values: the encoder has 3 outputs, not 2
+    clf = LatentStructureClassifier(3, encoder=MLP, encoder__hidden_sizes=(8,), **FAST)
+    clf.fit(X, y)
+    assert clf.module_.encoder.net[-1].out_features == 3
+    assert clf.transform(X).shape == (len(X), 3)
+    rebuilt = LatentStructureClassifier(
+        3, encoder=MLP(n_features=10, n_classes=3), encoder__hidden_sizes=(8,), **FAST
+    ).fit(X, y)
+    assert rebuilt.module_.encoder.net[-1].out_features == 3
+
+
 @pytest.mark.parametrize(
     "params,match",
     [

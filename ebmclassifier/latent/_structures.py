@@ -45,6 +45,11 @@ class Categorical:
             "input_shape": estimator.input_shape_,
         }
 
+    def encoder_sizes(self, estimator) -> dict:
+        """What an encoder class may take: the encoder scores the ``n_latent`` values, so a
+        classifier network (``MLP``, ``ConvNet``) gets ``n_classes=n_latent`` outputs."""
+        return {**self.sizes(estimator), "n_classes": estimator.n_latent}
+
     def encoder_defaults(self, estimator) -> dict:
         """Arguments of the default encoder: a linear map to the ``n_latent`` scores."""
         n_features = prod(estimator.input_shape_)
@@ -101,6 +106,9 @@ class DependencyTree(Categorical):
             "n_classes": len(estimator.classes_),
             "input_shape": estimator.input_shape_,
         }
+
+    def encoder_sizes(self, estimator) -> dict:
+        return self.sizes(estimator)  # arc scores, whatever n_latent says
 
     def encoder_defaults(self, estimator) -> dict:
         return {}

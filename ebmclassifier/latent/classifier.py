@@ -129,9 +129,11 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         Maps inputs to K scores. ``None`` is a linear map of the flattened input
         (:class:`~ebmclassifier.nn.MLP` with ``hidden_sizes=()``; pass
         ``encoder__hidden_sizes=(64,)`` for a hidden layer). A class receives ``encoder__*``
-        parameters, and ``n_features``, ``n_latent``, ``input_shape`` when it takes them; so
-        does an instance given ``encoder__*`` parameters, which skorch rebuilds from its class
-        (as for ``decoder`` and ``module``).
+        parameters, and ``n_features``, ``n_latent``, ``input_shape`` when it takes them, and
+        ``n_classes=n_latent`` (its number of outputs, so that :class:`~ebmclassifier.nn.MLP`
+        and :class:`~ebmclassifier.nn.ConvNet` serve as encoders); so does an instance given
+        ``encoder__*`` parameters, which skorch rebuilds from its class (as for ``decoder``
+        and ``module``).
         For trees, ``None`` is :class:`~ebmclassifier.latent.trees.networks.BiLSTMArcScorer`
         (token ids -> arc scores); a class also receives ``vocab_size``.
     decoder : nn.Module class or instance, or None, default=None
@@ -339,9 +341,10 @@ verbose, **kwargs
                 "instead of initialize()."
             )
         structure = self._structure()
-        available = structure.sizes(self)
-        encoder = self._component("encoder", available, structure.encoder_defaults(self))
-        decoder = self._component("decoder", available, {})
+        encoder = self._component(
+            "encoder", structure.encoder_sizes(self), structure.encoder_defaults(self)
+        )
+        decoder = self._component("decoder", structure.sizes(self), {})
         self.module_ = structure.network(self, encoder, decoder)
         return self
 
