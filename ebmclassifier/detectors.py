@@ -520,7 +520,12 @@ def fit_detector(detector: _FeatureDetector, estimator, X, y=None) -> _FeatureDe
     >>> detector.score_ood(penultimate_features(clf, X[40:])).shape
     (20,)
     """
-    features = penultimate_features(estimator, X)
+    return _fit_on_features(detector, estimator, penultimate_features(estimator, X), y)
+
+
+def _fit_on_features(detector, estimator, features: np.ndarray, y=None):
+    """:func:`fit_detector` on the penultimate features of the training input, already
+    computed (``compare`` fits several detectors on the same features)."""
     if isinstance(detector, ViMDetector):
         weight, bias = last_layer_parameters(estimator)
         return detector.fit(features, y, weight=weight, bias=bias)

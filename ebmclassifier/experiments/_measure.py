@@ -26,7 +26,7 @@ from sklearn.metrics import log_loss
 from skorch.callbacks import Callback
 
 from .._ood import OODDecisionMixin
-from ..detectors import ViMDetector, last_layer_parameters, penultimate_features
+from ..detectors import _fit_on_features, penultimate_features
 from ..metrics import (
     adversarial_accuracy,
     aurc,
@@ -174,20 +174,12 @@ class _Penultimate:
         return self._features[id(X)][1]
 
 
-def _fit_detector(detector, model, features, y):
-    """:func:`~ebmclassifier.detectors.fit_detector` on features already computed."""
-    if isinstance(detector, ViMDetector):
-        weight, bias = last_layer_parameters(model)
-        return detector.fit(features, y, weight=weight, bias=bias)
-    return detector.fit(features, y)
-
-
 def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> _Measured:
     """``measured`` with the post-hoc detectors as extra scores, fitted on the fit part only."""
     model = measured.model
     features = _Penultimate(model)
     detectors = {
-        name: _fit_detector(
+        name: _fit_on_features(
             build_detector(name, len(split.y_fit)), model, features(split.X_fit), split.y_fit
         )
         for name in names
