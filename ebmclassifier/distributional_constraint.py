@@ -375,7 +375,14 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                 f"The estimator gives sample {int(np.argmax(empty))} of X probability only "
                 "to classes of prior 0 in 'priors': no posterior can meet them."
             )
-        self._check_feasible(masked, features, targets, names)
+        # Priors alone on full support are always reachable (q_i = priors for every i), and
+        # EM's are the mean of posteriors of the model's support: the joint program is needed
+        # only for zeros in the posteriors or for constraints of the user's. It also could not
+        # tell EM's prior of 1e-19 (its usual limit for a class absent from X) from 0.
+        joint = bool(len(user_targets)) or (
+            self.priors != "em" and not np.all(np.isfinite(masked[:, priors > 0]))
+        )
+        self._check_feasible(masked, features, targets, names, joint=joint)
         lam, self.n_iter_, self.residual_ = solve_dual(
             masked, features, targets, tol=self.tol, max_iter=self.max_iter, solver=self.solver
         )
@@ -399,7 +406,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         )
         self.prior_ = priors if priors is not None else adapted.mean(axis=0)
 
-    def _check_feasible(self, log_proba, features, targets, names) -> None:
+    def _check_feasible(self, log_proba, features, targets, names, joint: bool) -> None:
         """Refuse targets outside the achievable moments, before any solve."""
         support = np.isfinite(log_proba)
         low = np.where(support[..., None], features, np.inf).min(axis=1).mean(axis=0).tolist()
@@ -420,7 +427,11 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                     )
                     + " for it (no finite λ; a share of exactly 0 or 1 is the boundary)."
                 )
-        if len(names) > 1 and feasibility_margin(log_proba, features, targets) <= BOUNDARY:
+        if (
+            joint
+            and len(names) > 1
+            and feasibility_margin(log_proba, features, targets) <= BOUNDARY
+        ):
             raise ValueError(
                 f"The targets of {', '.join(names)} cannot be met together on X: each alone is "
                 "reachable, but no posteriors give all of them at once (the targets lie outside "
