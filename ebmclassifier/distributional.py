@@ -36,6 +36,7 @@ from scipy.special import logsumexp
 __all__ = [
     "bayes_correction",
     "bbse_priors",
+    "check_reachable",
     "demographic_parity",
     "dual_objective",
     "em_priors",
@@ -264,6 +265,67 @@ def feasibility_margin(log_proba: np.ndarray, features: np.ndarray, target: np.n
     if result.status != 0:  # numerical trouble: let the solve and its residual speak
         return np.inf
     return max(0.0, float(result.x[-1]))
+
+
+def check_reachable(
+    log_proba: np.ndarray, features: np.ndarray, target, names: list[str], joint: bool = True
+) -> None:
+    """Raise a ``ValueError`` naming the constraint whose target no finite ``λ`` reaches.
+
+    First each constraint alone: its moment ranges, over posteriors on the model's support,
+    over ``(mean_i min_y φ_k(x_i, y), mean_i max_y φ_k(x_i, y))``, open (the ends need an
+    infinite ``λ``), or is that one value when ``φ_k`` is constant in ``y``. Then, with
+    ``joint``, all together by :func:`feasibility_margin`. Called before the solve, so an
+    unreachable target is an error, never a diverging solve.
+
+    Parameters
+    ----------
+    log_proba : ndarray of shape (n, K)
+    features : ndarray of shape (n, K, m)
+    target : array-like of shape (m,)
+    names : list of str
+        How the error names each constraint.
+    joint : bool, default=True
+        Also check the constraints together (a linear program over ``n K`` variables).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> log_p, phi = np.log([[0.5, 0.5], [0.9, 0.1]]), np.eye(2)[None].repeat(2, 0)
+    >>> check_reachable(log_p, phi, [0.6, 0.4], ["a", "b"])
+    >>> check_reachable(log_p, phi, [1.0, 0.0], ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    ValueError: The target 1.0 of a cannot be met on X: ...
+    """
+    support = np.isfinite(log_proba)
+    low = np.where(support[..., None], features, np.inf).min(axis=1).mean(axis=0).tolist()
+    high = np.where(support[..., None], features, -np.inf).max(axis=1).mean(axis=0).tolist()
+    targets = np.asarray(target, dtype=float).tolist()
+    for k, name in enumerate(names):
+        span = max(1.0, abs(low[k]), abs(high[k])) * 1e-9
+        constant = high[k] - low[k] <= span
+        inside = abs(targets[k] - low[k]) <= span if constant else low[k] < targets[k] < high[k]
+        if not inside:
+            raise ValueError(
+                f"The target {targets[k]!r} of {name} cannot be met on X: the model's "
+                f"posteriors on X reach only "
+                + (
+                    f"{low[k]!r}"
+                    if constant
+                    else f"values strictly between {low[k]!r} and {high[k]!r}"
+                )
+                + " for it (no finite λ; a share of exactly 0 or 1 is the boundary)."
+            )
+    if joint and len(names) > 1 and feasibility_margin(log_proba, features, targets) <= BOUNDARY:
+        raise ValueError(
+            f"The targets of {', '.join(names)} cannot be met together on X: each alone is "
+            "reachable, but no posteriors give all of them at once (the targets lie outside "
+            "the relative interior of the achievable moments). Relax one of them."
+        )
 
 
 def em_priors(

@@ -1,8 +1,4 @@
-"""DistributionalConstraint: a fitted classifier adapted to constraints on its average prediction.
-
-A thin face over :mod:`ebmclassifier.distributional`: it validates, reads the base estimator's
-posteriors on the deployment samples, and calls the functional core.
-"""
+"""DistributionalConstraint: a thin face over :mod:`ebmclassifier.distributional`."""
 
 from __future__ import annotations
 
@@ -17,12 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._validation import ParamChecker
-from .distributional import (
-    BOUNDARY,
-    em_priors,
-    feasibility_margin,
-    solve_dual,
-)
+from .distributional import check_reachable, em_priors, solve_dual
 
 __all__ = ["DistributionalConstraint"]
 
@@ -31,7 +22,7 @@ _SOLVERS = ("trust-exact", "newton-cg", "l-bfgs-b")
 _PRIOR_TOL = 1e-6
 
 
-def _base_has(name: str):
+def _base_has(name: str):  # for available_if: a method the base estimator has
     return lambda self: hasattr(self.estimator, name)
 
 
@@ -109,10 +100,6 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         ``max_k |mean_i E_{p_λ}[φ_k] - μ_k|`` on ``X`` (0 for ``method="bayes"``, which has no
         constraint to meet).
     converged_ : bool
-
-    See Also
-    --------
-    ebmclassifier.distributional : the functional core.
 
     References
     ----------
@@ -382,7 +369,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         joint = bool(len(user_targets)) or (
             self.priors != "em" and not np.all(np.isfinite(masked[:, priors > 0]))
         )
-        self._check_feasible(masked, features, targets, names, joint=joint)
+        check_reachable(masked, features, targets, names, joint=joint)
         lam, self.n_iter_, self.residual_ = solve_dual(
             masked, features, targets, tol=self.tol, max_iter=self.max_iter, solver=self.solver
         )
@@ -405,38 +392,6 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             masked + features @ lam - logsumexp(masked + features @ lam, axis=1)[:, None]
         )
         self.prior_ = priors if priors is not None else adapted.mean(axis=0)
-
-    def _check_feasible(self, log_proba, features, targets, names, joint: bool) -> None:
-        """Refuse targets outside the achievable moments, before any solve."""
-        support = np.isfinite(log_proba)
-        low = np.where(support[..., None], features, np.inf).min(axis=1).mean(axis=0).tolist()
-        high = np.where(support[..., None], features, -np.inf).max(axis=1).mean(axis=0).tolist()
-        targets = np.asarray(targets).tolist()
-        for k, name in enumerate(names):
-            span = max(1.0, abs(low[k]), abs(high[k])) * 1e-9
-            constant = high[k] - low[k] <= span
-            inside = abs(targets[k] - low[k]) <= span if constant else low[k] < targets[k] < high[k]
-            if not inside:
-                raise ValueError(
-                    f"The target {targets[k]!r} of {name} cannot be met on X: the model's "
-                    f"posteriors on X reach only "
-                    + (
-                        f"{low[k]!r}"
-                        if constant
-                        else f"values strictly between {low[k]!r} and {high[k]!r}"
-                    )
-                    + " for it (no finite λ; a share of exactly 0 or 1 is the boundary)."
-                )
-        if (
-            joint
-            and len(names) > 1
-            and feasibility_margin(log_proba, features, targets) <= BOUNDARY
-        ):
-            raise ValueError(
-                f"The targets of {', '.join(names)} cannot be met together on X: each alone is "
-                "reachable, but no posteriors give all of them at once (the targets lie outside "
-                "the relative interior of the achievable moments). Relax one of them."
-            )
 
     # ---------------------------------------------------------------- predict
 
@@ -575,6 +530,68 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             "The 'method' argument of DistributionalConstraint.score_ood must be one of "
             f"'energy', 'max_softmax' or None. Got {method!r} instead."
         )
+
+    def save(self, path) -> None:
+        """Write the fitted meta-estimator to one file, without pickle.
+
+        A zip of JSON and the base estimator's own :func:`~ebmclassifier.saving.save` file;
+        :meth:`load` reads it back. Only ``priors`` adaptations over the library's estimators
+        (bare or in a ``FrozenEstimator``) are saved: ``constraints`` are callables, and a
+        scikit-learn base has no safe format; for those a ``ValueError`` says to pickle.
+
+        Parameters
+        ----------
+        path : str, path-like or file object
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.5, 1: 0.3, 2: 0.2})
+        >>> buffer = io.BytesIO()
+        >>> adapted.fit(X).save(buffer)
+        >>> restored = DistributionalConstraint.load(buffer)
+        >>> np.allclose(restored.predict_proba(X), adapted.predict_proba(X))
+        True
+        """
+        from ._distributional_saving import save_constraint
+
+        save_constraint(self, path)
+
+    @classmethod
+    def load(cls, path, **params) -> DistributionalConstraint:
+        """Rebuild a meta-estimator written by :meth:`save`; no code is read from the file.
+
+        Parameters
+        ----------
+        path : str, path-like or file object
+        **params
+            Passed to :func:`ebmclassifier.load` for the base estimator (e.g. ``device``).
+
+        Returns
+        -------
+        DistributionalConstraint
+            Fitted, with the same predictions.
+
+        Examples
+        --------
+        >>> import io
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.5, 1: 0.3, 2: 0.2})
+        >>> buffer = io.BytesIO()
+        >>> adapted.fit(X).save(buffer)
+        >>> DistributionalConstraint.load(buffer, device="cpu").prior_.tolist()
+        [0.5, 0.3, 0.2]
+        """
+        from ._distributional_saving import load_constraint
+
+        return load_constraint(cls, path, params)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -340,10 +340,15 @@ def test_pickle_clone_and_pipeline(data):
     assert dc.score(X, data[2]) > 0.5
 
 
-def test_energy_is_that_of_the_adapted_logits():
+@pytest.fixture(scope="module")
+def ngebm():
     X, y = make_blobs(60, n_features=4, centers=3, random_state=0)
     X = X.astype(np.float32)
-    clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0).fit(X, y)
+    return NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0).fit(X, y), X
+
+
+def test_energy_is_that_of_the_adapted_logits(ngebm):
+    clf, X = ngebm
     adapted = DistributionalConstraint(clf, priors={0: 0.5, 1: 0.3, 2: 0.2}).fit(X)
     logits = clf.forward(X).double().numpy()
     expected = -np.log(np.exp(logits + adapted.lambda_).sum(axis=1))
@@ -355,6 +360,36 @@ def test_energy_is_that_of_the_adapted_logits():
     with pytest.raises(ValueError, match="'method' argument"):
         adapted.score_ood(X, "approx_mass")
     assert not hasattr(DistributionalConstraint(LogisticRegression()), "energy")
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_save_and_load_without_pickle(ngebm, frozen, tmp_path):
+    clf, X = ngebm
+    base = FrozenEstimator(clf) if frozen else clf
+    adapted = DistributionalConstraint(
+        base, priors={0: 0.0, 1: 0.3, 2: 0.7}, train_priors=[0.2, 0.3, 0.5]
+    ).fit(X)
+    adapted.save(tmp_path / "adapted.ebm")
+    restored = DistributionalConstraint.load(tmp_path / "adapted.ebm")
+    np.testing.assert_array_equal(restored.predict_proba(X), adapted.predict_proba(X))
+    np.testing.assert_array_equal(restored.energy(X), adapted.energy(X))
+    assert isinstance(restored.estimator, FrozenEstimator) == frozen
+    assert restored.get_params(deep=False)["priors"] == adapted.priors
+    np.testing.assert_array_equal(restored.train_priors, [0.2, 0.3, 0.5])
+    assert restored.lambda_[0] == -np.inf and restored.converged_ == adapted.converged_
+
+
+def test_save_refuses_what_needs_pickle(data, ngebm, tmp_path):
+    clf, X, _ = data
+    with pytest.raises(ValueError, match="LogisticRegression. Pickle"):
+        DistributionalConstraint(clf, priors={0: 0.2, 1: 0.2, 2: 0.6}).fit(X).save(tmp_path / "a")
+    net, Xn = ngebm
+    adapted = DistributionalConstraint(net, constraints=[(_phi_random(), 0.0)]).fit(Xn)
+    with pytest.raises(ValueError, match="cannot write 'constraints'"):
+        adapted.save(tmp_path / "b")
+    with pytest.raises(ValueError, match="not a file written by DistributionalConstraint"):
+        (tmp_path / "c").write_bytes(b"not a zip")
+        DistributionalConstraint.load(tmp_path / "c")
 
 
 # ---------------------------------------------------------------- bad input
