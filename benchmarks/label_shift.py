@@ -252,6 +252,41 @@ def print_tables(summary: dict) -> str:
     return text
 
 
+DOC_ROWS = (
+    ("ce/none", "CE, no adaptation"),
+    ("ce/em", "EM on CE"),
+    ("ce_ts/em", "EM on CE + temperature (held-out)"),
+    ("ce_ts/bbse", "BBSE (held-out), on CE + temperature"),
+    ("ngebm/none", "NG-EBM, no adaptation"),
+    ("ngebm/em", "EM on NG-EBM"),
+    ("ngebm_all/em", "EM on NG-EBM trained on fit + held-out"),
+    ("jem/em", "EM on JEM"),
+    ("ce_ts/oracle", "oracle priors, CE + temperature"),
+    ("ngebm/oracle", "oracle priors, NG-EBM"),
+)
+
+
+def markdown(results: dict) -> str:
+    """The docs' tables: median [min-max] over seeds of the per-seed means over draws."""
+    out = []
+    for name, seeds in results["runs"].items():
+        for alpha in next(iter(seeds.values()))["by_alpha"]:
+            out.append(f"\n**{name}, α = {alpha}** ({len(seeds)} seeds)\n")
+            out += ["| method | prior L1 | accuracy | NLL | ECE |", "|---|---|---|---|---|"]
+            for key, label in DOC_ROWS:
+                cells = []
+                for metric in ("prior_l1", "accuracy", "nll", "ece"):
+                    v = [s["by_alpha"][alpha][key][metric] for s in seeds.values()]
+                    spread = (
+                        f" [{min(v):.3f}-{max(v):.3f}]"
+                        if metric in ("prior_l1", "accuracy")
+                        else ""
+                    )
+                    cells.append(f"{np.median(v):.3f}{spread}")
+                out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -> None:
     import matplotlib
 
@@ -314,10 +349,11 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="2 epochs, 1 seed, 3 draws")
     parser.add_argument("--report", help="print the tables of a results.json again")
+    parser.add_argument("--markdown", action="store_true", help="with --report: the docs' tables")
     args = parser.parse_args(argv)
     if args.report:
         results = json.loads(Path(args.report).read_text())
-        print_tables(results["summary"])
+        print(markdown(results)) if args.markdown else print_tables(results["summary"])
         return 0
     if args.quick:
         args.seeds, args.draws = 1, 3
