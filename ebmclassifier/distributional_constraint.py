@@ -339,7 +339,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             offset = np.log(priors) - np.log(self._train_priors())
         self.prior_ = priors
         self.lambda_ = offset
-        self._class_offset_ = offset
+        self._class_offset_, self._user_lambda_ = offset, np.zeros(0)
         self.n_iter_, self.residual_, self.converged_ = 0, 0.0, True
 
     def _fit_projection(self, log_proba, priors, user_features, user_targets) -> None:

@@ -379,6 +379,27 @@ def test_save_and_load_without_pickle(ngebm, frozen, tmp_path):
     assert restored.lambda_[0] == -np.inf and restored.converged_ == adapted.converged_
 
 
+def test_string_labels_and_a_saved_bayes_correction(ngebm, tmp_path):
+    _, X = ngebm
+    y = np.array(["ant", "bee", "cat"])[make_blobs(60, n_features=4, centers=3, random_state=0)[1]]
+    clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0).fit(X, y)
+    priors = {"ant": 0.2, "bee": 0.5, "cat": 0.3}
+    adapted = DistributionalConstraint(
+        clf, priors=priors, method="bayes", train_priors={"ant": 0.4, "bee": 0.4, "cat": 0.2}
+    ).fit(X)
+    expected = bayes_correction(
+        clf.predict_proba(X), np.array([0.4, 0.4, 0.2]), np.array([0.2, 0.5, 0.3])
+    )
+    np.testing.assert_allclose(adapted.predict_proba(X), expected, rtol=1e-5)
+    assert set(adapted.predict(X)) <= {"ant", "bee", "cat"}
+    adapted.save(tmp_path / "bayes.ebm")
+    restored = DistributionalConstraint.load(tmp_path / "bayes.ebm")
+    np.testing.assert_array_equal(restored.predict_proba(X), adapted.predict_proba(X))
+    assert restored.train_priors == adapted.train_priors and restored.method == "bayes"
+    projected = DistributionalConstraint(clf, priors=priors).fit(X)
+    np.testing.assert_allclose(projected.predict_proba(X).mean(axis=0), [0.2, 0.5, 0.3], atol=TOL)
+
+
 def test_save_refuses_what_needs_pickle(data, ngebm, tmp_path):
     clf, X, _ = data
     with pytest.raises(ValueError, match="LogisticRegression. Pickle"):
