@@ -57,8 +57,7 @@ from .exceptions import DivergenceError
 from .losses import _ratio, weighted_mean
 from .nn import MLP, ConvNet
 
-# ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
-__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
+__all__ = ["EBMClassifierBase"]
 
 
 class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):

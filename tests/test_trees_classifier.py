@@ -1,7 +1,6 @@
 """LatentStructureClassifier(structure="dependency_tree"): fit, latent trees, marginals, errors."""
 
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,16 +115,6 @@ def test_cross_validation_scores_unseen_ids():
     X_rare[np.arange(len(X)), 0] = 1000 + np.arange(len(X))  # each id in one sentence only
     scores = cross_val_score(clf, X_rare, Y, cv=2, error_score="raise")
     assert np.isfinite(scores).all()
-
-
-def test_release_0_1_tree_model_names_an_id_it_cannot_read():
-    fixtures = Path(__file__).parent / "fixtures" / "release_0_1"
-    clf = pickle.loads((fixtures / "latent_tree.pkl").read_bytes())
-    with np.load(fixtures / "latent_tree_expected.npz", allow_pickle=False) as expected:
-        X_old = expected["X"].copy()
-    X_old[0, 0] = 10**6
-    with pytest.raises(ValueError, match="token id 1000000"):
-        clf.predict(X_old)
 
 
 def test_approx_mass_is_refused_for_token_ids(fitted_small):

@@ -161,7 +161,7 @@ verbose, **kwargs
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    module_ : LatentModel
+    module_ : CategoricalLatentModel
         ``module_.encoder``, ``module_.decoder``; ``module_(x)`` gives the prediction logits.
         A :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel` for trees.
     device_ : torch.device
@@ -305,7 +305,7 @@ verbose, **kwargs
     def initialize_module(self):
         """Build ``module_`` from ``encoder`` and ``decoder``, fresh for the data's shape.
 
-        A :class:`~ebmclassifier.latent.networks.LatentModel` for
+        A :class:`~ebmclassifier.latent.categorical.networks.CategoricalLatentModel` for
         ``structure="categorical"``, a :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel`
         for ``"dependency_tree"``; classes given as ``encoder`` or ``decoder`` receive the
         sizes they take (see the class parameters).
@@ -329,7 +329,7 @@ verbose, **kwargs
         >>> clf.initialize_module() is clf
         True
         >>> type(clf.module_).__name__, type(clf.module_.decoder).__name__
-        ('LatentModel', 'BilinearDecoder')
+        ('CategoricalLatentModel', 'BilinearDecoder')
         >>> tuple(clf.module_.decoder.weight.shape)  # (n_latent, n_classes, n_features)
         (3, 2, 10)
         """

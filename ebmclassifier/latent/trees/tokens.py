@@ -75,7 +75,7 @@ def _integral_in_range(ids: np.ndarray) -> bool:
     return bool(ids.size == 0 or (ids.min() >= 0 and ids.max() <= _INT64_MAX))
 
 
-def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int | None) -> np.ndarray:
+def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int) -> np.ndarray:
     """Compact indices of token ids: 0 stays 0, the i-th id of ``vocabulary`` becomes ``i + 1``.
 
     Parameters
@@ -84,17 +84,13 @@ def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int | None
         Checked token ids (:func:`as_token_ids`).
     vocabulary : ndarray of shape (n_ids,), int64
         The ids seen in ``fit``, sorted, without 0.
-    oov_index : int or None
-        The index of every id not in ``vocabulary``; None makes such an id a ValueError.
+    oov_index : int
+        The index of every id not in ``vocabulary`` (the estimator's is
+        ``len(vocabulary) + 1``).
 
     Returns
     -------
     ndarray of shape (n_samples, n_tokens), int64
-
-    Raises
-    ------
-    ValueError
-        For an id not in ``vocabulary`` when ``oov_index`` is None, naming it.
 
     Examples
     --------
@@ -107,11 +103,5 @@ def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int | None
     found = vocabulary[np.minimum(position, len(vocabulary) - 1)] == ids
     unknown = ~found & (ids > 0)
     if unknown.any():
-        if oov_index is None:
-            raise ValueError(
-                f"X holds the token id {int(ids[unknown][0])!r}, which this model (fitted by "
-                "release 0.1, without an out-of-vocabulary id) cannot read; map it to an id "
-                "that fit saw, or refit the model."
-            )
         position = np.where(unknown, oov_index - 1, position)
     return np.where(ids > 0, position + 1, 0)
