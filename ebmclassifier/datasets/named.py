@@ -14,8 +14,9 @@ from sklearn.utils import Bunch
 from sklearn.utils.multiclass import type_of_target
 
 from .benchmarks import load_digits_ood, load_mnist1d
-from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
+from .files import load_cifar10, load_cifar100, load_svhn
 from .ood import make_ood_suite
+from .user_files import load_array_file
 
 _FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
 # the classic cross-data-set OOD pairs, used when the other set's test file is in the folder
