@@ -290,12 +290,22 @@ def load_cifar100(data_dir, label_mode: str = "fine", *, subset: str = "all") ->
 
 def _svhn_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
     from scipy.io import loadmat
-    from scipy.io.matlab import MatReadError
 
     try:
         mat = loadmat(path)
-    except (MatReadError, ValueError, TypeError, OSError, NotImplementedError) as exc:
-        raise ValueError(f"{str(path)!r} is not a readable MATLAB file ({exc}).") from None
+    except MemoryError:
+        raise ValueError(
+            f"{str(path)!r}: its arrays do not fit in memory (or a corrupted header claims "
+            "more than the file holds). Download the file again."
+        ) from None
+    except Exception as exc:
+        # scipy's reader fails on a truncated or corrupted file in many ways (MatReadError,
+        # IndexError, UnboundLocalError, ...); each means the same thing here
+        raise ValueError(
+            f"{str(path)!r} is not a readable MATLAB file ({type(exc).__name__}: {exc}); the "
+            "download is truncated or corrupted. Download it again from "
+            "http://ufldl.stanford.edu/housenumbers/."
+        ) from None
     missing = [k for k in ("X", "y") if k not in mat]
     if missing:
         raise ValueError(f"{str(path)!r} lacks the variable(s) {missing!r} of an SVHN split.")

@@ -13,6 +13,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 from sklearn.utils.multiclass import type_of_target
 
+from .._validation import ParamChecker
 from .benchmarks import load_digits_ood, load_mnist1d
 from .files import load_cifar10, load_cifar100, load_svhn
 from .ood import make_ood_suite
@@ -93,7 +94,7 @@ def load_named_dataset(
         in ``data_dir`` too (only it is read).
     data_dir : str, path-like or None
         Folder of the CIFAR / SVHN files.
-    max_train, max_test : int or None
+    max_train, max_test : int >= 1 or None
         Subsample the splits (for a quick run on a large data set).
     random_state : int, default=0
         Seeds the subsampling, the file split and the OOD sets.
@@ -113,6 +114,10 @@ def load_named_dataset(
     >>> {name: X.shape for name, X in sorted(data.ood.items())}
     {'inverted': (50, 64), 'permuted': (50, 64), 'uniform': (50, 64)}
     """
+    check = ParamChecker.of({"max_train": max_train, "max_test": max_test})
+    check.integer("max_train", 1, allow_none=True)  # 0 gave an empty training set
+    check.integer("max_test", 1, allow_none=True)
+    check.raise_if_any()
     rng = np.random.default_rng(random_state)
     kind = _data_kind(data, data_dir)
     if kind == "digits":

@@ -7,6 +7,7 @@ to write it.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -134,8 +135,20 @@ def _check_sample_shape(X: np.ndarray, where: str) -> None:
 
 
 def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
-    with open(path, newline="") as f:
-        rows = [row for row in csv.reader(f) if row]
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [row for row in csv.reader(f) if row]
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{str(path)!r} is not UTF-8 text (byte {exc.start} cannot be decoded), so not a "
+            ".csv table: a binary file named .csv? Save the table as comma-separated UTF-8 text, "
+            "or arrays with np.savez(path, X=X, y=y) as a .npz file."
+        ) from None
+    except csv.Error as exc:  # a NUL byte, a cell over the csv module's field size limit
+        raise ValueError(
+            f"{str(path)!r} cannot be read as a .csv table ({exc}); save it as comma-separated "
+            "UTF-8 text."
+        ) from None
     if not rows:
         raise ValueError(f"{str(path)!r} is empty.")
     header, rows, column = _split_header(rows, target, path)
@@ -144,6 +157,43 @@ def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
     y = _parse_labels([row[column].strip() for row in rows], path, first_row)
     features = [[c for j, c in enumerate(row) if j != column] for row in rows]
     return _float32_features(features, header, column, path, first_row), y
+
+
+def _check_npy_sizes(path: Path, keys: tuple[str, ...], how: str) -> None:
+    """Each ``.npy`` member ``keys`` holds as many bytes as its header's shape and dtype claim.
+
+    Read before ``np.load`` allocates the array the header describes, so a header claiming
+    10^12 values in a small file is refused instead of raising ``MemoryError``. Members that
+    are missing or are no ``.npy`` array are left to the checks after loading.
+    """
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        for key in keys:
+            name = f"{key}.npy" if f"{key}.npy" in names else key
+            if name not in names:
+                continue
+            with archive.open(name) as member:
+                try:
+                    version = np.lib.format.read_magic(member)
+                except ValueError:
+                    continue  # not .npy: np.load hands back bytes, refused after loading
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+                else:
+                    raise ValueError(
+                        f"{str(path)!r}: {key!r} is a .npy array of format version {version}; "
+                        f"only versions 1.0 and 2.0 are read. Write it with {how}."
+                    )
+                data_bytes = archive.getinfo(name).file_size - member.tell()
+            claimed = math.prod(shape) * dtype.itemsize  # Python ints: no overflow
+            if not dtype.hasobject and claimed != data_bytes:
+                raise ValueError(
+                    f"{str(path)!r}: the header of {key!r} claims shape {shape} of {dtype} "
+                    f"({claimed} bytes), but the archive holds {data_bytes} bytes of data: the "
+                    f"file is corrupted or truncated. Write it again with {how}."
+                )
 
 
 def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
@@ -162,6 +212,7 @@ def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarra
             f"{str(path)!r} is not a readable .npz file (not a zip archive); write it with {how}."
         )
     try:
+        _check_npy_sizes(path, keys, how)
         with np.load(path, allow_pickle=False) as data:
             if any(k not in data.files for k in keys):
                 raise ValueError(
@@ -179,6 +230,10 @@ def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarra
         if str(path) in str(exc):
             raise
         raise ValueError(f"{str(path)!r} cannot be read as a .npz of plain arrays: {exc}") from None
+    except MemoryError:  # the sizes agree, but the archive's own claim of them is too large
+        raise ValueError(
+            f"{str(path)!r}: its arrays do not fit in memory; subsample them before saving."
+        ) from None
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(
             f"{str(path)!r} is not a readable .npz file ({type(exc).__name__}: {exc}); write it "
@@ -259,9 +314,10 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
         X, y = _read_csv(path, target)
     else:
         raise ValueError(f"Unsupported data file {str(path)!r}: use a .npz (X, y) or a .csv file.")
-    if X.shape[0] != y.shape[0] or y.ndim != 1:
+    if y.ndim != 1 or X.shape[0] != y.shape[0]:
         raise ValueError(
             f"{str(path)!r}: X has {X.shape[0]} samples but y has shape {y.shape!r}; "
-            "y must be 1-D with one label per sample."
+            "y must be 1-D with one label per sample: save it with np.savez(path, X=X, y=y) "
+            "where y has shape (n_samples,)."
         )
     return X, y
