@@ -13,19 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy.io import savemat
+from test_hostile_inputs import FAST
 
 from ebmclassifier.datasets import load_array_file, load_named_dataset, load_svhn
-
-FILES = settings(
-    max_examples=40,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
 
 
 def _npy(shape, descr="<f8", data: bytes = b"") -> bytes:
@@ -135,7 +128,7 @@ def _only_value_errors(load, path: Path) -> None:
         pass  # the loader's own documented error for a folder lacking a file
 
 
-@FILES
+@FAST
 @given(data=st.binary(max_size=600), text=st.text(max_size=60))
 def test_random_bytes_named_csv_are_a_value_error_or_data(tmp_path_factory, data, text):
     GENERATED["csv"] += 1
@@ -155,7 +148,7 @@ def forged_npz_members(draw):
     return shape, descr, bytes(n_bytes)
 
 
-@FILES
+@FAST
 @given(member=forged_npz_members(), y_shape=st.sampled_from([(), (0,), (2,), (2, 1)]))
 def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory, member, y_shape):
     GENERATED["npz"] += 1
@@ -168,7 +161,7 @@ def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory, member, y
     _only_value_errors(lambda: load_array_file(path), path)
 
 
-@FILES
+@FAST
 @given(cut=st.integers(0, 10**5), flips=st.lists(st.integers(0, 300), max_size=2))
 def test_truncated_or_flipped_svhn_mat_is_a_value_error(tmp_path_factory, cut, flips):
     # flips are few and in the header: many in the data tags can crash scipy's reader

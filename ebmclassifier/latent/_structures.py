@@ -16,7 +16,7 @@ import torch
 from ..nn import MLP
 from .categorical.networks import BilinearDecoder
 from .networks import LatentModel
-from .trees._tokens import as_token_ids, encode_tokens
+from .trees._tokens import as_token_ids, encode_tokens, warn_unseen_tokens
 from .trees.networks import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel
 
 
@@ -28,7 +28,9 @@ class Categorical:
     default_encoder = MLP
     default_decoder = BilinearDecoder
 
-    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+    def prepare_input(
+        self, estimator, X, checked: np.ndarray, reset: bool, training: bool = False
+    ) -> np.ndarray:
         """The input as the network takes it, from the base's float32 validation."""
         return checked
 
@@ -77,7 +79,9 @@ class DependencyTree(Categorical):
     default_encoder = BiLSTMArcScorer
     default_decoder = TreeGCNDecoder
 
-    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+    def prepare_input(
+        self, estimator, X, checked: np.ndarray, reset: bool, training: bool = False
+    ) -> np.ndarray:
         if isinstance(X, torch.Tensor):
             X = X.detach().cpu().numpy()
         ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
@@ -85,6 +89,8 @@ class DependencyTree(Categorical):
         # partial_fit): only then is there a new vocabulary for its embeddings to index
         if reset:
             estimator.vocabulary_ = np.unique(ids[ids > 0])
+        elif training and getattr(estimator, "vocabulary_", None) is not None:
+            warn_unseen_tokens(ids, estimator.vocabulary_)  # a later partial_fit, a warm start
         return encode_tokens(ids, *_vocabulary(estimator))
 
     def input_of_weighted_rows(self, estimator, X: np.ndarray, positive: np.ndarray):
