@@ -1,13 +1,16 @@
 """Hostile data files (issue #26): every bad file is one ``ValueError`` naming the file.
 
-Regression tests for the cases found by hand, then a property family over random bytes,
-truncations and forged ``.npy`` headers in files named ``.csv``, ``.npz`` and ``.mat``: the
-loaders raise a ``ValueError`` naming the file, never another exception type.
+Regression tests for the cases found by hand, then property families over random bytes,
+truncations and forged ``.npy`` headers in files named ``.csv``, ``.npz`` and ``.mat`` (the
+loaders raise a ``ValueError`` naming the file, never another exception type), and over saved
+models whose metadata names a class for a parameter of another role (``load`` refuses it,
+naming the parameter).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from hypothesis import strategies as st
 from scipy.io import savemat
 from test_hostile_inputs import FAST
 
+from ebmclassifier import NGEBMClassifier, load
 from ebmclassifier.datasets import load_array_file, load_named_dataset, load_svhn
 
 
@@ -115,7 +119,7 @@ def test_load_named_dataset_refuses_a_bad_size(name, value):
 
 # ----------------------------------------------------------------------------- properties
 
-GENERATED = {"csv": 0, "npz": 0, "mat": 0}
+GENERATED = {"csv": 0, "npz": 0, "mat": 0, "saved classes": 0}
 
 
 def _only_value_errors(load, path: Path) -> None:
@@ -173,6 +177,55 @@ def test_truncated_or_flipped_svhn_mat_is_a_value_error(tmp_path_factory, cut, f
         raw[position] ^= 0xFF
     _svhn_folder(folder, bytes(raw[: cut % (len(raw) + 1)]))
     _only_value_errors(lambda: load_svhn(folder), folder / "train_32x32.mat")
+
+
+CLASSES = {  # a trusted class of each kind, and whether it may stand for each role
+    "torch.nn.modules.module:Module": {"module"},
+    "torch.nn.modules.linear:Linear": {"module"},
+    "torch.nn.modules.loss:CrossEntropyLoss": {"criterion", "module"},
+    "torch.nn.modules.loss:MSELoss": {"criterion", "module"},
+    "torch.optim.sgd:SGD": {"optimizer"},
+    "torch.utils.data.dataloader:DataLoader": {"iterator_train", "iterator_valid"},
+    "ebmclassifier._data:TensorBatchIterator": {"iterator_train", "iterator_valid"},
+    "torch.utils.data.dataset:TensorDataset": {"dataset"},
+    "skorch.dataset:Dataset": {"dataset"},
+    "torch.utils.data.dataset:IterableDataset": set(),
+    "torch.utils.data.datapipes.iter.fileopener:FileOpenerIterDataPipe": set(),
+    "ebmclassifier.nn:MLP": {"module"},
+}
+ROLES = ["criterion", "optimizer", "iterator_train", "iterator_valid", "dataset", "module"]
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(24, 3)).astype(np.float32), np.arange(24) % 2
+    path = tmp_path_factory.mktemp("saved") / "model.ebm"
+    NGEBMClassifier(max_epochs=1, module__hidden_sizes=(4,), random_state=0).fit(X, y).save(path)
+    return path.read_bytes()
+
+
+@FAST
+@given(name=st.sampled_from(ROLES), path=st.sampled_from(sorted(CLASSES)))
+def test_a_saved_class_loads_only_in_its_role(tmp_path_factory, saved_model, name, path):
+    GENERATED["saved classes"] += 1
+    file = tmp_path_factory.mktemp("role") / "model.ebm"
+    file.write_bytes(saved_model)
+    with zipfile.ZipFile(file) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    metadata = json.loads(members["metadata.json"])
+    metadata["params"][name] = {"__class__": path}
+    members["metadata.json"] = json.dumps(metadata)
+    _npz(file, members)
+    if name not in CLASSES[path]:
+        with pytest.raises(ValueError, match=f"parameter {name!r} the class {path!r}, but"):
+            load(file)
+        return
+    try:
+        assert load(file).get_params()[name].__name__ == path.split(":")[1]
+    except (ValueError, TypeError) as err:
+        # the right kind, but not a network this data fits (the constructor's own error)
+        assert name == "module", err
 
 
 def test_report_generated_file_cases():
