@@ -106,6 +106,12 @@ def load_named_dataset(
         ``"svhn"`` or ``"file"``), ``X_train``, ``y_train``, ``X_test``,
         ``y_test``, ``ood`` (dict of name to array) and ``input_range`` (low, high).
 
+    Raises
+    ------
+    ValueError
+        For an unknown name, ``max_train`` or ``max_test`` that is not an int >= 1 or None,
+        and a file the loaders refuse (naming it).
+
     Examples
     --------
     >>> data = load_named_dataset("digits", max_train=100, max_test=50)

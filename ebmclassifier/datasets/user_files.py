@@ -278,7 +278,9 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
         If the file does not exist.
     ValueError
         Naming the file (and the line or sample) for another suffix, a file that is not a
-        readable zip of plain arrays, missing keys or columns, a single column (e.g. a
+        readable zip of plain arrays, an array whose ``.npy`` header claims another size than
+        its data (checked before anything is allocated), a ``y`` that is not 1-D, a ``.csv``
+        that is not UTF-8 text, missing keys or columns, a single column (e.g. a
         semicolon-separated file), an empty label cell, non-numeric or complex features, an
         ``X`` with no samples, no features or a single dimension, or NaN, infinite values and
         values that float32 cannot hold (naming the first such sample or line).
