@@ -351,19 +351,19 @@ def check_module_output(estimator, x: torch.Tensor) -> None:
         )
 
 
-def _as_numpy(X):
+def as_numpy(X):
     """Torch tensors go through numpy so that scikit-learn's validation sees every input."""
     if isinstance(X, torch.Tensor):
         return X.detach().cpu().numpy()
     return X
 
 
-def _without_negative_strides(X: np.ndarray) -> np.ndarray:
+def without_negative_strides(X: np.ndarray) -> np.ndarray:
     """``X``, or a copy where it is a reversed view (``X[::-1]``), which torch cannot take."""
     return X.copy() if any(stride < 0 for stride in X.strides) else X
 
 
-def _check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
+def check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
     """Remember the sample shape in fit; afterwards, insist on it."""
     if reset:
         estimator.input_shape_ = tuple(X.shape[1:])
@@ -398,7 +398,7 @@ def _check_sample_shape_first(estimator, X, *, reset: bool) -> None:
     if reset or shape is None or len(shape) < 2 or not hasattr(estimator, "input_shape_"):
         return
     if len(shape) > 2 or len(estimator.input_shape_) > 1:
-        _check_sample_shape(estimator, X, reset=False)
+        check_sample_shape(estimator, X, reset=False)
 
 
 def check_X(estimator, X, *, reset: bool) -> np.ndarray:
@@ -417,7 +417,7 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
     -------
     ndarray of float32, of shape (n_samples, *input_shape)
     """
-    X = _as_numpy(X)
+    X = as_numpy(X)
     _check_sample_shape_first(estimator, X, reset=reset)
     X = validate_data(
         estimator,
@@ -427,8 +427,8 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
         allow_nd=True,
         ensure_min_features=1,
     )
-    _check_sample_shape(estimator, X, reset=reset)
-    return _without_negative_strides(X)
+    check_sample_shape(estimator, X, reset=reset)
+    return without_negative_strides(X)
 
 
 def _check_label_types(y: np.ndarray) -> None:
@@ -473,12 +473,12 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
     name = type(estimator).__name__
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    X = _as_numpy(X)
+    X = as_numpy(X)
     _check_sample_shape_first(estimator, X, reset=reset)
-    X, y = validate_data(estimator, X, _as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True)
+    X, y = validate_data(estimator, X, as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True)
     _check_label_types(y)
     check_classification_targets(y)
-    _check_sample_shape(estimator, X, reset=reset)
+    check_sample_shape(estimator, X, reset=reset)
     if reset:
         encoder = LabelEncoder().fit(y if classes is None else np.asarray(classes))
         if len(encoder.classes_) < 2:
@@ -494,7 +494,7 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
             "was first fitted; pass every class to the first partial_fit with classes=..., "
             "or fit afresh (warm_start=False)."
         )
-    return _without_negative_strides(X), estimator.label_encoder_.transform(y)
+    return without_negative_strides(X), estimator.label_encoder_.transform(y)
 
 
 def check_warm_start_classes(estimator, y: np.ndarray) -> None:
@@ -550,7 +550,7 @@ def _positions(mask: np.ndarray) -> str:
     return f"{shown!r}" + (f" (and {len(where) - 5} more)" if len(where) > 5 else "")
 
 
-def _sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
+def sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
     """``sample_weight`` as float64 of shape (n_samples,): finite and non-negative."""
     if sample_weight is None:
         return None
@@ -558,7 +558,7 @@ def _sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
         weights = np.full(n_samples, float(sample_weight))
     else:
         try:
-            weights = np.asarray(_as_numpy(sample_weight), dtype=np.float64)
+            weights = np.asarray(as_numpy(sample_weight), dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError(
                 "sample_weight must be None, a number or an array-like of numbers, one per "
@@ -619,7 +619,7 @@ def check_some_weight(weights: np.ndarray, owner: str, *, class_weight: bool) ->
     Parameters
     ----------
     weights : ndarray of shape (n_samples,)
-        Finite and non-negative (:func:`_sample_weight_array`).
+        Finite and non-negative (:func:`sample_weight_array`).
     owner : str
         The estimator's class name, for the message.
     class_weight : bool
@@ -664,7 +664,7 @@ def check_sample_weight(
         so uniform weights train exactly as no weights.
     """
     name = type(estimator).__name__
-    weights = _sample_weight_array(sample_weight, len(y))
+    weights = sample_weight_array(sample_weight, len(y))
     class_weights = _class_weights(estimator, y, partial=partial)
     if class_weights is not None:
         weights = class_weights if weights is None else weights * class_weights
