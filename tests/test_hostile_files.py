@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.io import savemat
 from test_hostile_inputs import FAST
@@ -132,7 +132,7 @@ def _only_value_errors(load, path: Path) -> None:
         pass  # the loader's own documented error for a folder lacking a file
 
 
-@FAST
+@settings(FAST, max_examples=50)
 @given(data=st.binary(max_size=600), text=st.text(max_size=60))
 def test_random_bytes_named_csv_are_a_value_error_or_data(tmp_path_factory, data, text):
     GENERATED["csv"] += 1
@@ -152,7 +152,7 @@ def forged_npz_members(draw):
     return shape, descr, bytes(n_bytes)
 
 
-@FAST
+@settings(FAST, max_examples=100)
 @given(member=forged_npz_members(), y_shape=st.sampled_from([(), (0,), (2,), (2, 1)]))
 def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory, member, y_shape):
     GENERATED["npz"] += 1
@@ -165,7 +165,7 @@ def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory, member, y
     _only_value_errors(lambda: load_array_file(path), path)
 
 
-@FAST
+@settings(FAST, max_examples=100)
 @given(cut=st.integers(0, 10**5), flips=st.lists(st.integers(0, 300), max_size=2))
 def test_truncated_or_flipped_svhn_mat_is_a_value_error(tmp_path_factory, cut, flips):
     # flips are few and in the header: many in the data tags can crash scipy's reader
@@ -205,7 +205,7 @@ def saved_model(tmp_path_factory):
     return path.read_bytes()
 
 
-@FAST
+@settings(FAST, max_examples=72)
 @given(name=st.sampled_from(ROLES), path=st.sampled_from(sorted(CLASSES)))
 def test_a_saved_class_loads_only_in_its_role(tmp_path_factory, saved_model, name, path):
     GENERATED["saved classes"] += 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hostile_inputs import ESTIMATORS, FAST, _tiny
 
@@ -151,7 +151,7 @@ extreme_numbers = st.one_of(
 )
 
 
-@FAST
+@settings(FAST, max_examples=100)
 @given(case=st.sampled_from(NUMERIC), value=extreme_numbers)
 def test_extreme_numeric_parameters_train_or_raise_a_documented_error(case, value):
     # never torch's RuntimeError or another type: a ValueError/TypeError naming the parameter
@@ -168,7 +168,7 @@ def test_extreme_numeric_parameters_train_or_raise_a_documented_error(case, valu
         assert "diverg" in str(err), err
 
 
-@FAST
+@settings(FAST, max_examples=50)
 @given(
     cls=st.sampled_from(ESTIMATORS),
     lr=st.one_of(
@@ -190,7 +190,7 @@ def test_a_learning_rate_outside_its_range_is_refused_before_training(cls, lr, v
 sample_shapes = st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple)
 
 
-@FAST
+@settings(FAST, max_examples=100)
 @given(shape=sample_shapes, n=st.integers(1, 4), method=st.sampled_from(["predict", "energy"]))
 def test_predict_on_any_other_sample_shape_names_both_shapes(flat_and_nested, shape, n, method):
     GENERATED["shapes"] += 1
@@ -210,7 +210,7 @@ def test_predict_on_any_other_sample_shape_names_both_shapes(flat_and_nested, sh
             assert ("reshape" in message) == (np.prod(shape) == np.prod(clf.input_shape_))
 
 
-@FAST
+@settings(FAST, max_examples=50)
 @given(
     labels=st.lists(
         st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "1"]), st.floats(0, 2)),
