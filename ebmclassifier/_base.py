@@ -59,6 +59,8 @@ from .nn import MLP, ConvNet
 
 __all__ = ["EBMClassifierBase"]
 
+_MAX_LR = 1e30  # the largest learning rate accepted; see _check_params
+
 
 class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
     """Shared base of the energy-based classifiers (not to be used directly).
@@ -78,7 +80,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
     criterion : torch loss class, default=torch.nn.CrossEntropyLoss
         The classification term, applied to logits and integer labels.
     optimizer : torch optimizer class, default=torch.optim.Adam
-    lr : float, default=1e-3
+    lr : float in (0, 1e30], default=1e-3
     max_epochs : int, default=50
     batch_size : int, default=64
         Also the batch size of inference unless ``iterator_valid__batch_size`` is set.
@@ -335,7 +337,12 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
 
     def _check_params(self) -> None:
         check = ParamChecker(self)
-        check.real("lr", 0.0, low_open=True)
+        # torch's optimizers apply lr, scaled (Adam by 1 / (1 - beta1) = 10 at its first step),
+        # to float32 weights: beyond float32's 3.4e38 the step raises a RuntimeError, and far
+        # below it every step already overflows the weights
+        check.real("lr", 0.0, _MAX_LR, low_open=True)
+        if "optimizer__lr" in vars(self):  # skorch lets it override lr
+            check.real("optimizer__lr", 0.0, _MAX_LR, low_open=True)
         check.integer("max_epochs", 0)
         batch_size = self.batch_size
         ok = is_int(batch_size) and (batch_size >= 1 or batch_size == -1)

@@ -16,7 +16,7 @@ import torch
 from ..nn import MLP
 from .categorical.networks import BilinearDecoder, CategoricalLatentModel
 from .trees.networks import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel
-from .trees.tokens import as_token_ids, encode_tokens
+from .trees.tokens import as_token_ids, encode_tokens, warn_unseen_tokens
 
 
 class Categorical:
@@ -27,7 +27,9 @@ class Categorical:
     default_encoder = MLP
     default_decoder = BilinearDecoder
 
-    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+    def prepare_input(
+        self, estimator, X, checked: np.ndarray, reset: bool, training: bool = False
+    ) -> np.ndarray:
         """The input as the network takes it, from the base's float32 validation."""
         return checked
 
@@ -76,7 +78,9 @@ class DependencyTree(Categorical):
     default_encoder = BiLSTMArcScorer
     default_decoder = TreeGCNDecoder
 
-    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+    def prepare_input(
+        self, estimator, X, checked: np.ndarray, reset: bool, training: bool = False
+    ) -> np.ndarray:
         if isinstance(X, torch.Tensor):
             X = X.detach().cpu().numpy()
         ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
@@ -84,6 +88,8 @@ class DependencyTree(Categorical):
         # partial_fit): only then is there a new vocabulary for its embeddings to index
         if reset:
             estimator.vocabulary_ = np.unique(ids[ids > 0])
+        elif training:
+            warn_unseen_tokens(ids, estimator.vocabulary_)  # a later partial_fit, a warm start
         vocabulary = estimator.vocabulary_
         return encode_tokens(ids, vocabulary, oov_index=len(vocabulary) + 1)
 

@@ -356,7 +356,7 @@ verbose, **kwargs
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
         checked, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
-        return self._structure().prepare_input(self, X, checked, reset), y
+        return self._structure().prepare_input(self, X, checked, reset, training=True), y
 
     def _input_of_weighted_rows(self, X: np.ndarray, positive: np.ndarray) -> np.ndarray:
         # a tree model's vocabulary is that of the rows of positive weight
