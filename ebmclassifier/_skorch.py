@@ -9,7 +9,10 @@ their defaults, so that the step and everything it calls are in one file;
 :class:`~ebmclassifier._base.EBMClassifierBase` (``_base.py``) is the scikit-learn face
 (parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows nothing of
 batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py`` override
-``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``).
+``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here, by
+the step and the skorch loop that runs it, rather than the step moving to ``_base.py``: a
+newcomer who wants to know what one batch does reads one class, and the estimator face stays
+free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
 
 Which hooks to override
 -----------------------
