@@ -388,7 +388,7 @@ verbose, **kwargs
         Returns
         -------
         loss : scalar Tensor
-            The batch mean of the per-sample cross-entropy (:meth:`cross_entropy`), weighted
+            The batch mean of the per-sample cross-entropy (:meth:`classification_loss`), weighted
             with ``sample_weight`` (``sum_i w_i l_i / sum_i w_i``); nan when
             an encoder score is not finite, so that the fit stops with
             :class:`~ebmclassifier.DivergenceError`.
