@@ -253,7 +253,7 @@ def test_criterion_mean_normalises_class_and_sample_weights_as_a_hand_computatio
     plain = torch.nn.CrossEntropyLoss()
     torch.testing.assert_close(losses.criterion_mean(plain, logits, y, w), (w * ce).sum() / w.sum())
     assert torch.equal(losses.criterion_mean(plain, logits, y), plain(logits, y))
-    assert float(losses.criterion_mean(criterion, logits, y, torch.zeros(5))) == 0.0
+    assert losses.criterion_mean(criterion, logits, y, torch.zeros(5)).item() == 0.0
 
 
 def test_per_sample_criterion_keeps_the_settings_of_the_criterion():
