@@ -280,6 +280,13 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
 # ---------------------------------------------------------------- load
 
 
+def _shown(path) -> str:
+    """``path`` for a message: the file's name, or what a file object is."""
+    if isinstance(path, str | os.PathLike):
+        return repr(os.fspath(path))
+    return f"<{type(path).__name__} object>"
+
+
 def _read(path, expected: str | None = None) -> tuple[str, dict, bytes]:
     """``(format, metadata, second member)`` of a file of either format (or ``expected``)."""
     try:
@@ -290,7 +297,7 @@ def _read(path, expected: str | None = None) -> tuple[str, dict, bytes]:
             data = archive.read(data_member)
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
         raise ValueError(
-            f"{os.fspath(path)!r} is not a file written by ebmclassifier.saving.save or "
+            f"{_shown(path)} is not a file written by ebmclassifier.saving.save or "
             f"DistributionalConstraint.save ({err})."
         ) from None
     if (
@@ -299,8 +306,7 @@ def _read(path, expected: str | None = None) -> tuple[str, dict, bytes]:
         or (metadata.get("format_version") != FORMAT_VERSION)
     ):
         raise ValueError(
-            f"{os.fspath(path)!r} is not a file of format {expected or kind!r} version "
-            f"{FORMAT_VERSION}."
+            f"{_shown(path)} is not a file of format {expected or kind!r} version {FORMAT_VERSION}."
         )
     return kind, metadata, data
 
@@ -311,7 +317,7 @@ def _read_weights(path, weights: bytes, device: torch.device) -> dict:
         return torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
     except pickle.UnpicklingError as err:
         raise ValueError(
-            f"The weights in {os.fspath(path)!r} hold more than tensors, and load() unpickles "
+            f"The weights in {_shown(path)} hold more than tensors, and load() unpickles "
             f"nothing else ({str(err).splitlines()[0]})."
         ) from None
 

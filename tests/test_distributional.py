@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -505,3 +506,17 @@ def test_early_stop_warns_with_the_residual(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DistributionalConstraint(clf, priors={0: 0.9, 1: 0.05, 2: 0.05}).fit(X)
+
+
+def test_load_refuses_a_constraint_nested_as_the_base(ngebm, tmp_path):
+    clf, X = ngebm
+    adapted = DistributionalConstraint(clf, priors={0: 0.2, 1: 0.3, 2: 0.5}).fit(X)
+    adapted.save(tmp_path / "inner.ebm")
+    with zipfile.ZipFile(tmp_path / "inner.ebm") as archive:
+        text = archive.read("distributional.json")
+    with zipfile.ZipFile(tmp_path / "nested.ebm", "w") as archive:
+        archive.writestr("distributional.json", text)
+        archive.writestr("estimator.ebm", (tmp_path / "inner.ebm").read_bytes())
+    with pytest.raises(ValueError, match="not a file of format 'ebmclassifier.saving'"):
+        load(tmp_path / "nested.ebm")
+    assert load(tmp_path / "inner.ebm").prior_.tolist() == [0.2, 0.3, 0.5]
