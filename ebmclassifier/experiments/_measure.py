@@ -157,8 +157,9 @@ def _with_detectors(
     measured: _Measured, names: Sequence[str], split: Split
 ) -> tuple[_Measured, dict]:
     """``measured`` with the post-hoc detectors as extra scores, fitted on the fit part only,
-    and ``{detector: reason}`` for those that cannot be fitted on these features (e.g. ViM
-    with fewer training samples than its subspace needs): the run goes on without them."""
+    and ``{detector: reason}`` for those that cannot be fitted on these features (ViM on
+    features of rank below 2, a network without ``penultimate``): the run goes on without
+    them."""
     model = measured.model
     features = _Penultimate(model)
     detectors, unavailable = {}, {}
@@ -168,7 +169,7 @@ def _with_detectors(
                 build_detector(name, len(split.y_fit)), model, features(split.X_fit),
                 split.y_fit,
             )  # fmt: skip
-        except (ValueError, np.linalg.LinAlgError) as exc:
+        except (ValueError, TypeError, np.linalg.LinAlgError) as exc:  # e.g. no penultimate
             unavailable[name] = str(exc)
     own = measured.score_fn
 

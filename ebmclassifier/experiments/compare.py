@@ -277,8 +277,10 @@ def _calibration_test_size(config: CompareConfig, protocol: dict | None, n_train
     return config.calibration_size
 
 
-def _load(config: CompareConfig) -> _Setup:
-    """Load the data, standardize it and resolve the data set's defaults."""
+def _load(config: CompareConfig, recalibrates: bool = True) -> _Setup:
+    """Load the data, standardize it and resolve the data set's defaults; ``recalibrates``:
+    a model is recalibrated on the calibration split (which then needs every class)."""
+    config = _resolve(config, _data_kind(config.data, config.data_dir))
     data = load_named_dataset(
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
@@ -292,7 +294,7 @@ def _load(config: CompareConfig) -> _Setup:
         )
     requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
     test_size = _calibration_test_size(config, protocol, len(data.y_train))
-    _check_calibration_split(data.y_train, test_size, data.name, config.seeds)
+    _check_calibration_split(data.y_train, test_size, data.name, config.seeds, recalibrates)
     n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
     X_attack = data.X_test[:n_attack]  # attacked in the data's own units
     standardizer = Standardizer(data.X_train) if config.standardize else None
@@ -324,11 +326,14 @@ def _load(config: CompareConfig) -> _Setup:
     )
 
 
-def _check_calibration_split(y_train, calibration_size, name: str, seeds: int = 1) -> None:
+def _check_calibration_split(
+    y_train, calibration_size, name: str, seeds: int = 1, recalibrates: bool = True
+) -> None:
     """Every seed divides the training split into fit and calibration parts, stratified: each
-    class needs two samples there, and each part a sample of every class (every model must
-    learn every class; temperature scaling and the OOD thresholds calibrate on the other
-    part), known before any training: each seed's split is drawn here on the labels alone."""
+    class needs two samples there, the fit part a sample of every class (every model must
+    learn every class) and, when a model is recalibrated there (``recalibrates``: temperature
+    scaling), so does the calibration part; known before any training: each seed's split is
+    drawn here on the labels alone."""
     classes, counts = np.unique(y_train, return_counts=True)
     if counts.min() < 2:
         label = classes[counts.argmin()]
@@ -355,15 +360,18 @@ def _check_calibration_split(y_train, calibration_size, name: str, seeds: int = 
         fit, cal = train_test_split(
             y_train, test_size=calibration_size, stratify=y_train, random_state=seed
         )
-        for part, labels in (("fit", fit), ("calibration", cal)):
+        parts = (
+            ("fit", fit, "every model must learn each class"),
+            ("calibration", cal, "temperature scaling (the *_ts models) calibrates there"),
+        )
+        for part, labels, why in parts[: 1 + recalibrates]:
             missing = np.setdiff1d(classes, labels)
             if missing.size:
                 raise ValueError(
                     f"{name}: at seed {seed} the stratified {part} part of the training split "
                     f"({len(labels)} of {len(y_train)} samples) holds no sample of class "
-                    f"{missing[0].item()!r}; every model must learn each class and temperature "
-                    "scaling and the OOD thresholds calibrate on the other part. Add samples of "
-                    "the rarest classes (raise --max-train) or drop them."
+                    f"{missing[0].item()!r}, and {why}. Add samples of the rarest classes "
+                    "(raise --max-train) or drop them."
                 )
 
 
@@ -516,7 +524,10 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
     selected = [_select_models(config, registry, log) for config in configs]
     _check_configs(configs)  # before the first data set is loaded
     configs = [_resolve(c, _data_kind(c.data, c.data_dir)) for c in configs]
-    prepared = [(c, *models, _load(c)) for c, models in zip(configs, selected, strict=True)]
+    prepared = [
+        (c, specs, skipped, _load(c, any(s.calibrates for s in specs)))
+        for c, (specs, skipped) in zip(configs, selected, strict=True)
+    ]
     return [_execute(*plan, registry, log) for plan in prepared]
 
 
