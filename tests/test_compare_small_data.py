@@ -307,6 +307,11 @@ def test_protocol_paper_holds_out_n_valid_and_drops_the_last_batch():
     assert params["iterator_train__drop_last"] is True
     # 45,000 / 64 = 703.1: 703 steps per epoch, the warm-up of 1000 steps lasts 1.42 epochs
     assert 45_000 // params["batch_size"] == 703
+    from ebmclassifier.experiments.report import _protocol_text
+
+    (text, _) = _protocol_text(protocol, None, True)
+    assert "batches of 64 (the last incomplete batch of an epoch dropped)" in text
+    assert "at most 5000 training samples held out for calibration" in text
 
 
 def test_drop_last_reaches_the_training_loader():

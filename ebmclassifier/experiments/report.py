@@ -249,7 +249,9 @@ def _protocol_text(protocol: dict | None, applied: dict | None, standardized: bo
         f"{protocol['max_epochs']} epochs, Adam lr {protocol['lr']} (betas "
         f"{tuple(protocol['betas'])}), linear warm-up over {protocol['warmup_iters']} steps, "
         f"x{protocol['lr_decay']} at epochs {protocol['lr_milestones']}, batches of "
-        f"{protocol['batch_size']}, augmentation {augmentation}, NG-EBM {protocol['ngebm']}, "
+        f"{protocol['batch_size']} (the last incomplete batch of an epoch dropped), at most "
+        f"{protocol['n_valid']} training samples held out for calibration, augmentation "
+        f"{augmentation}, NG-EBM {protocol['ngebm']}, "
         f"JEM {protocol['jem']}; options given "
         "on the command line override the network, epochs, lr and batch size. Sources: "
         f"{protocol['sources']['ngebm_code']}, {protocol['sources']['jem_code']}.",
