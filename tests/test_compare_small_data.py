@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_wine
@@ -271,8 +272,26 @@ def _resolved(argv):
 
 def test_compare_without_options_is_the_readmes_main_job():
     # It used to be digits alone, without detectors; the main job needed seven options.
+    from dataclasses import replace
+
+    from ebmclassifier.datasets import load_named_dataset
+
     default = _resolved(["compare"])
-    assert default == _resolved(["compare", "--data", "digits,mnist1d", *MAIN_JOB])
+    explicit = _resolved(["compare", "--data", "digits,mnist1d", *MAIN_JOB])
+    assert default[1] == explicit[1]  # MNIST-1D: mlp on 2,000 signals either way
+    # digits: --network mlp and --max-train 2000 are spelled, not defaulted, and change nothing:
+    # the default network of flat samples is that MLP, and 2,000 > 1,257 keeps the split whole
+    assert default[0] == replace(explicit[0], network="default", max_train=None)
+    whole, capped = load_named_dataset("digits"), load_named_dataset("digits", max_train=2000)
+    assert np.array_equal(whole.X_train, capped.X_train)
+    X, y = whole.X_train[:50], whole.y_train[:50]
+    nets = [
+        NGEBMClassifier(max_epochs=1, random_state=0, **params).fit(X, y).module_
+        for params in (compare.network_params("default"), compare.network_params("mlp"))
+    ]
+    assert type(nets[0]) is type(nets[1])
+    for a, b in zip(nets[0].state_dict().values(), nets[1].state_dict().values(), strict=True):
+        assert torch.equal(a, b)
     assert [c.data for c in default] == ["digits", "mnist1d"]
     assert [(c.network, c.max_train) for c in default] == [("default", None), ("mlp", 2000)]
     assert default[0].detectors == ["mahalanobis", "knn", "vim"] and default[0].seeds == 3
