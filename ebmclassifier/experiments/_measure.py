@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.metrics import log_loss
 from skorch.callbacks import Callback
 
-from ..detectors import _fit_on_features, penultimate_features
+from ..detectors import penultimate_features
 from ..metrics import (
     adversarial_accuracy,
     aurc,
@@ -165,10 +165,9 @@ def _with_detectors(
     detectors, unavailable = {}, {}
     for name in names:
         try:
-            detectors[name] = _fit_on_features(
-                build_detector(name, len(split.y_fit)), model, features(split.X_fit),
-                split.y_fit,
-            )  # fmt: skip
+            detectors[name] = build_detector(name, len(split.y_fit)).fit_on_features(
+                model, features(split.X_fit), split.y_fit
+            )
         except (ValueError, TypeError, np.linalg.LinAlgError) as exc:  # e.g. no penultimate
             unavailable[name] = str(exc)
     own = measured.score_fn

@@ -366,3 +366,21 @@ def verdicts(results: dict, summary: dict) -> list[str]:
             lines.append(line)
         lines += _detector_lines(name, summary)
     return lines
+
+
+def unavailable_rows(specs, runs: list, failures: list) -> dict:
+    """``{row label: reason}`` for what could not be fitted on this data: a model none of whose
+    fits succeeded (or whose base model's did not), a detector on a model's features."""
+    measured = {r["model"] for r in runs}
+    errors = {f["model"]: f["error"] for f in reversed(failures)}  # the first seed's error
+    unavailable = {}
+    for spec in specs:
+        if spec.name in measured:
+            continue
+        base = spec.calibrates or spec.name
+        why = errors.get(base, "no fit succeeded")
+        unavailable[spec.name] = why if base == spec.name else f"its base model {base!r}: {why}"
+    for run in runs:
+        for detector, why in run.get("unavailable", {}).items():
+            unavailable.setdefault(f"{run['model']} / {detector}", why)
+    return unavailable

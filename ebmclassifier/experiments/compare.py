@@ -31,7 +31,6 @@ Every measurement goes through the estimators' public methods (``predict_proba``
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -43,12 +42,14 @@ from sklearn.model_selection import train_test_split
 
 from ..augment import paper_augmentation
 from ..datasets import load_named_dataset
-from ..datasets.named import _data_kind
+from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._ood_sets import add_requested_ood
+from ._split import calibration_test_size, check_calibration_split
+from ._tables import unavailable_rows
 from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
 from .standardize import Standardizer
@@ -244,7 +245,7 @@ def _check_configs(configs: Sequence[CompareConfig]) -> None:
     protocol's data sets, and that no two data sets report under one name."""
     folders = {}
     for config in configs:
-        kind = _data_kind(config.data, config.data_dir)
+        kind = data_kind(config.data, config.data_dir)
         network_params(_resolve(config, kind).network)
         _paper_protocol(config, kind)
         name = Path(str(config.data)).name  # the report's folder and key, as the loader names it
@@ -269,18 +270,10 @@ def _resolve(config: CompareConfig, kind: str) -> CompareConfig:
     return replace(config, network=network, max_train=max_train)
 
 
-def _calibration_test_size(config: CompareConfig, protocol: dict | None, n_train: int):
-    """``test_size`` of the per-seed calibration split: ``calibration_size`` of the training
-    split, at most the papers' ``n_valid`` samples under the protocol (5000 of CIFAR's 50,000)."""
-    if protocol is not None and math.ceil(config.calibration_size * n_train) > protocol["n_valid"]:
-        return protocol["n_valid"]
-    return config.calibration_size
-
-
 def _load(config: CompareConfig, recalibrates: bool = True) -> _Setup:
     """Load the data, standardize it and resolve the data set's defaults; ``recalibrates``:
     a model is recalibrated on the calibration split (which then needs every class)."""
-    config = _resolve(config, _data_kind(config.data, config.data_dir))
+    config = _resolve(config, data_kind(config.data, config.data_dir))
     data = load_named_dataset(
         config.data, data_dir=config.data_dir, max_train=config.max_train,
         max_test=config.max_test,
@@ -293,8 +286,8 @@ def _load(config: CompareConfig, recalibrates: bool = True) -> _Setup:
             f"samples of shape {data.X_train.shape[1:]}. Use --network default or mlp."
         )
     requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
-    test_size = _calibration_test_size(config, protocol, len(data.y_train))
-    _check_calibration_split(data.y_train, test_size, data.name, config.seeds, recalibrates)
+    test_size = calibration_test_size(config, protocol, len(data.y_train))
+    check_calibration_split(data.y_train, test_size, data.name, config.seeds, recalibrates)
     n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
     X_attack = data.X_test[:n_attack]  # attacked in the data's own units
     standardizer = Standardizer(data.X_train) if config.standardize else None
@@ -324,55 +317,6 @@ def _load(config: CompareConfig, recalibrates: bool = True) -> _Setup:
         augmentation=augmentation,
         calibration_size=test_size,
     )
-
-
-def _check_calibration_split(
-    y_train, calibration_size, name: str, seeds: int = 1, recalibrates: bool = True
-) -> None:
-    """Every seed divides the training split into fit and calibration parts, stratified: each
-    class needs two samples there, the fit part a sample of every class (every model must
-    learn every class) and, when a model is recalibrated there (``recalibrates``: temperature
-    scaling), so does the calibration part; known before any training: each seed's split is
-    drawn here on the labels alone."""
-    classes, counts = np.unique(y_train, return_counts=True)
-    if counts.min() < 2:
-        label = classes[counts.argmin()]
-        raise ValueError(
-            f"{name}: class {label.item()!r} has {counts.min()} sample in the training split; "
-            "the per-seed calibration split (stratified, for the *_ts models and the OOD "
-            "thresholds) needs at least two of each class. Add samples of that class or drop "
-            "it (or raise --max-train)."
-        )
-    n_calibration = (
-        calibration_size
-        if isinstance(calibration_size, int)
-        else math.ceil(calibration_size * len(y_train))  # as train_test_split counts
-    )
-    n_fit = len(y_train) - n_calibration
-    if min(n_calibration, n_fit) < len(classes):
-        raise ValueError(
-            f"{name}: the {len(y_train)} samples of the training split give a fit part of "
-            f"{n_fit} and a calibration part of {n_calibration}, but the stratified split needs "
-            f"a sample of each of the {len(classes)} classes in each part. Add samples (or "
-            "raise --max-train)."
-        )
-    for seed in range(seeds):  # the labels decide the split: the same indices as _run_seeds'
-        fit, cal = train_test_split(
-            y_train, test_size=calibration_size, stratify=y_train, random_state=seed
-        )
-        parts = (
-            ("fit", fit, "every model must learn each class"),
-            ("calibration", cal, "temperature scaling (the *_ts models) calibrates there"),
-        )
-        for part, labels, why in parts[: 1 + recalibrates]:
-            missing = np.setdiff1d(classes, labels)
-            if missing.size:
-                raise ValueError(
-                    f"{name}: at seed {seed} the stratified {part} part of the training split "
-                    f"({len(labels)} of {len(y_train)} samples) holds no sample of class "
-                    f"{missing[0].item()!r}, and {why}. Add samples of the rarest classes "
-                    "(raise --max-train) or drop them."
-                )
 
 
 def _augmentation_in_input_units(augmentation: dict, standardized: bool) -> dict:
@@ -523,7 +467,7 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
     registry = default_models() if registry is None else registry
     selected = [_select_models(config, registry, log) for config in configs]
     _check_configs(configs)  # before the first data set is loaded
-    configs = [_resolve(c, _data_kind(c.data, c.data_dir)) for c in configs]
+    configs = [_resolve(c, data_kind(c.data, c.data_dir)) for c in configs]
     prepared = [
         (c, specs, skipped, _load(c, any(s.calibrates for s in specs)))
         for c, (specs, skipped) in zip(configs, selected, strict=True)
@@ -543,7 +487,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "ood_tpr": OOD_TPR,
         "skipped": skipped,
         "failures": failures,
-        "unavailable": _unavailable(specs, runs, failures),
+        "unavailable": unavailable_rows(specs, runs, failures),
         "max_epochs": setup.max_epochs,
         "lr": setup.lr,
         "epsilons": [float(e) for e in setup.epsilons],
@@ -551,24 +495,6 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "augmentation": setup.augmentation,
         "runs": runs,
     }
-
-
-def _unavailable(specs, runs: list, failures: list) -> dict:
-    """``{row label: reason}`` for what could not be fitted on this data: a model none of whose
-    fits succeeded (or whose base model's did not), a detector on a model's features."""
-    measured = {r["model"] for r in runs}
-    errors = {f["model"]: f["error"] for f in reversed(failures)}  # the first seed's error
-    unavailable = {}
-    for spec in specs:
-        if spec.name in measured:
-            continue
-        base = spec.calibrates or spec.name
-        why = errors.get(base, "no fit succeeded")
-        unavailable[spec.name] = why if base == spec.name else f"its base model {base!r}: {why}"
-    for run in runs:
-        for detector, why in run.get("unavailable", {}).items():
-            unavailable.setdefault(f"{run['model']} / {detector}", why)
-    return unavailable
 
 
 def _data_summary(setup: _Setup, n_fit: int, n_calibration: int) -> dict:
