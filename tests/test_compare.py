@@ -560,9 +560,9 @@ def _standardized_sets(config):
     """compare's own standardized data and the seed-0 calibration split, recomputed."""
     from sklearn.model_selection import train_test_split
 
-    from ebmclassifier.experiments.compare import _load
+    from ebmclassifier.experiments._setup import load_setup
 
-    data = _load(config).data
+    data = load_setup(config).data
     _, X_cal, _, _ = train_test_split(
         data.X_train, data.y_train, test_size=0.2, stratify=data.y_train, random_state=0
     )

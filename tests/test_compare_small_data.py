@@ -23,7 +23,7 @@ from sklearn.model_selection import train_test_split
 
 from ebmclassifier import NGEBMClassifier, cli
 from ebmclassifier.detectors import ViMDetector
-from ebmclassifier.experiments import _measure, compare
+from ebmclassifier.experiments import _measure, _setup, compare
 from ebmclassifier.experiments.models import ModelSpec, default_models
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -62,7 +62,7 @@ def no_fit(monkeypatch):
 @pytest.fixture
 def no_training(monkeypatch, no_fit):
     """Nothing may load or train: the error comes at parse time."""
-    monkeypatch.setattr(compare, "_load", _refuse)
+    monkeypatch.setattr(compare, "load_setup", _refuse)
 
 
 @pytest.fixture(scope="module")
@@ -212,9 +212,9 @@ def test_a_class_missing_from_a_seeds_calibration_part_stops_ts_before_training(
 def test_the_calibration_part_need_not_hold_every_class_without_ts():
     # Only the OOD thresholds use it then: a rare class missing there is no error.
     y = np.r_[np.zeros(200), np.ones(3), np.full(2, 2)].astype(int)
-    compare.check_calibration_split(y, 0.2, "rare", seeds=3, recalibrates=False)
+    _setup.check_calibration_split(y, 0.2, "rare", seeds=3, recalibrates=False)
     with pytest.raises(ValueError, match="calibration part .* no sample of class 2"):
-        compare.check_calibration_split(y, 0.2, "rare", seeds=3, recalibrates=True)
+        _setup.check_calibration_split(y, 0.2, "rare", seeds=3, recalibrates=True)
 
 
 # ----------------------------------------------------------- bounded counts (a property family)
@@ -266,8 +266,8 @@ def test_the_bound_itself_is_accepted(option):
 def _resolved(argv):
     args = cli.build_parser().parse_args(argv)
     configs = compare._configs(args)
-    kinds = [compare.data_kind(c.data, c.data_dir) for c in configs]
-    return [compare._resolve(c, kind) for c, kind in zip(configs, kinds, strict=True)]
+    kinds = [_setup.data_kind(c.data, c.data_dir) for c in configs]
+    return [_setup.resolve_defaults(c, kind) for c, kind in zip(configs, kinds, strict=True)]
 
 
 def test_compare_without_options_is_the_readmes_main_job():
@@ -319,10 +319,10 @@ def test_protocol_paper_holds_out_n_valid_and_drops_the_last_batch():
     protocol = paper_protocol("cifar10")
     config = compare.CompareConfig(data="cifar10", protocol="paper")
     # CIFAR-10's 50,000 training images: 5000 held out (not 20% = 10,000), 45,000 trained on
-    assert compare.calibration_test_size(config, protocol, 50_000) == 5000
-    assert compare.calibration_test_size(config, protocol, 120) == 0.2  # small: 20%
-    assert compare.calibration_test_size(compare.CompareConfig(), None, 50_000) == 0.2
-    params = compare._protocol_params("ngebm", protocol, protocol["augmentation"], None)
+    assert _setup.calibration_test_size(config, protocol, 50_000) == 5000
+    assert _setup.calibration_test_size(config, protocol, 120) == 0.2  # small: 20%
+    assert _setup.calibration_test_size(compare.CompareConfig(), None, 50_000) == 0.2
+    params = _setup.protocol_params("ngebm", protocol, protocol["augmentation"], None)
     assert params["iterator_train__drop_last"] is True
     # 45,000 / 64 = 703.1: 703 steps per epoch, the warm-up of 1000 steps lasts 1.42 epochs
     assert 45_000 // params["batch_size"] == 703

@@ -34,21 +34,23 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ..augment import paper_augmentation
-from ..datasets import load_named_dataset
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
-from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
+from ..protocol import paper_callbacks
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import OOD_TPR, EpochBar, Split, measure
-from ._ood_sets import add_requested_ood
-from ._split import calibration_test_size, check_calibration_split
+from ._setup import (
+    data_summary,
+    load_setup,
+    paper_protocol_of,
+    protocol_params,
+    resolve_defaults,
+)
 from ._tables import unavailable_rows
 from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
@@ -63,26 +65,6 @@ __all__ = [
     "run_comparison",
     "write_report",
 ]
-
-# Per data set: training length, learning rate (None: the estimator's) and attack radii that
-# fit its input scale. MNIST-1D: the default ConvNet reaches 87-89% test accuracy with CE at
-# the estimators' lr=1e-3 (30-50 epochs) and 91-93% at lr=3e-3 (30 epochs, 3 seeds); the
-# main job's regime there is an MLP on 2,000 signals (CE over-confident), its defaults
-# (``network`` and ``max_train``; ``--network default --max-train 4000`` for the ConvNet on all).
-DATA_DEFAULTS = {
-    "digits": {"max_epochs": 30, "epsilons": (0.0, 0.02, 0.05, 0.1)},
-    "mnist1d": {
-        "max_epochs": 30,
-        "lr": 3e-3,
-        "epsilons": (0.0, 0.05, 0.1, 0.2),
-        "network": "mlp",
-        "max_train": 2000,
-    },  # fmt: skip
-    "cifar10": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
-    "cifar100": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
-    "svhn": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
-    "file": {"max_epochs": 30, "epsilons": None},  # None: fractions of the input range
-}
 
 
 @dataclass
@@ -179,23 +161,6 @@ class CompareConfig:
     protocol: str | None = None
 
 
-@dataclass
-class _Setup:
-    """What every seed shares: the (standardized) data and the resolved training settings."""
-
-    data: object  # a datasets.NamedDataset, its arrays standardized when ``standardizer`` is set
-    requested: dict  # held_out_classes and ood_files, see _ood_sets.add_requested_ood
-    standardizer: Standardizer | None
-    X_attack: np.ndarray  # the first test samples, in the data's own units
-    max_epochs: int
-    lr: float | None
-    epsilons: tuple
-    network: dict
-    protocol: dict | None = None  # paper_protocol(...) under --protocol paper
-    augmentation: dict | None = None  # the protocol's, in the units the models train in
-    calibration_size: float | int = 0.2  # test_size of the per-seed calibration split
-
-
 def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
     """(the specs that can run, {skipped name: reason})."""
     unknown = [m for m in config.models if m not in registry]
@@ -226,28 +191,14 @@ def _check_detectors(detectors: Sequence[str]) -> None:
         )
 
 
-def _paper_protocol(config: CompareConfig, kind: str) -> dict | None:
-    """The papers' settings under ``protocol="paper"``; a ValueError for other data."""
-    if config.protocol is None:
-        return None
-    if config.protocol != "paper":
-        raise ValueError(f"Unknown protocol {config.protocol!r}; the only one is 'paper'.")
-    if kind not in PAPER_DATASETS:
-        raise ValueError(
-            f"--protocol paper is the papers' recipe for {', '.join(PAPER_DATASETS)}; "
-            f"{config.data!r} is not one of them. Drop --protocol, or use --data cifar10."
-        )
-    return paper_protocol(kind)
-
-
 def _check_configs(configs: Sequence[CompareConfig]) -> None:
     """The checks that need no data: each data set's name (and ``data_dir``), the network, the
     protocol's data sets, and that no two data sets report under one name."""
     folders = {}
     for config in configs:
         kind = data_kind(config.data, config.data_dir)
-        network_params(_resolve(config, kind).network)
-        _paper_protocol(config, kind)
+        network_params(resolve_defaults(config, kind).network)
+        paper_protocol_of(config, kind)
         name = Path(str(config.data)).name  # the report's folder and key, as the loader names it
         if name in folders:
             raise ValueError(
@@ -258,100 +209,6 @@ def _check_configs(configs: Sequence[CompareConfig]) -> None:
         folders[name] = config.data
 
 
-def _resolve(config: CompareConfig, kind: str) -> CompareConfig:
-    """``config`` with the data set's defaults for what it leaves to them (None): the network
-    (the protocol's, else the data set's, else ``"default"``) and ``max_train``."""
-    defaults = DATA_DEFAULTS[kind]
-    network = config.network
-    if network is None:
-        protocol = _paper_protocol(config, kind)
-        network = protocol["network"] if protocol else defaults.get("network", "default")
-    max_train = defaults.get("max_train") if config.max_train is None else config.max_train
-    return replace(config, network=network, max_train=max_train)
-
-
-def _load(config: CompareConfig, recalibrates: bool = True) -> _Setup:
-    """Load the data, standardize it and resolve the data set's defaults; ``recalibrates``:
-    a model is recalibrated on the calibration split (which then needs every class)."""
-    config = _resolve(config, data_kind(config.data, config.data_dir))
-    data = load_named_dataset(
-        config.data, data_dir=config.data_dir, max_train=config.max_train,
-        max_test=config.max_test,
-    )  # fmt: skip
-    protocol = _paper_protocol(config, data.kind)
-    network = network_params(config.network)
-    if config.network.startswith("wrn") and data.X_train.ndim != 4:
-        raise ValueError(
-            f"--network {config.network} takes images of shape (n, C, H, W); {data.name} has "
-            f"samples of shape {data.X_train.shape[1:]}. Use --network default or mlp."
-        )
-    requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
-    test_size = calibration_test_size(config, protocol, len(data.y_train))
-    check_calibration_split(data.y_train, test_size, data.name, config.seeds, recalibrates)
-    n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
-    X_attack = data.X_test[:n_attack]  # attacked in the data's own units
-    standardizer = Standardizer(data.X_train) if config.standardize else None
-    if standardizer is not None:
-        data.X_train = standardizer.transform(data.X_train)
-        data.X_test = standardizer.transform(data.X_test)
-        data.ood = {name: standardizer.transform(X) for name, X in data.ood.items()}
-    defaults = DATA_DEFAULTS[data.kind]
-    low, high = data.input_range
-    epsilons = config.epsilons or defaults["epsilons"]
-    if epsilons is None:
-        epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
-    defaults = {**defaults, **(protocol or {})}  # the papers' epochs and lr, if asked for
-    augmentation = None
-    if protocol is not None:
-        augmentation = _augmentation_in_input_units(protocol["augmentation"], config.standardize)
-    return _Setup(
-        data=data,
-        requested=requested,
-        standardizer=standardizer,
-        X_attack=X_attack,
-        max_epochs=defaults["max_epochs"] if config.max_epochs is None else config.max_epochs,
-        lr=config.lr if config.lr is not None else defaults.get("lr"),
-        epsilons=epsilons,
-        network=network,
-        protocol=protocol,
-        augmentation=augmentation,
-        calibration_size=test_size,
-    )
-
-
-def _augmentation_in_input_units(augmentation: dict, standardized: bool) -> dict:
-    """The papers' augmentation settings in the units the models train in.
-
-    The scripts add noise of standard deviation ``noise_std`` to images scaled to [-1, 1]. On
-    standardized inputs (a CIFAR channel's standard deviation is about 0.25 in [0, 1] units,
-    0.5 in [-1, 1] units) the same noise is about twice as large; on the raw [0, 1] pixels of
-    ``standardize=False``, half as large.
-    """
-    scale = 2.0 if standardized else 0.5
-    return {**augmentation, "noise_std": scale * augmentation["noise_std"]}
-
-
-def _protocol_params(
-    name: str, protocol: dict | None, augmentation: dict | None, batch_size: int | None
-) -> dict:
-    """The estimator parameters ``--protocol paper`` adds for model ``name``; ``augmentation``
-    is the protocol's in the units of the inputs (:func:`_augmentation_in_input_units`)."""
-    if protocol is None:
-        return {}
-    params = {
-        "augmentation": paper_augmentation(**augmentation),
-        "batch_size": protocol["batch_size"] if batch_size is None else batch_size,
-        "optimizer__betas": tuple(protocol["betas"]),
-        "optimizer__weight_decay": protocol["weight_decay"],
-        "iterator_train__drop_last": protocol["drop_last"],
-    }
-    if name.startswith("ngebm"):
-        params["energy_var_weight"] = protocol["ngebm"]["energy_var_weight"]
-    if name.startswith("jem"):
-        params.update(protocol["jem"])
-    return params
-
-
 def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     """``((estimator, fit seconds), None)``, or ``(None, failure record)`` if the fit raised."""
     bar = EpochBar(f"{name} seed {seed}", setup.max_epochs, disable=not config.progress)
@@ -360,7 +217,7 @@ def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     params.update({k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size))
                    if v is not None})  # fmt: skip
     params.update(setup.network)
-    params.update(_protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
+    params.update(protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
     if setup.protocol is not None:
         keys = ("warmup_iters", "lr_milestones", "lr_decay")
         params["callbacks"] += paper_callbacks(**{k: setup.protocol[k] for k in keys})
@@ -467,9 +324,9 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
     registry = default_models() if registry is None else registry
     selected = [_select_models(config, registry, log) for config in configs]
     _check_configs(configs)  # before the first data set is loaded
-    configs = [_resolve(c, data_kind(c.data, c.data_dir)) for c in configs]
+    configs = [resolve_defaults(c, data_kind(c.data, c.data_dir)) for c in configs]
     prepared = [
-        (c, specs, skipped, _load(c, any(s.calibrates for s in specs)))
+        (c, specs, skipped, load_setup(c, any(s.calibrates for s in specs)))
         for c, (specs, skipped) in zip(configs, selected, strict=True)
     ]
     return [_execute(*plan, registry, log) for plan in prepared]
@@ -480,7 +337,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
-        "data": _data_summary(setup, n_fit, n_calibration),
+        "data": data_summary(setup, n_fit, n_calibration),
         "models": {s.name: s.description for s in specs},
         "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
         "detectors": {name: repr(build_detector(name, n_fit)) for name in (config.detectors or ())},
@@ -494,24 +351,6 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "protocol": setup.protocol,
         "augmentation": setup.augmentation,
         "runs": runs,
-    }
-
-
-def _data_summary(setup: _Setup, n_fit: int, n_calibration: int) -> dict:
-    data = setup.data
-    low, high = data.input_range
-    return {
-        "name": data.name,
-        "n_train": n_fit,
-        "n_calibration": n_calibration,
-        "n_test": int(len(data.y_test)),
-        "n_attacked": len(setup.X_attack),
-        "input_shape": list(data.X_train.shape[1:]),
-        "input_range": [float(low), float(high)],
-        "standardized": setup.standardizer is not None,
-        "classes": np.unique(data.y_train).tolist(),
-        "ood_sets": {k: int(len(v)) for k, v in data.ood.items()},
-        **setup.requested,
     }
 
 
