@@ -543,14 +543,16 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         training = False
         try:
             self._check_params()
-            if not first:
+            incremental = not initialize and self._accept_new_classes(y, classes)
+            if not first and not incremental:
                 check_partial_fit_classes(self, classes)
             X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
-            if first and not initialize:
+            if first and not initialize and not incremental:
                 check_warm_start_classes(self, y)
             weights = self._check_sample_weight(
                 sample_weight, y, partial=partial, require_classes=first and classes is None
             )
+            X, y, weights = self._add_replay(X, y, weights, reset=initialize)
             positive = None if weights is None else weights > 0
             if initialize and positive is not None:
                 X = self._input_of_weighted_rows(X, positive)
@@ -579,6 +581,18 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             if initialize and not training:
                 self.initialized_ = False
         return self
+
+    def _accept_new_classes(self, y, classes) -> bool:
+        """Before a continuing fit: grow ``classes_`` by new labels, if the estimator can.
+
+        ``True`` when the estimator learns classes incrementally (it checked ``classes``
+        itself, and the fixed-classes checks do not apply); here ``False``.
+        """
+        return False
+
+    def _add_replay(self, X: np.ndarray, y: np.ndarray, weights, *, reset: bool):
+        """The training data with stored past samples mixed in; here ``(X, y, weights)``."""
+        return X, y, weights
 
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
         """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
