@@ -552,7 +552,6 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
             weights = self._check_sample_weight(
                 sample_weight, y, partial=partial, require_classes=first and classes is None
             )
-            X, y, weights = self._add_replay(X, y, weights, reset=initialize)
             positive = None if weights is None else weights > 0
             if initialize and positive is not None:
                 X = self._input_of_weighted_rows(X, positive)
@@ -560,6 +559,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
                 # Data statistics (input range, fd step, ...) of the samples that count; a
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
+            X, y, weights = self._add_replay(X, y, weights, reset=initialize)
             seed = self.seed_ if self.random_state is not None else None
             with seeded_rng(seed, self.device_):
                 if initialize:

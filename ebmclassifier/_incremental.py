@@ -129,9 +129,10 @@ class ClassIncrementalMixin:
     def _add_replay(self, X: np.ndarray, y: np.ndarray, weights, *, reset: bool):
         """The fit's data with the reservoir's samples appended; the reservoir updated.
 
-        The samples stored before this call are appended to ``(X, y)``, each weighing 1 times
-        its ``class_weight``; then the chunk's samples of positive weight enter the
-        reservoir. ``reset`` (a fresh fit) empties it first.
+        The samples stored before this call are appended to ``(X, y)``, weighted so that each
+        stored class weighs, in all, as much as an average class of the chunk (times its
+        ``class_weight``); then the chunk's samples of positive weight enter the reservoir.
+        ``reset`` (a fresh fit) empties it first.
         """
         if reset:
             for name in RESERVOIR_ATTRIBUTES:
@@ -174,11 +175,13 @@ class ClassIncrementalMixin:
                 None, stored_y, partial=True, require_classes=False
             )
             replay_weights = np.ones(len(stored_y)) if replay_weights is None else replay_weights
-        if weights is None and (replay_weights == 1).all():
-            mixed = None
-        else:
-            own = np.ones(len(y), dtype=np.float32) if weights is None else weights
-            mixed = np.concatenate([own, replay_weights]).astype(np.float32)
+        # Each stored class weighs, in all, as much as an average class of the chunk: the
+        # equal mix of replay methods, without which 20 samples drown among hundreds.
+        per_class = counted.sum() / max(1, len(np.unique(y[counted])))
+        stored_counts = np.bincount(stored_y, minlength=n_classes)
+        replay_weights = replay_weights * per_class / stored_counts[stored_y]
+        own = np.ones(len(y), dtype=np.float32) if weights is None else weights
+        mixed = np.concatenate([own, replay_weights]).astype(np.float32)
         return np.concatenate([X, stored_X]), np.concatenate([y, stored_y]), mixed
 
     def _warn_one_class(self, y: np.ndarray, weights) -> None:
@@ -188,6 +191,7 @@ class ClassIncrementalMixin:
         present = np.unique(y if weights is None else y[weights > 0])
         if len(present) == 1:
             label = self.classes_[present[0]]
+            label = label.item() if isinstance(label, np.generic) else label
             warnings.warn(
                 f"{type(self).__name__}(negatives={self.negatives!r}) trains on samples of one "
                 f"class only, {label!r}: its normalising term has no other class to contrast, "

@@ -81,8 +81,9 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         reservoir sampling, seeded by ``random_state``; attributes ``reservoir_X_``,
         ``reservoir_y_``, ``reservoir_seen_``, saved and pickled with the estimator). Every
         ``fit``/``partial_fit`` trains on its data plus the samples stored before the call,
-        each weighing 1 times its ``class_weight``, then stores from its own data; a fresh
-        ``fit`` empties the reservoir first.
+        weighted so that each stored class weighs, in all, as much as an average class of the
+        data (times its ``class_weight``), then stores from its own data (samples of positive
+        weight); a fresh ``fit`` empties the reservoir first.
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
@@ -172,13 +173,19 @@ random_state, class_weight, verbose, **kwargs
     def _data_parallel_problems(self) -> list[str]:
         # Cross-entropy and the gradient norms are means of per-sample terms, which the
         # shards of a batch reproduce exactly; the batch variance of the energy is not.
+        problems = []
         if self.energy_var_weight:
-            return [
+            problems.append(
                 f"energy_var_weight={self.energy_var_weight!r} penalises the variance of the "
                 "energy over a batch, which data-parallel training would compute per shard; "
                 "use energy_var_weight=0 for data-parallel training."
-            ]
-        return []
+            )
+        if self.negatives != "all":  # the classes present in a batch are not per-sample
+            problems.append(
+                f"negatives={self.negatives!r} draws the negatives from the batch's classes, "
+                "which data-parallel training would see per shard; use negatives='all'."
+            )
+        return problems
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)
