@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from ..jem import JEMClassifier
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
+from ..nn import LabelConditionedMLP
 from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
 
 __all__ = ["METHODS", "parse_tasks", "run_continual", "summarize"]
@@ -48,6 +49,8 @@ METHODS: dict[str, tuple[type, dict, bool]] = {
     "ce_batch": (NGEBMClassifier, {"beta": 0.0, "negatives": "batch"}, False),
     "ce_k1": (NGEBMClassifier, {"beta": 0.0, "negatives": 1}, False),
     "ngebm_batch": (NGEBMClassifier, {"beta": 0.5, "negatives": "batch"}, False),
+    "ce_cond": (NGEBMClassifier, {"beta": 0.0, "negatives": "all", "cond": True}, False),
+    "ce_batch_cond": (NGEBMClassifier, {"beta": 0.0, "negatives": "batch", "cond": True}, False),
     "jem_batch": (
         JEMClassifier,
         {"negatives": "batch", "sgld_steps": 10, "buffer_size": 2000, "sampler": "proximal"},
@@ -133,6 +136,8 @@ def _estimator(method: str, seed: int, config: dict):
     cls, params, _ = METHODS[method]
     params = dict(params)
     replay = params.pop("replay", False)
+    if params.pop("cond", False):  # the label-conditioned energy network E(x, y)
+        params["module"] = LabelConditionedMLP
     return cls(
         class_incremental=True,
         replay_per_class=config["replay"] if replay else 0,
