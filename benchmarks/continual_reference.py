@@ -98,7 +98,9 @@ def main() -> None:
     for name, replay in (("naive (hand-written)", 0), ("replay 20/class (hand-written)", 20)):
         values = [run_loop(seed, replay, args.epochs) for seed in seeds]
         print(f"{name:34s} {np.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]")
-    runs = run_continual(["digits"], ["ce", "ce_replay"], seeds=seeds, epochs=args.epochs)
+    runs = run_continual(
+        ["digits"], ["ce", "ce_replay"], seeds=seeds, epochs=args.epochs, progress=False
+    )
     for row in summarize(runs):
         median, low, high = row["average_accuracy"]
         print(f"{row['method'] + ' (ebmclassifier)':34s} {median:.3f} [{low:.3f}-{high:.3f}]")

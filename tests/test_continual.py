@@ -276,3 +276,50 @@ def test_clone_is_unfitted_and_keeps_the_parameters():
     copy = clone(clf)
     assert not hasattr(copy, "reservoir_X_") and not hasattr(copy, "module_")
     assert copy.get_params()["replay_per_class"] == 3 and copy.negatives == "batch"
+
+
+def test_label_conditioned_network_grows_and_isolates_absent_classes():
+    from ebmclassifier.nn import LabelConditionedMLP
+
+    clf = _clf(module=LabelConditionedMLP, module__hidden_sizes=(8,), module__head_size=4)
+    clf = clf.set_params(negatives="batch").partial_fit(*_task(0, 1))
+    gates = clf.module_.last_layer.weight.detach().clone()
+    clf.set_params(max_epochs=0).partial_fit(*_task(2, 3))
+    assert torch.equal(clf.module_.last_layer.weight[:2], gates)
+    assert clf.predict_proba(X).shape == (300, 4)
+    xb, yb = _task(0, 1)
+    clf.module_.zero_grad()
+    loss, _ = clf.compute_loss(torch.tensor(xb), torch.tensor(yb), True)
+    loss.backward()
+    assert not clf.module_.last_layer.weight.grad[2:].any()
+
+
+def test_continual_command_writes_its_report(tmp_path, capsys):
+    from ebmclassifier.cli import main
+
+    out = tmp_path / "run"
+    status = main(
+        [
+            "continual",
+            "--tasks",
+            "0,1/2,3",
+            "--methods",
+            "ce,ce_batch_replay,joint",
+            "--seeds",
+            "1",
+            "--epochs",
+            "1",
+            "--replay",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert status == 0
+    results = __import__("json").loads((out / "results.json").read_text())
+    assert {r["method"] for r in results["runs"]} == {"ce", "ce_batch_replay", "joint"}
+    assert len(results["runs"][0]["accuracy_matrix"]) == 2
+    assert (out / "report.md").exists() and (out / "continual_digits_curves.png").exists()
+    assert main(["continual", "--tasks", "0/1", "--out", str(out)]) == 2
+    assert "first task must have at least 2 classes" in capsys.readouterr().err
