@@ -49,7 +49,8 @@ templates_path = ["_templates"]
 autosummary_generate = True
 autodoc_typehints = "none"  # the numpydoc sections carry the types
 # The templates in _templates/ choose the members: estimator.rst the user-facing methods (not
-# skorch's), class.rst a class's own methods (not forward/backward, which the class documents).
+# skorch's), class.rst a class's own methods (not forward/backward, which the class documents),
+# network.rst the networks' penultimate and last_layer (written once, on their private base).
 numpydoc_show_class_members = False  # the class template lists the estimator's own methods
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

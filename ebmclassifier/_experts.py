@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._device import module_device
 from ._inference import map_batches
-from ._validation import ParamChecker, _sample_weight_array, check_some_weight, check_X
+from ._validation import ParamChecker, check_some_weight, check_X, sample_weight_array
 
 __all__ = ["ExpertsBase"]
 
@@ -149,7 +149,7 @@ class ExpertsBase(BaseEstimator):
     def _check_sample_weight(self, sample_weight, n_samples: int) -> np.ndarray | None:
         """``sample_weight`` as float64 of shape (n_samples,), or None, checked here once,
         since a ``FrozenEstimator`` expert never sees it: finite, non-negative, some positive."""
-        weights = _sample_weight_array(sample_weight, n_samples)
+        weights = sample_weight_array(sample_weight, n_samples)
         if weights is not None:
             check_some_weight(weights, type(self).__name__, class_weight=False)
         return weights

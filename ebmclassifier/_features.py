@@ -15,10 +15,10 @@ from ._device import module_device
 from ._inference import map_batches
 from ._validation import (
     ParamChecker,
-    _as_numpy,
-    _check_sample_shape,
-    _without_negative_strides,
+    as_numpy,
+    check_sample_shape,
     is_int,
+    without_negative_strides,
 )
 
 __all__ = ["last_layer_parameters", "penultimate_features"]
@@ -97,10 +97,10 @@ def _feature_input(estimator, X) -> np.ndarray:
     validate = getattr(estimator, "_validate_X", None)
     if callable(validate):
         return validate(X, reset=False)
-    X = check_array(_as_numpy(X), dtype=np.float32, allow_nd=True, ensure_min_features=1)
+    X = check_array(as_numpy(X), dtype=np.float32, allow_nd=True, ensure_min_features=1)
     if hasattr(estimator, "input_shape_"):
-        _check_sample_shape(estimator, X, reset=False)
-    return _without_negative_strides(X)
+        check_sample_shape(estimator, X, reset=False)
+    return without_negative_strides(X)
 
 
 def _feature_batch_size(estimator, batch_size, n_samples: int) -> int:

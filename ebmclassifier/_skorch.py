@@ -17,7 +17,7 @@ Hooks, as skorch's customization guide documents them
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
 
-Overrides that follow skorch's own code, for the versions in :data:`SKORCH_VERSIONS`
+Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
 (``tests/test_skorch.py`` fails on any other installed version)
 ------------------------------------------------------------------------------------------
 - ``_get_param_names``: skorch lists its private ``_params_to_validate`` as a parameter.
@@ -47,11 +47,7 @@ from torch import nn
 from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
 
-__all__ = ["SKORCH_VERSIONS", "SkorchNet"]
-
-#: The (major, minor) skorch versions the overrides below were written for (against 1.4.0) and
-#: tested with (the suite passes on 1.2.0, 1.3.1 and 1.4.0; 1.1 fails to unpickle on torch 2.6+).
-SKORCH_VERSIONS = ((1, 2), (1, 3), (1, 4))
+__all__ = ["SkorchNet"]
 
 
 class SkorchNet(NeuralNetClassifier):

@@ -343,19 +343,19 @@ def check_module_output(estimator, x: torch.Tensor) -> None:
         )
 
 
-def _as_numpy(X):
+def as_numpy(X):
     """Torch tensors go through numpy so that scikit-learn's validation sees every input."""
     if isinstance(X, torch.Tensor):
         return X.detach().cpu().numpy()
     return X
 
 
-def _without_negative_strides(X: np.ndarray) -> np.ndarray:
+def without_negative_strides(X: np.ndarray) -> np.ndarray:
     """``X``, or a copy where it is a reversed view (``X[::-1]``), which torch cannot take."""
     return X.copy() if any(stride < 0 for stride in X.strides) else X
 
 
-def _check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
+def check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
     """Remember the sample shape in fit; afterwards, insist on it."""
     if reset:
         estimator.input_shape_ = tuple(X.shape[1:])
@@ -384,14 +384,14 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
     """
     X = validate_data(
         estimator,
-        _as_numpy(X),
+        as_numpy(X),
         reset=reset,
         dtype=np.float32,
         allow_nd=True,
         ensure_min_features=1,
     )
-    _check_sample_shape(estimator, X, reset=reset)
-    return _without_negative_strides(X)
+    check_sample_shape(estimator, X, reset=reset)
+    return without_negative_strides(X)
 
 
 def check_training_data(estimator, X, y, *, reset: bool, classes=None):
@@ -418,10 +418,10 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
     X, y = validate_data(
-        estimator, _as_numpy(X), _as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
+        estimator, as_numpy(X), as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
     )
     check_classification_targets(y)
-    _check_sample_shape(estimator, X, reset=reset)
+    check_sample_shape(estimator, X, reset=reset)
     if reset:
         encoder = LabelEncoder().fit(y if classes is None else np.asarray(classes))
         if len(encoder.classes_) < 2:
@@ -437,7 +437,7 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
             "was first fitted; pass every class to the first partial_fit with classes=..., "
             "or fit afresh (warm_start=False)."
         )
-    return _without_negative_strides(X), estimator.label_encoder_.transform(y)
+    return without_negative_strides(X), estimator.label_encoder_.transform(y)
 
 
 def check_warm_start_classes(estimator, y: np.ndarray) -> None:
@@ -493,7 +493,7 @@ def _positions(mask: np.ndarray) -> str:
     return f"{shown!r}" + (f" (and {len(where) - 5} more)" if len(where) > 5 else "")
 
 
-def _sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
+def sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
     """``sample_weight`` as float64 of shape (n_samples,): finite and non-negative."""
     if sample_weight is None:
         return None
@@ -501,7 +501,7 @@ def _sample_weight_array(sample_weight, n_samples: int) -> np.ndarray | None:
         weights = np.full(n_samples, float(sample_weight))
     else:
         try:
-            weights = np.asarray(_as_numpy(sample_weight), dtype=np.float64)
+            weights = np.asarray(as_numpy(sample_weight), dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError(
                 "sample_weight must be None, a number or an array-like of numbers, one per "
@@ -562,7 +562,7 @@ def check_some_weight(weights: np.ndarray, owner: str, *, class_weight: bool) ->
     Parameters
     ----------
     weights : ndarray of shape (n_samples,)
-        Finite and non-negative (:func:`_sample_weight_array`).
+        Finite and non-negative (:func:`sample_weight_array`).
     owner : str
         The estimator's class name, for the message.
     class_weight : bool
@@ -607,7 +607,7 @@ def check_sample_weight(
         so uniform weights train exactly as no weights.
     """
     name = type(estimator).__name__
-    weights = _sample_weight_array(sample_weight, len(y))
+    weights = sample_weight_array(sample_weight, len(y))
     class_weights = _class_weights(estimator, y, partial=partial)
     if class_weights is not None:
         weights = class_weights if weights is None else weights * class_weights

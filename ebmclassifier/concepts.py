@@ -20,7 +20,7 @@ from ._experts import ExpertsBase
 from ._validation import ParamChecker
 from .compose import Not, class_energy, conjunction, disjunction
 from .sampling import GaussianStart, informative_start, uniform_start
-from .sampling.langevin import SAMPLERS, _run_sampler
+from .sampling.langevin import SAMPLERS, run_sampler
 
 __all__ = ["ConceptComposition"]
 
@@ -566,7 +566,7 @@ class ConceptComposition(ExpertsBase):
             generator.manual_seed(int(random_state))
         gaussians = self._start_on(device)
         x0 = self._start(int(n), clauses, start, gaussians, generator)
-        x = _run_sampler(
+        x = run_sampler(
             sampler,
             self._energy_fn(clauses),
             x0,

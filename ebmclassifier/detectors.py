@@ -37,7 +37,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._features import last_layer_parameters, penultimate_features
-from ._validation import ParamChecker, _as_numpy
+from ._validation import ParamChecker, as_numpy
 
 __all__ = [
     "DETECTORS",
@@ -59,7 +59,7 @@ class _FeatureDetector(BaseEstimator):
     """What every detector shares: feature validation and the two score conventions."""
 
     def _features(self, features, *, reset: bool) -> np.ndarray:
-        return validate_data(self, _as_numpy(features), reset=reset, dtype=np.float64)
+        return validate_data(self, as_numpy(features), reset=reset, dtype=np.float64)
 
     def score_samples(self, features) -> np.ndarray:
         """scikit-learn's outlier convention: ``-score_ood(features)``.
@@ -81,6 +81,39 @@ class _FeatureDetector(BaseEstimator):
         True
         """
         return -self.score_ood(features)
+
+    def fit_on_features(self, estimator, features, y=None):
+        """Fit on the penultimate features of ``estimator``'s training input, already computed.
+
+        The detector takes from ``estimator`` what it needs beyond the features (ViM: the last
+        layer's ``W`` and ``b``), so that several detectors fit on one computation of the
+        features; :func:`fit_detector` computes them and calls this.
+
+        Parameters
+        ----------
+        estimator : fitted estimator or torch.nn.Module
+            As for :func:`penultimate_features`.
+        features : array-like of shape (n_samples, n_features)
+            ``penultimate_features(estimator, X_train)``.
+        y : array-like of shape (n_samples,) or None, default=None
+            The training labels (needed by :class:`MahalanobisDetector`).
+
+        Returns
+        -------
+        self
+            The fitted detector.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from ebmclassifier.nn import MLP
+        >>> net = MLP(n_features=4, n_classes=3, hidden_sizes=(8,))
+        >>> X = torch.randn(30, 4)
+        >>> vim = ViMDetector(n_components=2).fit_on_features(net, penultimate_features(net, X))
+        >>> vim.coef_.shape  # ViM took the last layer from the network
+        (3, 8)
+        """
+        return self.fit(features, y)
 
 
 class MahalanobisDetector(_FeatureDetector):
@@ -167,7 +200,7 @@ class MahalanobisDetector(_FeatureDetector):
         check.raise_if_any()
         if y is None:
             raise ValueError("MahalanobisDetector.fit needs the training labels y; got None.")
-        X, y = validate_data(self, _as_numpy(features), y, dtype=np.float64, ensure_min_samples=2)
+        X, y = validate_data(self, as_numpy(features), y, dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, index = np.unique(y, return_inverse=True)
         counts = np.bincount(index)
@@ -427,8 +460,8 @@ class ViMDetector(_FeatureDetector):
         return self
 
     def _check_last_layer(self, weight, bias, n_features: int):
-        weight = check_array(_as_numpy(weight), dtype=np.float64, input_name="weight")
-        bias = check_array(_as_numpy(bias), dtype=np.float64, ensure_2d=False, input_name="bias")
+        weight = check_array(as_numpy(weight), dtype=np.float64, input_name="weight")
+        bias = check_array(as_numpy(bias), dtype=np.float64, ensure_2d=False, input_name="bias")
         if weight.shape[1] != n_features or bias.shape != (weight.shape[0],):
             raise ValueError(
                 f"weight must have shape (n_classes, {n_features}) (one column per feature) and "
@@ -436,6 +469,10 @@ class ViMDetector(_FeatureDetector):
                 "last_layer_parameters(estimator)."
             )
         return weight, bias
+
+    def fit_on_features(self, estimator, features, y=None) -> ViMDetector:
+        weight, bias = last_layer_parameters(estimator)
+        return self.fit(features, y, weight=weight, bias=bias)
 
     def _check_n_components(self, n_features: int) -> int:
         if self.n_components is None:
@@ -520,13 +557,4 @@ def fit_detector(detector: _FeatureDetector, estimator, X, y=None) -> _FeatureDe
     >>> detector.score_ood(penultimate_features(clf, X[40:])).shape
     (20,)
     """
-    return _fit_on_features(detector, estimator, penultimate_features(estimator, X), y)
-
-
-def _fit_on_features(detector, estimator, features: np.ndarray, y=None):
-    """:func:`fit_detector` on the penultimate features of the training input, already
-    computed (``compare`` fits several detectors on the same features)."""
-    if isinstance(detector, ViMDetector):
-        weight, bias = last_layer_parameters(estimator)
-        return detector.fit(features, y, weight=weight, bias=bias)
-    return detector.fit(features, y)
+    return detector.fit_on_features(estimator, penultimate_features(estimator, X), y)

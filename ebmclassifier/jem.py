@@ -24,7 +24,7 @@ from .energy import energy
 from .exceptions import DivergenceError
 from .losses import jem_loss
 from .sampling import GaussianStart, ReplayBuffer, UniformStart, informative_start
-from .sampling.langevin import SAMPLERS, _run_sampler
+from .sampling.langevin import SAMPLERS, run_sampler
 
 __all__ = ["JEMClassifier"]
 
@@ -312,7 +312,7 @@ random_state, class_weight, verbose, **kwargs
         training = self.module_.training
         self.module_.eval()
         try:
-            return _run_sampler(
+            return run_sampler(
                 self.sampler,
                 energy_fn,
                 x0,

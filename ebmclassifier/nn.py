@@ -25,15 +25,62 @@ from ._validation import ParamChecker
 __all__ = ["MLP", "ConvNet", "LabelConditionedMLP", "WideResNet", "wide_resnet_blocks_per_group"]
 
 
-def _all_but_last(sequential: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
-    """Run ``x`` through every layer of ``sequential`` except the last one."""
-    for layer in islice(sequential, len(sequential) - 1):
-        x = layer(x)
-    return x
+class _LinearReadout(nn.Module):
+    """What the networks share: ``forward(x) = last_layer(penultimate(x))``.
+
+    A subclass builds a trunk ``self.features`` and ``self.head``, an ``nn.Sequential`` whose
+    last layer is the final ``nn.Linear``; :class:`MLP` has no trunk and names its one
+    Sequential ``net`` (its state_dict keys), so it overrides :meth:`_trunk` and :meth:`_head`.
+    """
+
+    def _trunk(self, x: torch.Tensor) -> torch.Tensor:
+        return self.features(x)
+
+    def _head(self) -> nn.Sequential:
+        return self.head
+
+    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
+        """The features the last linear layer reads (the class docstring says which).
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (n, ...)
+
+        Returns
+        -------
+        features : torch.Tensor of shape (n, d)
+            ``d`` is the last layer's ``in_features``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> net = ConvNet((1, 8), 3, channels=(4,), hidden_size=6)
+        >>> x = torch.randn(5, 1, 8)
+        >>> net.penultimate(x).shape
+        torch.Size([5, 6])
+        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
+        True
+        """
+        x = self._trunk(x)
+        head = self._head()
+        for layer in islice(head, len(head) - 1):
+            x = layer(x)
+        return x
+
+    @property
+    def last_layer(self) -> nn.Linear:
+        """The final linear layer, from penultimate features to logits."""
+        return self._head()[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.last_layer(self.penultimate(x))
 
 
-class MLP(nn.Module):
+class MLP(_LinearReadout):
     """A multi-layer perceptron from flat features to logits.
+
+    ``penultimate(x)``: the last hidden layer's activations, ``(n, hidden_sizes[-1])`` (the
+    flattened input when ``hidden_sizes`` is empty).
 
     Parameters
     ----------
@@ -76,43 +123,20 @@ class MLP(nn.Module):
         layers.append(nn.Linear(width, n_classes))
         self.net = nn.Sequential(*layers)
 
-    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
-        """The features the last linear layer reads: the last hidden layer's activations.
+    def _trunk(self, x: torch.Tensor) -> torch.Tensor:
+        return x
 
-        Parameters
-        ----------
-        x : torch.Tensor of shape (n, ...)
-
-        Returns
-        -------
-        features : torch.Tensor of shape (n, hidden_sizes[-1])
-            The flattened input when ``hidden_sizes`` is empty.
-
-        Examples
-        --------
-        >>> import torch
-        >>> net = MLP(4, 3, hidden_sizes=(8,))
-        >>> x = torch.randn(5, 4)
-        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
-        True
-        """
-        return _all_but_last(self.net, x)
-
-    @property
-    def last_layer(self) -> nn.Linear:
-        """The final linear layer, from penultimate features to logits."""
-        return self.net[-1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.last_layer(self.penultimate(x))
+    def _head(self) -> nn.Sequential:
+        return self.net
 
 
-class ConvNet(nn.Module):
+class ConvNet(_LinearReadout):
     """A small convolutional network for ``(C, L)`` sequences or ``(C, H, W)`` images.
 
     Each stage is a stride-1 convolution followed by a stride-2 one (the downsampling is
     learned, not pooled), then a hidden linear layer and the logits. The flattened feature map
-    keeps the position information that e.g. MNIST-1D needs.
+    keeps the position information that e.g. MNIST-1D needs. ``penultimate(x)``: the hidden
+    linear layer's activations, ``(n, hidden_size)``.
 
     Parameters
     ----------
@@ -176,35 +200,6 @@ class ConvNet(nn.Module):
             nn.Linear(hidden_size, n_classes),
         )
 
-    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
-        """The features the last linear layer reads: the hidden linear layer's activations.
-
-        Parameters
-        ----------
-        x : torch.Tensor of shape (n, ...)
-
-        Returns
-        -------
-        features : torch.Tensor of shape (n, hidden_size)
-
-        Examples
-        --------
-        >>> import torch
-        >>> net = ConvNet((1, 8), 3, channels=(4,), hidden_size=6)
-        >>> x = torch.randn(5, 1, 8)
-        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
-        True
-        """
-        return _all_but_last(self.head, self.features(x))
-
-    @property
-    def last_layer(self) -> nn.Linear:
-        """The final linear layer, from penultimate features to logits."""
-        return self.head[-1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.last_layer(self.penultimate(x))
-
 
 _ACTIVATIONS = {"leaky_relu": lambda: nn.LeakyReLU(0.2), "silu": nn.SiLU, "relu": nn.ReLU}
 
@@ -259,7 +254,7 @@ class _WideBlock(nn.Module):
         return out + shortcut
 
 
-class WideResNet(nn.Module):
+class WideResNet(_LinearReadout):
     """Wide residual network WRN-depth-k for ``(C, H, W)`` images, without batch-norm by default.
 
     The network of the NG-EBM and JEM papers' CIFAR experiments, WRN-28-10 without batch-norm
@@ -269,7 +264,8 @@ class WideResNet(nn.Module):
     activation, global average pooling and a linear layer to the logits. Batch-norm is left
     out by default because it couples the samples of a batch, which breaks the per-sample
     energy gradients NG-EBM penalises and JEM samples with; without it the convolutions carry
-    biases.
+    biases. ``penultimate(x)``: the activated, globally average-pooled maps,
+    ``(n, 64 * widen_factor)``.
 
     Parameters
     ----------
@@ -345,35 +341,6 @@ class WideResNet(nn.Module):
             nn.Flatten(),
             nn.Linear(width, n_classes),
         )
-
-    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
-        """The features the last linear layer reads: activated, globally average-pooled maps.
-
-        Parameters
-        ----------
-        x : torch.Tensor of shape (n, C, H, W)
-
-        Returns
-        -------
-        features : torch.Tensor of shape (n, 64 * widen_factor)
-
-        Examples
-        --------
-        >>> import torch
-        >>> net = WideResNet((3, 8, 8), 4, depth=10, widen_factor=1)
-        >>> x = torch.randn(2, 3, 8, 8)
-        >>> torch.equal(net.last_layer(net.penultimate(x)), net(x))
-        True
-        """
-        return _all_but_last(self.head, self.features(x))
-
-    @property
-    def last_layer(self) -> nn.Linear:
-        """The final linear layer, from penultimate features to logits."""
-        return self.head[-1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.last_layer(self.penultimate(x))
 
 
 class LabelConditionedMLP(nn.Module):

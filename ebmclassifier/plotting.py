@@ -12,12 +12,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .metrics import _top_label, expected_calibration_error, ood_metrics
+from .metrics import expected_calibration_error, ood_metrics, top_label
 
 __all__ = ["plot_reliability_diagram", "plot_ood_histograms", "plot_accuracy_vs_epsilon"]
 
 
-def _finish(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
+def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
     """Title, legend and layout of a one-panel figure (``ax``), then save it to ``path``."""
     if ax is not None:
         if title is not None:
@@ -94,7 +94,7 @@ def plot_reliability_diagram(
     >>> [text.get_text() for text in counts.texts]  # samples in the non-empty bins
     ['1', '1', '2']
     """
-    confidence, correct = _top_label(y_true, y_proba, classes)
+    confidence, correct = top_label(y_true, y_proba, classes)
     ece = expected_calibration_error(y_true, y_proba, n_bins, classes=classes)
     edges, counts, accuracy, mean_confidence = _bin_statistics(confidence, correct, n_bins)
     full, width = counts > 0, 0.9 / n_bins
@@ -123,7 +123,7 @@ def plot_reliability_diagram(
     count_ax.set(xlabel="confidence (top label)", ylabel=f"samples (n = {len(confidence)})",
                  ylim=(0, counts.max() * 1.25))  # fmt: skip
     fig.tight_layout()
-    return _finish(fig, path)
+    return finish_figure(fig, path)
 
 
 def plot_ood_histograms(
@@ -186,7 +186,7 @@ def plot_ood_histograms(
         )  # fmt: skip
     ax.set_xlabel(f"{score_name} (higher = more OOD)")
     ax.set_ylabel("density")
-    return _finish(fig, path, ax, title)
+    return finish_figure(fig, path, ax, title)
 
 
 def plot_accuracy_vs_epsilon(
@@ -247,4 +247,4 @@ def plot_accuracy_vs_epsilon(
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
-    return _finish(fig, path, ax, title)
+    return finish_figure(fig, path, ax, title)

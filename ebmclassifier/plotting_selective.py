@@ -9,7 +9,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from .metrics import aurc, risk_coverage_curve
-from .plotting import _finish
+from .plotting import finish_figure
 
 __all__ = ["plot_risk_coverage"]
 
@@ -69,4 +69,4 @@ def plot_risk_coverage(
     ax.set_xlim(0, 1)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    return _finish(fig, path, ax, title)
+    return finish_figure(fig, path, ax, title)

@@ -72,7 +72,7 @@ def test_px_weight_zero_is_plain_cross_entropy_without_sampling(small_blobs, mon
     def fail(*args, **kwargs):
         raise AssertionError("no sampling when px_weight=0")
 
-    monkeypatch.setattr(jem_module, "_run_sampler", fail)  # every sampler goes through it
+    monkeypatch.setattr(jem_module, "run_sampler", fail)  # every sampler goes through it
     clf = JEMClassifier(**{**FAST, "px_weight": 0.0}).fit(X, y)
     assert clf.score(X, y) > 0.9
 

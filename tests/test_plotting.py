@@ -83,7 +83,7 @@ def test_reliability_bins_reproduce_the_ece():
     # the diagram's bins against netcal's ECE (through expected_calibration_error): the
     # count-weighted mean of |accuracy - mean confidence| over the drawn bins is the ECE;
     # confidences on a bin edge (0.6 lies below linspace's 0.6000000000000001) land alike
-    from ebmclassifier.metrics import _top_label, expected_calibration_error
+    from ebmclassifier.metrics import expected_calibration_error, top_label
     from ebmclassifier.plotting import _bin_statistics
 
     rng = np.random.default_rng(1)
@@ -93,7 +93,7 @@ def test_reliability_bins_reproduce_the_ece():
     proba[40:50] = [1.0, 0.0, 0.0]
     y = rng.integers(0, 3, size=400)
     for n_bins in (5, 10, 15):
-        confidence, correct = _top_label(y, proba, None)
+        confidence, correct = top_label(y, proba, None)
         _, counts, accuracy, mean_conf = _bin_statistics(confidence, correct, n_bins)
         full = counts > 0
         ece = np.sum(counts[full] / 400 * np.abs(accuracy[full] - mean_conf[full]))

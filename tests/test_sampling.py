@@ -16,7 +16,7 @@ from ebmclassifier.sampling import (
     proximal_sgld,
     sgld,
 )
-from ebmclassifier.sampling.langevin import _run_sampler
+from ebmclassifier.sampling.langevin import run_sampler
 
 
 def _quadratic(dim=3, seed=0):
@@ -419,7 +419,7 @@ def test_run_sampler_is_the_named_sampler_with_the_estimators_box(sampler):
     x0 = torch.zeros(5, 2)
     energy_fn = lambda x: (x**2).sum(1)  # noqa: E731
     args = dict(n_steps=4, step_size=0.3, noise=0.1)
-    x = _run_sampler(
+    x = run_sampler(
         sampler, energy_fn, x0, **args, low=low, high=high, clip_fraction=0.05,
         generator=torch.Generator().manual_seed(0),
     )  # fmt: skip

@@ -1,6 +1,9 @@
 """The skorch side of the estimators (ebmclassifier/_skorch.py): its hooks and overrides."""
 
+import operator
 import pickle
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +13,6 @@ from skorch.callbacks import Callback
 from skorch.dataset import Dataset, ValidSplit
 
 from ebmclassifier import NGEBMClassifier
-from ebmclassifier._skorch import SKORCH_VERSIONS
 
 FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
 
@@ -28,17 +30,51 @@ def _tensors(clf, X, y, n=8):
     )
 
 
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+_COMPARE = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+def _version(text: str) -> tuple[int, int, int]:
+    """``"1.4.0"`` -> ``(1, 4, 0)``, ``"1.5"`` -> ``(1, 5, 0)``: comparable as tuples."""
+    parts = [int(p) for p in re.findall(r"\d+", text)[:3]]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def skorch_requirement() -> str:
+    """The skorch entry of pyproject.toml's dependencies, the one place its range is written."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the dev extra installs tomli
+        import tomli as tomllib
+    dependencies = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    (requirement,) = [d for d in dependencies if re.match(r"skorch\s*[<>=!~]", d)]
+    return requirement
+
+
+def within(version: str, requirement: str) -> bool:
+    """Whether ``version`` meets every bound (``>=``, ``>``, ``<=``, ``<``) of ``requirement``."""
+    bounds = re.findall(r"(>=|<=|>|<)\s*([\d.]+)", requirement)
+    assert bounds, f"no version bound in {requirement!r}"
+    return all(_COMPARE[op](_version(version), _version(bound)) for op, bound in bounds)
+
+
 def test_skorch_is_a_version_the_overrides_were_written_for():
-    installed = tuple(int(part) for part in skorch.__version__.split(".")[:2])
-    tested = ", ".join(f"{major}.{minor}" for major, minor in SKORCH_VERSIONS)
-    assert installed in SKORCH_VERSIONS, (
+    requirement = skorch_requirement()
+    assert within(skorch.__version__, requirement), (
         f"skorch {skorch.__version__} is installed, but ebmclassifier/_skorch.py was written "
-        f"for skorch {tested}. Check skorch's changes to NeuralNet.partial_fit and fit_loop "
-        "(the order of the notifications, run_single_epoch), __setstate__ (the device it maps "
-        "to), _get_param_names, initialize / set_params / load_params (their use of "
-        "self.device), infer, train_step and train_step_single; run the whole test suite; "
-        "then add the version to SKORCH_VERSIONS and to the skorch range in pyproject.toml."
+        f"for {requirement} (pyproject.toml). Check skorch's changes to NeuralNet.partial_fit "
+        "and fit_loop (the order of the notifications, run_single_epoch), __setstate__ (the "
+        "device it maps to), _get_param_names, initialize / set_params / load_params (their "
+        "use of self.device), infer, train_step and train_step_single; run the whole test "
+        "suite; then widen the skorch range in pyproject.toml."
     )
+
+
+def test_the_skorch_range_is_read_as_written():
+    # the check above must be able to fail: versions outside the range are refused
+    versions = ("1.1.9", "1.2.0", "1.4.0", "1.4.9.dev0", "1.5.0", "2.0")
+    verdicts = [within(v, "skorch>=1.2,<1.5") for v in versions]
+    assert verdicts == [False, True, True, True, False, False]
 
 
 # ---------------------------------------------------------------- the device

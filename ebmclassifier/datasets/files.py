@@ -528,7 +528,7 @@ def _read_csv(path: Path, target) -> tuple[np.ndarray, np.ndarray]:
     return _float32_features(features, header, column, path, first_row), y
 
 
-def _read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
+def read_npz(path: Path, keys: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
     """The arrays ``keys`` of a ``.npz`` file, never unpickling.
 
     ``X`` comes back as float32 of shape (n_samples, ...), at least one sample of at least one
@@ -636,7 +636,7 @@ def load_array_file(path, target: str | None = None) -> tuple[np.ndarray, np.nda
     if suffix == ".npz":
         if target is not None:
             raise ValueError("target= applies to .csv files; a .npz file holds arrays X and y.")
-        X, y = _read_npz(path)
+        X, y = read_npz(path)
     elif suffix == ".csv":
         X, y = _read_csv(path, target)
     else:

@@ -52,7 +52,7 @@ def _check_class_labels(y: np.ndarray, source: str) -> None:
         )
 
 
-def _data_kind(data: str, data_dir=None) -> str:
+def data_kind(data: str, data_dir=None) -> str:
     """The kind of data set ``data`` names, found from the name alone (nothing is read).
 
     A ValueError for a name that is neither a data set nor a ``.npz`` / ``.csv`` path, or for
@@ -113,7 +113,7 @@ def load_named_dataset(
     {'inverted': (50, 64), 'permuted': (50, 64), 'uniform': (50, 64)}
     """
     rng = np.random.default_rng(random_state)
-    kind = _data_kind(data, data_dir)
+    kind = data_kind(data, data_dir)
     if kind == "digits":
         bunch = load_digits_ood(random_state=random_state)
     elif kind == "mnist1d":

@@ -26,7 +26,7 @@ from sklearn.metrics import log_loss
 from skorch.callbacks import Callback
 
 from .._ood import OODDecisionMixin
-from ..detectors import _fit_on_features, penultimate_features
+from ..detectors import penultimate_features
 from ..metrics import (
     adversarial_accuracy,
     aurc,
@@ -179,8 +179,8 @@ def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> 
     model = measured.model
     features = _Penultimate(model)
     detectors = {
-        name: _fit_on_features(
-            build_detector(name, len(split.y_fit)), model, features(split.X_fit), split.y_fit
+        name: build_detector(name, len(split.y_fit)).fit_on_features(
+            model, features(split.X_fit), split.y_fit
         )
         for name in names
     }

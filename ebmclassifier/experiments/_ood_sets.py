@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets import load_array_file
-from ..datasets.files import _read_npz
+from ..datasets.files import read_npz
 
 HELD_OUT = "held-out classes"
 
@@ -72,7 +72,7 @@ def hold_out_classes(data, held: list) -> None:
 
 def _npz_samples(path: Path) -> np.ndarray:
     try:
-        (X,) = _read_npz(path, keys=("X",))
+        (X,) = read_npz(path, keys=("X",))
     except ValueError as exc:
         raise ValueError(f"--ood file {exc}") from None
     return X

@@ -43,7 +43,7 @@ from sklearn.model_selection import train_test_split
 
 from ..augment import paper_augmentation
 from ..datasets import load_named_dataset
-from ..datasets.named import _data_kind
+from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
@@ -234,7 +234,7 @@ def _check_configs(configs: Sequence[CompareConfig]) -> None:
     protocol's data sets, and that no two data sets report under one name."""
     folders = {}
     for config in configs:
-        kind = _data_kind(config.data, config.data_dir)
+        kind = data_kind(config.data, config.data_dir)
         network_params(config.network)
         _paper_protocol(config, kind)
         name = Path(str(config.data)).name  # the report's folder and key, as the loader names it

@@ -18,7 +18,7 @@ higher = more trusted: the classifier answers on the most confident samples and 
 the rest. Pass ``-score_ood`` to rank by an OOD score.
 """
 
-from ._checks import _top_label, encode_labels  # noqa: F401  (plotting and users import them here)
+from ._checks import encode_labels, top_label  # noqa: F401  (plotting and users import them here)
 from .calibration import (
     classwise_calibration_error,
     ece_scorer,

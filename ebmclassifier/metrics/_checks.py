@@ -120,7 +120,7 @@ def _check_n_bins(value) -> int:
     return value
 
 
-def _top_label(y_true, y_proba, classes) -> tuple[np.ndarray, np.ndarray]:
+def top_label(y_true, y_proba, classes) -> tuple[np.ndarray, np.ndarray]:
     """Top-label confidence max_k p_k (n,) and correctness 1[argmax_k p_k == y] (n,)."""
     y_enc, proba = _check_proba(y_true, y_proba, classes)
     confidence = proba.max(axis=1)

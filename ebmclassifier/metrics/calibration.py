@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from netcal.metrics import ECE, MCE
 
-from ._checks import _check_n_bins, _check_proba, _top_label
+from ._checks import _check_n_bins, _check_proba, top_label
 
 __all__ = [
     "expected_calibration_error",
@@ -58,7 +58,7 @@ def expected_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=Non
     >>> round(expected_calibration_error([0, 1, 1], proba, n_bins=5), 6)
     0.366667
     """
-    confidence, correct = _top_label(y_true, y_proba, classes)
+    confidence, correct = top_label(y_true, y_proba, classes)
     return float(ECE(bins=_check_n_bins(n_bins)).measure(confidence, correct))
 
 
@@ -94,7 +94,7 @@ def maximum_calibration_error(y_true, y_proba, n_bins: int = 15, *, classes=None
     >>> round(maximum_calibration_error([0, 1, 1], proba, n_bins=5), 6)
     0.4
     """
-    confidence, correct = _top_label(y_true, y_proba, classes)
+    confidence, correct = top_label(y_true, y_proba, classes)
     return float(MCE(bins=_check_n_bins(n_bins)).measure(confidence, correct))
 
 

@@ -25,7 +25,7 @@ __all__ = ["proximal_sgld", "sgld"]
 
 EnergyFn = Callable[[Tensor], Tensor]
 
-#: The samplers an estimator's ``sampler`` argument names (:func:`_run_sampler`).
+#: The samplers an estimator's ``sampler`` argument names (:func:`run_sampler`).
 SAMPLERS = ("sgld", "proximal")
 
 
@@ -202,7 +202,7 @@ def proximal_sgld(
     return _langevin(energy_fn, x0, n_steps, step_size, noise, generator, grad_clip, low, high)
 
 
-def _run_sampler(
+def run_sampler(
     sampler: str,
     energy_fn: EnergyFn,
     x0: Tensor,
@@ -249,7 +249,7 @@ def _run_sampler(
     --------
     >>> import torch
     >>> low, high = torch.zeros(2), torch.tensor([1.0, 10.0])
-    >>> x = _run_sampler("proximal", lambda x: -x.sum(1), torch.zeros(3, 2), n_steps=1,
+    >>> x = run_sampler("proximal", lambda x: -x.sum(1), torch.zeros(3, 2), n_steps=1,
     ...                  step_size=1.0, noise=0.0, low=low, high=high, clip_fraction=0.1)
     >>> x[0]  # one step of 0.1 times each feature's range
     tensor([0.1000, 1.0000])
