@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from ._validation import ParamChecker, _as_numpy, is_int
+from ._validation import ParamChecker, as_numpy, is_int
 from .continual import grow_output_layer, output_layer, reservoir_update
 from .losses import negatives_cross_entropy
 
@@ -78,7 +78,7 @@ class ClassIncrementalMixin:
             return False
         known = self.classes_
         try:
-            labels = np.unique(np.asarray(_as_numpy(y)).ravel())
+            labels = np.unique(np.asarray(as_numpy(y)).ravel())
         except (TypeError, ValueError):
             return True  # the validation of y says what is wrong with it
         if classes is not None:
