@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 __all__ = ["accuracy_curves", "accuracy_matrices"]
@@ -17,10 +18,19 @@ def accuracy_curves(summary: list[dict], out: Path, data: str) -> str:
     """
     fig = Figure(figsize=(6, 4), layout="constrained")
     ax = fig.add_subplot()
-    for row in summary:
+    colors = colormaps["tab20"].colors
+    for i, row in enumerate(summary):
         curve = row["curve"]
-        style = "--" if row["method"] == "joint" else "-"
-        ax.plot(range(1, len(curve) + 1), curve, style, marker="o", label=row["method"])
+        style = "--" if row["method"] == "joint" else ":" if "replay" in row["method"] else "-"
+        ax.plot(
+            range(1, len(curve) + 1),
+            curve,
+            style,
+            marker="o",
+            label=row["method"],
+            color=colors[(2 * i) % 20 + (2 * i) // 20],
+        )
+    ax.set_xticks(range(1, len(summary[0]["curve"]) + 1))
     ax.set_xlabel("number of tasks learned")
     ax.set_ylabel("average accuracy (classes seen)")
     ax.set_ylim(0, 1)
