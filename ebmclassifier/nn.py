@@ -350,6 +350,9 @@ class LabelConditionedMLP(nn.Module):
     feature-wise by a learned vector ``g_c`` per class (the rows of ``last_layer``), then a
     head shared by every class gives one number. The classes share the head, so the energy of
     a new class is on the scale of the old ones; only ``g_c`` and ``b_c`` are the class's own.
+    Unlike the other networks its logits are not ``last_layer(penultimate(x))``: it has no
+    ``penultimate``, so the post-hoc detectors of :mod:`ebmclassifier.detectors` do not apply;
+    ``last_layer`` is what ``class_incremental=True`` grows.
 
     Parameters
     ----------
