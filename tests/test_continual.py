@@ -323,3 +323,10 @@ def test_continual_command_writes_its_report(tmp_path, capsys):
     assert (out / "report.md").exists() and (out / "continual_digits_curves.png").exists()
     assert main(["continual", "--tasks", "0/1", "--out", str(out)]) == 2
     assert "first task must have at least 2 classes" in capsys.readouterr().err
+
+
+def test_continual_command_layer_sizes_may_repeat():
+    from ebmclassifier.cli import build_parser
+
+    args = build_parser().parse_args(["continual", "--hidden", "256,256"])
+    assert args.hidden == [256, 256]

@@ -42,6 +42,21 @@ __all__ = ["METHODS", "parse_tasks", "run_continual", "summarize"]
 
 DATASETS = ("digits", "mnist1d")
 
+
+class _LayerSizes(CommaList):
+    """``"256,256"`` -> ``[256, 256]``: layer sizes, which may repeat (unlike other lists)."""
+
+    def __init__(self):
+        super().__init__(Number(int, 1))
+        self.__name__ = "comma-separated layer sizes"
+
+    def __call__(self, text: str) -> list:
+        sizes = []
+        for part in text.split(","):  # one at a time: the parent refuses repeated values
+            sizes += super().__call__(part)
+        return sizes
+
+
 #: Each method: the estimator class, its parameters, and whether it is the joint upper bound.
 METHODS: dict[str, tuple[type, dict, bool]] = {
     "joint": (NGEBMClassifier, {"beta": 0.0}, True),
@@ -452,7 +467,7 @@ COMMAND = Command(
         Option(
             "--hidden",
             "the MLP's hidden sizes (default: 100)",
-            {"type": CommaList(Number(int, 1)), "default": [100]},
+            {"type": _LayerSizes(), "default": [100]},
         ),
         Option(
             "--lr",
