@@ -16,8 +16,7 @@ import time
 
 import torch
 
-from ebmclassifier.latent.tree_sparsemap import tree_sparsemap
-from ebmclassifier.latent.trees import tree_map, tree_marginals
+from ebmclassifier.latent.trees import tree_map, tree_marginals, tree_sparsemap
 
 
 def timed(fn, device, warmup, repeats):

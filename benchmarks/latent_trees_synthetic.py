@@ -20,9 +20,9 @@ import torch
 from torch import nn
 
 from ebmclassifier.datasets import make_latent_trees
-from ebmclassifier.latent.tree_latent import tree_latent, tree_latent_eval
-from ebmclassifier.latent.tree_modules import BiLSTMArcScorer, TreeGCNDecoder, sequence_lengths
 from ebmclassifier.latent.trees import arcs_to_heads, heads_to_arcs, tree_map
+from ebmclassifier.latent.trees.latent import tree_latent, tree_latent_eval
+from ebmclassifier.latent.trees.networks import BiLSTMArcScorer, TreeGCNDecoder, sequence_lengths
 
 METHODS = ("ste", "spigot", "spigot_ce", "spigot_eg", "marginals", "sparsemap", "sfe")
 

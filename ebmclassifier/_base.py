@@ -1,21 +1,13 @@
 """The estimator face that every estimator of the library shares.
 
 :class:`EBMClassifierBase` is what a user calls: ``fit``, ``partial_fit``, the ``predict``
-family, ``energy``, ``score_ood`` and ``score_samples``. It validates the input once, with
-scikit-learn's own validation (:mod:`._validation`), encodes the labels, resolves the device
-and the seed (:mod:`._device`), builds the default network, and runs inference in batches.
-The training loop is skorch's, extended through its hooks in :mod:`._skorch`; the objective is
-the subclass's :meth:`EBMClassifierBase.compute_loss`, composed from :mod:`.losses`.
-
-Which hooks to override
------------------------
-- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
-  fitting with weights raises a ``TypeError``), ``_validate_own_params``,
-  ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``),
-  ``handle_divergence`` (what to do when a loss stops being finite).
-- Should not be overridden: ``fit``, ``partial_fit``, ``train_step_single``,
-  ``validation_step`` and the inference methods: they hold the validation and the
-  seeding that make the estimators behave as scikit-learn estimators.
+family, ``energy``, ``score_ood``, ``score_samples`` and ``save``. It validates the input
+once, with scikit-learn's own validation (:mod:`._validation`), encodes the labels, resolves
+the device and the seed (:mod:`._device`), builds the default network, and runs inference in
+batches. The training step and the hooks it calls (``compute_loss``, ``augment_batch``,
+``handle_divergence``), with their defaults and which of them to override, are in
+:mod:`._skorch`, on :class:`~._skorch.SkorchNet`; the objective of an estimator is its
+``compute_loss``, composed from :mod:`.losses`.
 
 The examples of the methods use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -26,6 +18,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from math import prod
+from typing import Literal
 
 import numpy as np
 import torch
@@ -53,15 +46,25 @@ from ._validation import (
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS
-from .exceptions import DivergenceError
-from .losses import _ratio, weighted_mean
 from .nn import MLP, ConvNet
+from .saving import SavedEstimatorMixin
 
-# ShuffledTensorBatchIterator lives in _data.py; the release-0.1 pickles name it here.
-__all__ = ["EBMClassifierBase", "ShuffledTensorBatchIterator"]
+__all__ = ["EBMClassifierBase"]
+
+_MAX_LR = 1e30  # the largest learning rate accepted; see _check_params
 
 
-class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
+#: How :meth:`EBMClassifierBase._fit` trains: mode -> (builds a new network, derives the
+#: data's statistics, follows partial_fit's rules). See ``_fit``'s table.
+_FIT_MODES = {
+    "fit": (True, True, False),
+    "warm_start": (False, True, False),
+    "partial_first": (True, True, True),
+    "partial": (False, False, True),
+}
+
+
+class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, SkorchNet):
     """Shared base of the energy-based classifiers (not to be used directly).
 
     Parameters
@@ -79,7 +82,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
     criterion : torch loss class, default=torch.nn.CrossEntropyLoss
         The classification term, applied to logits and integer labels.
     optimizer : torch optimizer class, default=torch.optim.Adam
-    lr : float, default=1e-3
+    lr : float in (0, 1e30], default=1e-3
     max_epochs : int, default=50
     batch_size : int, default=64
         Also the batch size of inference unless ``iterator_valid__batch_size`` is set.
@@ -115,9 +118,9 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         ``iterator_train__*``, ``iterator_valid__*``, ``callbacks__*`` routed parameters.
     """
 
-    #: Fitted attributes besides the modules that :func:`ebmclassifier.saving.save` stores and
-    #: ``load`` restores (numbers, strings, arrays, tensors); a subclass adds what its ``fit``
-    #: learns. The state of every module attribute ending in ``_`` is saved in any case.
+    #: Fitted attributes besides the modules that :meth:`save` stores and ``load`` restores
+    #: (numbers, strings, arrays, tensors); a subclass adds what its ``fit`` learns. The state
+    #: of every module attribute ending in ``_`` is saved in any case.
     _saved_attributes: tuple[str, ...] = (
         "input_shape_",
         "n_features_in_",
@@ -170,173 +173,20 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         self.augmentation = augmentation
         self.class_weight = class_weight
 
-    # ------------------------------------------------------------------ the subclass hooks
-
-    def compute_loss(
-        self,
-        X: torch.Tensor,
-        y: torch.Tensor,
-        training: bool,
-        sample_weight: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The training objective on one batch; here the cross-entropy alone.
-
-        The hook a subclass overrides to define its estimator (see the module's notes on
-        which hooks to override).
-
-        Parameters
-        ----------
-        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
-        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
-        training : bool
-            ``False`` during validation (the graph of the loss is not needed then).
-        sample_weight : Tensor of shape (n,) or None, default=None
-            float32 weights of the batch (``sample_weight`` times ``class_weight``), given
-            only when the fit has weights. Each per-sample term becomes a weighted mean,
-            ``sum_i w_i l_i / sum_i w_i`` (:func:`~ebmclassifier.losses.weighted_mean`). An
-            override without this argument trains without weights only.
-
-        Returns
-        -------
-        loss : scalar Tensor
-            Back-propagated in training, unless it has no graph: a step the subclass rejects
-            (as ``JEMClassifier`` does a diverged one) returns it detached, and the optimizer
-            then leaves the weights as they were.
-        logits : Tensor of shape (n, n_classes)
-
-        Examples
-        --------
-        A classifier trained with label smoothing, by overriding this hook alone:
-
-        >>> class SmoothedClassifier(EBMClassifierBase):
-        ...     def compute_loss(self, X, y, training):
-        ...         logits = self.module_(X)
-        ...         loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.2)
-        ...         return loss, logits
-        >>> clf = SmoothedClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
-        >>> yt = torch.tensor(y[:8], device=clf.device_)
-        >>> loss, logits = clf.compute_loss(Xt, yt, training=False)
-        >>> tuple(loss.shape), tuple(logits.shape)
-        ((), (8, 3))
-        >>> bool(loss > clf.cross_entropy(logits, yt))  # smoothing costs the confident
-        True
-        """
-        logits = self.module_(X)
-        return self.cross_entropy(logits, y, sample_weight), logits
+    # ------------------------------------------------------------------ validation
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         """Add the subclass's parameter problems to ``check``."""
         check.choice("ood_method", OOD_METHODS)
 
-    def handle_divergence(self, loss: torch.Tensor) -> None:
-        """Called when a training loss is not finite; raises :class:`DivergenceError`.
-
-        :meth:`train_step_single` calls it after the backward pass and before the optimizer
-        step, so the weights are still those of the last good step.
-
-        Parameters
-        ----------
-        loss : scalar Tensor
-            The non-finite training loss of the batch.
-
-        Returns
-        -------
-        None
-            It does not return; an override that returns lets the optimizer step with the
-            non-finite gradients.
-
-        Raises
-        ------
-        DivergenceError
-            With the epoch, the loss and what to change.
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> from ebmclassifier.exceptions import DivergenceError
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
-        >>> try:
-        ...     clf.handle_divergence(torch.tensor(float("nan")))
-        ... except DivergenceError as err:
-        ...     print(err)
-        NGEBMClassifier diverged in epoch 1: the training loss is nan. Lower the learning rate
-        (lr=0.001) or the loss weights, or standardize the input.
-        """
-        raise DivergenceError(
-            f"{type(self).__name__} diverged in epoch {len(self.history)}: the training loss is "
-            f"{loss.item()}. Lower the learning rate (lr={self.lr!r}) or the loss weights, or "
-            "standardize the input."
-        )
-
-    def cross_entropy(
-        self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """The classification term, ``criterion_(logits, y)``, optionally weighted.
-
-        Parameters
-        ----------
-        logits : Tensor of shape (n, n_classes)
-        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
-        sample_weight : Tensor of shape (n,) or None, default=None
-            With weights, the criterion's per-sample losses (its ``reduction`` set to
-            ``"none"`` for the call) are averaged with them,
-            :func:`~ebmclassifier.losses.weighted_mean`. With the class weights ``c`` of
-            ``criterion__weight`` (``CrossEntropyLoss``, ``NLLLoss``) the per-sample losses
-            include ``c[y_i]``, and torch's batch mean divides their sum by ``sum_i c[y_i]``;
-            the weighted mean divides by ``sum_i w_i c[y_i]``, so that weights of 1 are no
-            weights and an integer weight repeats a sample, as without class weights.
-
-        Returns
-        -------
-        scalar Tensor
-            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``; the
-            weighted mean with ``sample_weight``.
-
-        Examples
-        --------
-        >>> import math
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
-        >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
-        >>> round(float(clf.cross_entropy(logits, torch.tensor([0, 2]))), 4), round(math.log(3), 4)
-        (1.0986, 1.0986)
-        >>> logits = torch.tensor([[9.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # the first one is sure
-        >>> clf.cross_entropy(logits, torch.tensor([0, 2]), torch.tensor([1.0, 0.0])) < 0.01
-        tensor(True)
-        """
-        if sample_weight is None:
-            return self.criterion_(logits, y)
-        losses = self._per_sample_criterion(logits, y)
-        criterion = self.criterion_
-        class_weight = getattr(criterion, "weight", None)
-        if not isinstance(criterion, nn.CrossEntropyLoss | nn.NLLLoss) or class_weight is None:
-            return weighted_mean(losses, sample_weight)
-        # The losses carry c[y_i] already; torch's mean divides their sum by sum_i c[y_i].
-        return _ratio((sample_weight * losses).sum(), (sample_weight * class_weight[y]).sum())
-
-    def _per_sample_criterion(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The criterion's loss of each sample: torch's losses, with ``reduction="none"``."""
-        criterion = self.criterion_
-        reduction = getattr(criterion, "reduction", None)
-        if reduction is None:
-            raise TypeError(
-                f"Training with sample_weight or class_weight needs per-sample losses, and the "
-                f"criterion {type(criterion).__name__} has no 'reduction' to set to 'none'. Use "
-                "a torch loss such as torch.nn.CrossEntropyLoss, or fit without weights."
-            )
-        criterion.reduction = "none"  # for this call only: the criterion is ours, not shared
-        try:
-            return criterion(logits, y)
-        finally:
-            criterion.reduction = reduction
-
-    # ------------------------------------------------------------------ validation
-
     def _check_params(self) -> None:
         check = ParamChecker(self)
-        check.real("lr", 0.0, low_open=True)
+        # torch's optimizers apply lr, scaled (Adam by 1 / (1 - beta1) = 10 at its first step),
+        # to float32 weights: beyond float32's 3.4e38 the step raises a RuntimeError, and far
+        # below it every step already overflows the weights
+        check.real("lr", 0.0, _MAX_LR, low_open=True)
+        if "optimizer__lr" in vars(self):  # skorch lets it override lr
+            check.real("optimizer__lr", 0.0, _MAX_LR, low_open=True)
         check.integer("max_epochs", 0)
         batch_size = self.batch_size
         ok = is_int(batch_size) and (batch_size >= 1 or batch_size == -1)
@@ -489,7 +339,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         ['cat', 'dog', 'owl']
         """
         warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
-        return self._fit(X, y, sample_weight, first=True, initialize=not warm, partial=False)
+        return self._fit(X, y, sample_weight, mode="warm_start" if warm else "fit")
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
@@ -524,45 +374,59 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         >>> bool((clf.module_.net[1].weight != weights).any())
         True
         """
-        first = not self.__sklearn_is_fitted__()
-        return self._fit(
-            X, y, sample_weight, first=first, initialize=first, partial=True, classes=classes
-        )
+        mode = "partial" if self.__sklearn_is_fitted__() else "partial_first"
+        return self._fit(X, y, sample_weight, mode=mode, classes=classes)
 
     def _fit(
-        self, X, y, sample_weight, *, first: bool, initialize: bool, partial: bool, classes=None
+        self,
+        X,
+        y,
+        sample_weight,
+        *,
+        mode: Literal["fit", "warm_start", "partial_first", "partial"],
+        classes=None,
     ):
-        """Validate, derive what training needs on a ``first`` fit, then train.
+        """Validate, derive what training needs, then train; ``mode`` says what a call keeps.
 
-        ``first and not initialize`` is a warm start: a ``fit`` that continues from the
-        fitted network, so the data must have its input shape and exactly its classes.
-        A fresh fit (``initialize``) that raises before training starts leaves the estimator
-        unfitted: by then its validation may have recorded the new data's classes and shape,
-        next to the previous fit's network.
+        =============  =============================  =======  ==========  ==============
+        mode           called by                      network  statistics  data must keep
+        =============  =============================  =======  ==========  ==============
+        fit            fit                            new      derived     -
+        warm_start     fit (warm_start=True, fitted)  kept     derived     shape, classes
+        partial_first  first partial_fit              new      derived     -
+        partial        later partial_fit              kept     kept        shape, classes
+        =============  =============================  =======  ==========  ==============
+
+        The statistics are what :meth:`_prepare_fit` derives from the data (device, seed,
+        input range, ...). The ``partial*`` modes refuse ``class_weight="balanced"`` (a chunk
+        does not know the class frequencies). A call that builds a new network and raises
+        before training starts leaves the estimator unfitted: by then its validation may
+        have recorded the new data's classes and shape, next to the previous fit's network.
         """
+        new_network, derive, partial = _FIT_MODES[mode]
         training = False
         try:
             self._check_params()
-            incremental = not initialize and self._accept_new_classes(y, classes)
-            if not first and not incremental:
+            incremental = not new_network and self._accept_new_classes(y, classes)
+            if mode == "partial" and not incremental:
                 check_partial_fit_classes(self, classes)
-            X, y = self._validate_training_data(X, y, reset=initialize, classes=classes)
-            if first and not initialize and not incremental:
+            X, y = self._validate_training_data(X, y, reset=new_network, classes=classes)
+            if mode == "warm_start" and not incremental:
                 check_warm_start_classes(self, y)
             weights = self._check_sample_weight(
-                sample_weight, y, partial=partial, require_classes=first and classes is None
+                sample_weight, y, partial=partial, require_classes=derive and classes is None
             )
             positive = None if weights is None else weights > 0
-            if initialize and positive is not None:
+            if new_network and positive is not None:
                 X = self._input_of_weighted_rows(X, positive)
-            if first:
+            if derive:
                 # Data statistics (input range, fd step, ...) of the samples that count; a
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
-            X, y, weights = self._add_replay(X, y, weights, reset=initialize)
+            X, y, weights = self._add_replay(X, y, weights, reset=new_network)
             seed = self.seed_ if self.random_state is not None else None
             with seeded_rng(seed, self.device_):
-                if initialize:
+                if new_network:
                     self.initialize()
                     check_module_output(self, torch.tensor(X[:1], device=self.device_))
                 # The whole training set moves to the device once; batches are slices of it.
@@ -578,7 +442,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
                     None if weights is None else torch.tensor(weights, device=self.device_),
                 )
         finally:
-            if initialize and not training:
+            if new_network and not training:
                 self.initialized_ = False
         return self
 
@@ -594,31 +458,6 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
         """The training data with stored past samples mixed in; here ``(X, y, weights)``."""
         return X, y, weights
 
-    def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
-        """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
-
-        Called by the training step only, never at inference or validation.
-
-        Parameters
-        ----------
-        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
-
-        Returns
-        -------
-        Tensor of the same shape, dtype and device
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> from ebmclassifier.augment import GaussianNoise
-        >>> clf = NGEBMClassifier(augmentation=GaussianNoise(std=0.1), max_epochs=1)
-        >>> clf = clf.fit(X, y)
-        >>> xb = torch.zeros(3, 4)
-        >>> float(clf.augment_batch(xb).std()) > 0, clf.predict(np.zeros((3, 4))).shape
-        (True, (3,))
-        """
-        return X if self.augmentation is None else self.augmentation(X)
-
     def _check_sample_weight(self, sample_weight, y, **kwargs) -> np.ndarray | None:
         """``sample_weight`` times ``class_weight`` per sample, or None (see ``_validation``)."""
         weights = check_sample_weight(self, sample_weight, y, **kwargs)
@@ -631,45 +470,6 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SkorchNet):
                 "weigh the per-sample terms (see ebmclassifier.losses.weighted_mean)."
             )
         return weights
-
-    def save(self, path, *, training_state: bool = True) -> None:
-        """Write the fitted estimator to one file; :func:`ebmclassifier.load` reads it back.
-
-        JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
-        the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
-
-        Parameters
-        ----------
-        path : str or path-like
-        training_state : bool, default=True
-            Also the optimizer's state and the history, so that ``partial_fit`` continues
-            after ``load`` as it would have without the round trip.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> from ebmclassifier import NGEBMClassifier, load
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> clf = clf.fit(X, y)
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     clf.save(Path(folder, "model.ebm"))
-        ...     restored = load(Path(folder, "model.ebm"))
-        >>> np.array_equal(restored.score_ood(X), clf.score_ood(X))
-        True
-        """
-        from .saving import save
-
-        save(self, path, training_state=training_state)
-
-    def _load_module_states(self, states: dict[str, dict]) -> None:
-        """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
-        for name, state in states.items():
-            getattr(self, name).load_state_dict(state)
 
     def _input_of_weighted_rows(self, X: np.ndarray, positive: np.ndarray) -> np.ndarray:
         """The validated training input once the rows of positive weight are known.

@@ -32,11 +32,16 @@ def with_weights(X: torch.Tensor, sample_weight: torch.Tensor | None) -> Inputs:
     return X if sample_weight is None else {"X": X, "sample_weight": sample_weight}
 
 
-def split_weights(X: Inputs) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(inputs, sample_weight)`` of a training set or batch; the weights are None if absent."""
+def split_weights(X: Inputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``(inputs, weights)`` of a training set or batch.
+
+    ``weights`` is ``{"sample_weight": w}``, or ``{}`` without weights: the keyword arguments
+    that the training step passes on to ``compute_loss``, whose overrides without a
+    ``sample_weight`` argument then still train without weights.
+    """
     if isinstance(X, dict):
-        return X["X"], X["sample_weight"]
-    return X, None
+        return X["X"], {"sample_weight": X["sample_weight"]}
+    return X, {}
 
 
 def _is_tensors(X) -> bool:

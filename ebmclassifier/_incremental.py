@@ -37,12 +37,12 @@ class ClassIncrementalMixin:
         check.satisfies("negatives", ok, "'all', 'batch' or an int >= 1")
         check.integer("replay_per_class", 0)
 
-    def cross_entropy(
+    def classification_loss(
         self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
     ) -> torch.Tensor:
         """The classification term, over the classes that ``negatives`` chooses.
 
-        ``negatives="all"`` is the criterion over every class (the base's ``cross_entropy``);
+        ``negatives="all"`` is the criterion over every class (the base's ``classification_loss``);
         ``"batch"`` and an int ``k`` leave classes out of the normalising term
         (:func:`~ebmclassifier.losses.negatives_cross_entropy`), in training and validation.
 
@@ -63,11 +63,11 @@ class ClassIncrementalMixin:
         >>> clf = NGEBMClassifier(negatives="batch", max_epochs=1, module__hidden_sizes=(8,))
         >>> clf = clf.fit(X, y)
         >>> logits = torch.tensor([[0.0, 0.0, 9.0]])  # class 2 is not in this batch
-        >>> round(float(clf.cross_entropy(logits, torch.tensor([0]))), 4)
+        >>> round(float(clf.classification_loss(logits, torch.tensor([0]))), 4)
         0.0
         """
         return negatives_cross_entropy(
-            logits, y, self.negatives, sample_weight, criterion=super().cross_entropy
+            logits, y, self.negatives, sample_weight, criterion=super().classification_loss
         )
 
     # ------------------------------------------------------------------ growing the classes

@@ -1,18 +1,39 @@
-"""The skorch side of the estimators: the one module that touches skorch's internals.
+"""The training engine of the estimators: skorch's loop, the training step and its hooks.
 
 :class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. The
-hooks all estimators share and every override of skorch's own code are here; elsewhere the
-estimators only override documented hooks (``initialize_module``, ``train_step``, ``on_*``,
-``get_iterator``) and the estimator face (``fit``, ``predict``, ...), and no other module
-names a private skorch attribute.
+training of one batch reads here from top to bottom: :meth:`SkorchNet.train_step_single`
+takes the batch apart, calls :meth:`~SkorchNet.augment_batch` and
+:meth:`~SkorchNet.compute_loss`, back-propagates, and hands a non-finite loss to
+:meth:`~SkorchNet.handle_divergence`. These hooks of the template are declared here with
+their defaults, so that the step and everything it calls are in one file;
+:class:`~ebmclassifier._base.EBMClassifierBase` (``_base.py``) is the scikit-learn face
+(parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows nothing of
+batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py`` override
+``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here, by
+the step and the skorch loop that runs it, rather than the step moving to ``_base.py``: a
+newcomer who wants to know what one batch does reads one class, and the estimator face stays
+free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
 
-Hooks, as skorch's customization guide documents them
-------------------------------------------------------
+Which hooks to override
+-----------------------
+As skorch's customization guide says of its own:
+
+- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
+  fitting with weights raises a ``TypeError``), ``augment_batch`` (the batch the loss sees),
+  ``handle_divergence`` (what to do when a loss stops being finite), ``classification_loss``
+  (the criterion's term), and on the estimator face ``_validate_own_params`` and
+  ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``).
+- Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
+  ``partial_fit`` and the inference methods: they hold the weights, the modes, the
+  validation and the seeding that make the estimators behave as scikit-learn estimators.
+
+skorch's hooks used, as its customization guide documents them
+----------------------------------------------------------------
 - ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
-  norms, sampling), so the estimator's ``compute_loss(X, y, training)`` takes the place of
-  skorch's ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the
-  dict of :func:`._data.with_weights`, as skorch lets inputs travel together) and are passed
-  on as ``compute_loss(..., sample_weight=w)``.
+  norms, sampling), so ``compute_loss(X, y, training)`` takes the place of skorch's
+  ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the dict of
+  :func:`._data.with_weights`, as skorch lets inputs travel together) and are passed on as
+  ``compute_loss(..., sample_weight=w)``.
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
@@ -20,6 +41,9 @@ Hooks, as skorch's customization guide documents them
 Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
 (``tests/test_skorch.py`` fails on any other installed version)
 ------------------------------------------------------------------------------------------
+This is the one module that touches skorch's internals; no other module names a private
+skorch attribute.
+
 - ``_get_param_names``: skorch lists its private ``_params_to_validate`` as a parameter.
 - ``initialize``, ``set_params``, ``load_params``: skorch moves modules and maps loaded tensors
   to ``self.device``, and ``"auto"`` is no torch device, so these show skorch the resolved
@@ -30,6 +54,9 @@ Overrides that follow skorch's own code, for the skorch range of ``pyproject.tom
   ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
   and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
   ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
+
+The examples of the hooks use a small three-class problem,
+``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
 """
 
 from __future__ import annotations
@@ -46,16 +73,22 @@ from torch import nn
 
 from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
+from .exceptions import DivergenceError
+from .losses import criterion_mean
 
 __all__ = ["SkorchNet"]
 
 
 class SkorchNet(NeuralNetClassifier):
-    """skorch's classifier with the hooks and overrides the estimators share.
+    """skorch's classifier with the training step, its hooks and the overrides all share.
 
-    Not an estimator: :class:`~ebmclassifier._base.EBMClassifierBase` adds the public face and
-    the ``compute_loss`` / ``handle_divergence`` hooks it calls.
+    Not an estimator: :class:`~ebmclassifier._base.EBMClassifierBase` adds the public face
+    (see the module's notes on which hooks to override).
     """
+
+    #: The estimators' ``augmentation`` parameter, which their ``__init__`` sets: a callable
+    #: ``batch -> batch`` that :meth:`augment_batch` applies to each training batch, or None.
+    augmentation = None
 
     # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
@@ -150,17 +183,183 @@ class SkorchNet(NeuralNetClassifier):
         # between phases (training, validation, inference), so set them then.
         self._set_mode(True)
 
-    def train_step_single(self, batch, **fit_params):
-        """Forward and backward pass of ``compute_loss`` on one training batch.
+    # ------------------------------------------------------------------ the step's hooks
 
-        A non-finite loss goes to ``handle_divergence`` before the optimizer steps; a loss
-        returned without a graph is not back-propagated, nor is that of a batch whose sample
-        weights are all zero (so the optimizer, momentum included, leaves the weights alone).
+    def compute_loss(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        training: bool,
+        sample_weight: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training objective on one batch; here the classification term alone.
+
+        The hook an estimator overrides to define its loss (see the module's notes on which
+        hooks to override).
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        training : bool
+            ``False`` during validation (the graph of the loss is not needed then).
+        sample_weight : Tensor of shape (n,) or None, default=None
+            float32 weights of the batch (``sample_weight`` times ``class_weight``), given
+            only when the fit has weights. Each per-sample term becomes a weighted mean,
+            ``sum_i w_i l_i / sum_i w_i`` (:func:`~ebmclassifier.losses.weighted_mean`). An
+            override without this argument trains without weights only.
+
+        Returns
+        -------
+        loss : scalar Tensor
+            Back-propagated in training, unless it has no graph: a step the estimator rejects
+            (as ``JEMClassifier`` does a diverged one) returns it detached, and the optimizer
+            then leaves the weights as they were.
+        logits : Tensor of shape (n, n_classes)
+
+        Examples
+        --------
+        A classifier trained with label smoothing, by overriding this hook alone:
+
+        >>> from ebmclassifier._base import EBMClassifierBase
+        >>> class SmoothedClassifier(EBMClassifierBase):
+        ...     def compute_loss(self, X, y, training):
+        ...         logits = self.module_(X)
+        ...         loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.2)
+        ...         return loss, logits
+        >>> clf = SmoothedClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y[:8], device=clf.device_)
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=False)
+        >>> tuple(loss.shape), tuple(logits.shape)
+        ((), (8, 3))
+        >>> bool(loss > clf.classification_loss(logits, yt))  # smoothing costs the confident
+        True
+        """
+        logits = self.module_(X)
+        return self.classification_loss(logits, y, sample_weight), logits
+
+    def classification_loss(
+        self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The classification term, ``criterion_(logits, y)``, optionally weighted.
+
+        :func:`ebmclassifier.losses.criterion_mean` of the estimator's ``criterion_``: the
+        term that the default :meth:`compute_loss` trains, and that NG-EBM and JEM weigh
+        against their energy terms.
+
+        Parameters
+        ----------
+        logits : Tensor of shape (n, n_classes)
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the samples; with class weights in ``criterion__weight`` the mean is
+            normalised as :func:`~ebmclassifier.losses.criterion_mean` says.
+
+        Returns
+        -------
+        scalar Tensor
+            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``; the
+            weighted mean with ``sample_weight``.
+
+        Examples
+        --------
+        >>> import math
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
+        >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
+        >>> loss = clf.classification_loss(logits, torch.tensor([0, 2]))
+        >>> round(float(loss), 4), round(math.log(3), 4)
+        (1.0986, 1.0986)
+        >>> logits = torch.tensor([[9.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # the first one is sure
+        >>> w = torch.tensor([1.0, 0.0])
+        >>> clf.classification_loss(logits, torch.tensor([0, 2]), w) < 0.01
+        tensor(True)
+        """
+        return criterion_mean(self.criterion_, logits, y, sample_weight)
+
+    def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
+        """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
+
+        Called by :meth:`train_step_single` only, never at inference or validation.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
+
+        Returns
+        -------
+        Tensor of the same shape, dtype and device
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.augment import GaussianNoise
+        >>> clf = NGEBMClassifier(augmentation=GaussianNoise(std=0.1), max_epochs=1)
+        >>> clf = clf.fit(X, y)
+        >>> xb = torch.zeros(3, 4)
+        >>> float(clf.augment_batch(xb).std()) > 0, clf.predict(np.zeros((3, 4))).shape
+        (True, (3,))
+        >>> bool((NGEBMClassifier().augment_batch(xb) == xb).all())  # no augmentation
+        True
+        """
+        return X if self.augmentation is None else self.augmentation(X)
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        """Called when a training loss is not finite; raises :class:`DivergenceError`.
+
+        :meth:`train_step_single` calls it after the backward pass and before the optimizer
+        step, so the weights are still those of the last good step.
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss of the batch.
+
+        Returns
+        -------
+        None
+            It does not return; an override that returns lets the optimizer step with the
+            non-finite gradients.
+
+        Raises
+        ------
+        DivergenceError
+            With the epoch, the loss and what to change.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.exceptions import DivergenceError
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
+        >>> try:
+        ...     clf.handle_divergence(torch.tensor(float("nan")))
+        ... except DivergenceError as err:
+        ...     print(err)
+        NGEBMClassifier diverged in epoch 1: the training loss is nan. Lower the learning rate
+        (lr=0.001) or the loss weights, or standardize the input.
+        """
+        raise DivergenceError(
+            f"{type(self).__name__} diverged in epoch {len(self.history)}: the training loss is "
+            f"{loss.item()}. Lower the learning rate (lr={self.lr!r}) or the loss weights, or "
+            "standardize the input."
+        )
+
+    # ------------------------------------------------------------------ the step
+
+    def train_step_single(self, batch, **fit_params):
+        """Forward and backward pass of :meth:`compute_loss` on one training batch.
+
+        The batch goes through :meth:`augment_batch` first. A non-finite loss goes to
+        :meth:`handle_divergence` before the optimizer steps; a loss returned without a
+        graph is not back-propagated, nor is that of a batch whose sample weights are all
+        zero (so the optimizer, momentum included, leaves the weights alone).
         """
         if not self.module_.training:  # inference in a callback switched the modes
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
-        Xi, weights = _weights_of(Xi)
+        Xi, weights = split_weights(Xi)
         loss, logits = self.compute_loss(self.augment_batch(Xi), yi, training=True, **weights)
         if weights and not bool(weights["sample_weight"].any()):
             loss = loss.detach()  # no sample of the batch counts: no step, as if it were dropped
@@ -181,14 +380,8 @@ class SkorchNet(NeuralNetClassifier):
         if self.module_.training:
             self._set_mode(False)
         Xi, yi = unpack_data(batch)
-        Xi, weights = _weights_of(Xi)
+        Xi, weights = split_weights(Xi)
         # The energy terms need input gradients, also when validating.
         with torch.enable_grad():
             loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
         return {"loss": loss.detach(), "y_pred": logits.detach()}
-
-
-def _weights_of(X) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """A batch's inputs, and ``{"sample_weight": w}`` for ``compute_loss`` (empty without)."""
-    X, sample_weight = split_weights(X)
-    return X, ({} if sample_weight is None else {"sample_weight": sample_weight})

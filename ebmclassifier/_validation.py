@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from itertools import pairwise
+from math import prod
 from numbers import Integral, Real
 
 import numpy as np
@@ -124,6 +125,13 @@ class ParamChecker:
             ok = value > low if low_open else value >= low
         if ok and high is not None:
             ok = value <= high
+        if ok and isinstance(value, Integral) and abs(value) >= 2**63:
+            # torch takes a Python int beyond int64 in no arithmetic ("int too big to convert")
+            self.messages.append(
+                f"{self._subject(name)} must be a float or an int of 64 bits. Got {value!r} "
+                f"instead; pass it as a float, {float(value)!r}."
+            )
+            return
         unbounded = low is None or high is None
         left = "(" if low_open or low is None else "["
         right = ")" if high is None and finite else "]"
@@ -359,11 +367,38 @@ def check_sample_shape(estimator, X: np.ndarray, *, reset: bool) -> None:
     """Remember the sample shape in fit; afterwards, insist on it."""
     if reset:
         estimator.input_shape_ = tuple(X.shape[1:])
-    elif tuple(X.shape[1:]) != estimator.input_shape_:
-        raise ValueError(
-            f"X has samples of shape {tuple(X.shape[1:])}, but {type(estimator).__name__} was "
-            f"fitted on samples of shape {estimator.input_shape_}."
+        return
+    got, expected = tuple(X.shape[1:]), estimator.input_shape_
+    if got == expected:
+        return
+    if prod(got) == prod(expected):
+        fix = (
+            f"The samples hold the same {prod(got)} values: reshape X with "
+            f"X.reshape(len(X), {', '.join(map(str, expected))})."
         )
+    else:
+        fix = (
+            f"The samples hold {prod(got)} values where {prod(expected)} are expected: pass "
+            "data with the features the estimator was fitted on."
+        )
+    raise ValueError(
+        f"X has samples of shape {got} (X of shape {tuple(X.shape)}), but "
+        f"{type(estimator).__name__} was fitted on samples of shape {expected}. {fix}"
+    )
+
+
+def _check_sample_shape_first(estimator, X, *, reset: bool) -> None:
+    """Before scikit-learn's feature count: a sample of another shape is no count of features.
+
+    ``validate_data`` reads ``X.shape[1]`` as the number of features, so input of shape
+    ``(n, 1, 4)`` to a model fitted on ``(n, 4)`` said "X has 1 features, but ... is expecting
+    4". Two-dimensional input on both sides keeps scikit-learn's own message.
+    """
+    shape = getattr(X, "shape", None)
+    if reset or shape is None or len(shape) < 2 or not hasattr(estimator, "input_shape_"):
+        return
+    if len(shape) > 2 or len(estimator.input_shape_) > 1:
+        check_sample_shape(estimator, X, reset=False)
 
 
 def check_X(estimator, X, *, reset: bool) -> np.ndarray:
@@ -382,9 +417,11 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
     -------
     ndarray of float32, of shape (n_samples, *input_shape)
     """
+    X = as_numpy(X)
+    _check_sample_shape_first(estimator, X, reset=reset)
     X = validate_data(
         estimator,
-        as_numpy(X),
+        X,
         reset=reset,
         dtype=np.float32,
         allow_nd=True,
@@ -392,6 +429,25 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
     )
     check_sample_shape(estimator, X, reset=reset)
     return without_negative_strides(X)
+
+
+def _check_label_types(y: np.ndarray) -> None:
+    """Labels are all strings or none is: a mix cannot be sorted into ``classes_``.
+
+    scikit-learn calls such a ``y`` "Unknown label type: unknown" and suggests a regression
+    target; say which types are mixed and how to make them one.
+    """
+    if y.dtype != object:
+        return
+    is_str = np.fromiter((isinstance(v, str) for v in y), dtype=bool, count=len(y))
+    if is_str.any() and not is_str.all():
+        kinds = sorted({type(v).__name__ for v in y})
+        first = [y[is_str.argmax()], y[(~is_str).argmax()]]
+        raise ValueError(
+            f"y mixes labels of types {', '.join(kinds)} (e.g. {first[0]!r} and {first[1]!r}); "
+            "the classes must be all strings or all numbers to be sorted. Convert them, e.g. "
+            "y = np.asarray(y).astype(str)."
+        )
 
 
 def check_training_data(estimator, X, y, *, reset: bool, classes=None):
@@ -417,9 +473,10 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
     name = type(estimator).__name__
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    X, y = validate_data(
-        estimator, as_numpy(X), as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
-    )
+    X = as_numpy(X)
+    _check_sample_shape_first(estimator, X, reset=reset)
+    X, y = validate_data(estimator, X, as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True)
+    _check_label_types(y)
     check_classification_targets(y)
     check_sample_shape(estimator, X, reset=reset)
     if reset:

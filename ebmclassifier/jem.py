@@ -265,9 +265,10 @@ random_state, class_weight, verbose, **kwargs
         if self.buffer_init == "informative" and not isinstance(
             self.replay_buffer_.start, GaussianStart
         ):
-            X, sample_weight = split_weights(X)
-            if sample_weight is not None:
-                X, y = X[sample_weight > 0], y[sample_weight > 0]
+            X, weights = split_weights(X)
+            if weights:
+                positive = weights["sample_weight"] > 0
+                X, y = X[positive], y[positive]
             start = informative_start(
                 X,
                 y,
@@ -370,7 +371,7 @@ random_state, class_weight, verbose, **kwargs
         >>> Xt = torch.tensor(X, dtype=torch.float32, device=clf.device_)
         >>> yt = torch.tensor(y, device=clf.device_)  # encoded labels: y is 0, 1, 2
         >>> loss, logits = clf.compute_loss(Xt, yt, training=False)  # no sampling
-        >>> bool(torch.isclose(loss, clf.cross_entropy(logits, yt)))
+        >>> bool(torch.isclose(loss, clf.classification_loss(logits, yt)))
         True
         >>> chains = clf.replay_buffer_.samples.clone()
         >>> loss, logits = clf.compute_loss(Xt, yt, training=True)
@@ -380,7 +381,7 @@ random_state, class_weight, verbose, **kwargs
         n_chains = len(X) if sample_weight is None else int((sample_weight > 0).sum())
         if not training or self.px_weight == 0 or n_chains == 0:
             logits = self.module_(X)
-            loss = self.cross_entropy(logits, y, sample_weight)
+            loss = self.classification_loss(logits, y, sample_weight)
             if training and not torch.isfinite(loss):
                 return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
             return loss, logits
@@ -392,7 +393,7 @@ random_state, class_weight, verbose, **kwargs
             y,
             samples,
             px_weight=self.px_weight,
-            criterion=self.cross_entropy,
+            criterion=self.classification_loss,
             sample_weight=sample_weight,
         )
         divergence = diagnose_step(

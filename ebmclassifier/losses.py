@@ -34,11 +34,13 @@ import torch.nn.functional as F
 from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 
 __all__ = [
+    "criterion_mean",
     "cross_entropy",
     "fd_step_size",
     "jem_loss",
     "negatives_cross_entropy",
     "ngebm_loss",
+    "per_sample_criterion",
     "weighted_mean",
 ]
 
@@ -129,6 +131,120 @@ def cross_entropy(
     if sample_weight is None:
         return F.cross_entropy(logits, y)
     return weighted_mean(F.cross_entropy(logits, y, reduction="none"), sample_weight)
+
+
+def criterion_mean(
+    criterion: torch.nn.Module,
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    sample_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """A torch loss ``criterion(logits, y)``, its batch mean optionally weighted per sample.
+
+    The classification term of the estimators (their ``criterion_``). Without weights it is
+    ``criterion(logits, y)`` itself. With weights ``w`` the criterion's per-sample losses
+    ``l_i`` (its ``reduction`` set to ``"none"`` for the call, then restored) are averaged
+    with them, ``sum_i w_i l_i / sum_i w_i`` (:func:`weighted_mean`). A criterion with class
+    weights ``c`` (``CrossEntropyLoss`` or ``NLLLoss`` with ``weight=c``) gives
+    ``l_i = c[y_i] * CE_i``, and torch's batch mean divides their sum by ``sum_i c[y_i]``; the
+    weighted mean then divides by ``sum_i w_i c[y_i]``,
+
+        sum_i w_i c[y_i] CE_i / sum_i w_i c[y_i],
+
+    so that weights of 1 are no weights and an integer weight repeats a sample, as without
+    class weights. A batch whose weights are all 0 has the loss 0.
+
+    Parameters
+    ----------
+    criterion : torch loss module
+        Called as ``criterion(logits, y)``; with ``sample_weight``, it must have a
+        ``reduction`` attribute (as torch's losses do).
+    logits : Tensor of shape (n, n_classes)
+    y : Tensor of shape (n,)
+        int64 labels in ``0..n_classes-1``.
+    sample_weight : Tensor of shape (n,) or None, default=None
+        Non-negative weights of the samples.
+
+    Returns
+    -------
+    scalar Tensor
+
+    Raises
+    ------
+    TypeError
+        With ``sample_weight``, for a criterion without ``reduction``.
+
+    Examples
+    --------
+    With the class weights ``c = (1, 3)``, a sample of class 1 and weight 2 counts six times
+    as much as one of class 0 and weight 1:
+
+    >>> import torch
+    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1])
+    >>> criterion = torch.nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0]))
+    >>> ce = torch.nn.functional.cross_entropy(logits, y, reduction="none")
+    >>> loss = criterion_mean(criterion, logits, y, torch.tensor([1.0, 2.0]))
+    >>> bool(torch.isclose(loss, (1 * ce[0] + 6 * ce[1]) / 7)), criterion.reduction
+    (True, 'mean')
+    """
+    if sample_weight is None:
+        return criterion(logits, y)
+    losses = per_sample_criterion(criterion, logits, y)
+    class_weight = getattr(criterion, "weight", None)
+    if not isinstance(criterion, torch.nn.CrossEntropyLoss | torch.nn.NLLLoss) or (
+        class_weight is None
+    ):
+        return weighted_mean(losses, sample_weight)
+    # The losses carry c[y_i] already; torch's mean divides their sum by sum_i c[y_i].
+    return _ratio((sample_weight * losses).sum(), (sample_weight * class_weight[y]).sum())
+
+
+def per_sample_criterion(
+    criterion: torch.nn.Module, logits: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    """The loss of each sample under a torch loss: ``criterion`` with ``reduction="none"``.
+
+    The criterion's ``reduction`` is set to ``"none"`` for the call and restored afterwards,
+    so label smoothing, class weights and the criterion's other settings stay as they are.
+
+    Parameters
+    ----------
+    criterion : torch loss module
+        With a ``reduction`` attribute, as torch's losses have.
+    logits : Tensor of shape (n, n_classes)
+    y : Tensor of shape (n,)
+        int64 labels in ``0..n_classes-1``.
+
+    Returns
+    -------
+    Tensor of shape (n,)
+
+    Raises
+    ------
+    TypeError
+        For a criterion without ``reduction``: it has no per-sample losses to give.
+
+    Examples
+    --------
+    >>> import torch
+    >>> criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1])
+    >>> losses = per_sample_criterion(criterion, logits, y)
+    >>> bool(torch.isclose(losses.mean(), criterion(logits, y))), criterion.reduction
+    (True, 'mean')
+    """
+    reduction = getattr(criterion, "reduction", None)
+    if reduction is None:
+        raise TypeError(
+            f"Training with sample_weight or class_weight needs per-sample losses, and the "
+            f"criterion {type(criterion).__name__} has no 'reduction' to set to 'none'. Use "
+            "a torch loss such as torch.nn.CrossEntropyLoss, or fit without weights."
+        )
+    criterion.reduction = "none"  # for this call only
+    try:
+        return criterion(logits, y)
+    finally:
+        criterion.reduction = reduction
 
 
 def _classification_term(

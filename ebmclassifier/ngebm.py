@@ -251,7 +251,7 @@ random_state, class_weight, verbose, **kwargs
         >>> yt = torch.tensor(y[:8], device=clf.device_)
         >>> loss, logits = clf.compute_loss(Xt, yt, training=True)
         >>> norms, _, _ = energy_grad_norm(clf.module_, Xt)
-        >>> expected = 0.7 * clf.cross_entropy(logits, yt) + 0.3 * norms.mean()
+        >>> expected = 0.7 * clf.classification_loss(logits, yt) + 0.3 * norms.mean()
         >>> bool(torch.isclose(loss, expected)), loss.requires_grad
         (True, True)
         """
@@ -265,6 +265,6 @@ random_state, class_weight, verbose, **kwargs
             grad_norm=self.grad_norm,
             step=self.fd_step_size_,
             create_graph=training,
-            criterion=self.cross_entropy,
+            criterion=self.classification_loss,
             sample_weight=sample_weight,
         )

@@ -14,10 +14,12 @@
 code: the metadata is JSON, the weights are read with ``torch.load(weights_only=True)``, and a
 class named in the metadata is imported only from ``ebmclassifier``, ``torch`` or ``skorch``, and
 only if it is an estimator of this library, a torch module, an optimizer or a data
-set / loader class. Parameters that are neither plain values nor such classes (callbacks,
-``train_split``, an ``augmentation``, a network class of one's own) are not saved; pass them to
-:func:`load`. A file from anyone is therefore safe to *load*; what it computes is still the
-network of whoever trained it.
+set / loader class, and of the kind its parameter takes (a loss for ``criterion``, an optimizer
+for ``optimizer``, a batch iterator for ``iterator_*``, a data set for ``dataset``, a network or
+layer for any other; never a datapipe that opens files). Parameters that are neither plain
+values nor such classes (callbacks, ``train_split``, an ``augmentation``, a network class of
+one's own) are not saved; pass them to :func:`load`. A file from anyone is therefore safe to
+*load*; what it computes is still the network of whoever trained it.
 
 Pickle (and joblib) save everything, including such parameters, but unpickling runs code from
 the file: only unpickle files you trust. See the user guide's "Saving and deploying".
@@ -39,7 +41,7 @@ import torch
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from ._data import TensorBatchIterator
 from ._device import resolve_device, seeded_rng
@@ -58,6 +60,56 @@ _NOT_SAVED = ("torch_load_kwargs",)
 
 class _NotSaved(Exception):
     """A value that JSON and the trusted classes cannot express."""
+
+
+class SavedEstimatorMixin:
+    """What :func:`save` writes and :func:`load` builds: the estimators' ``save`` method.
+
+    A base of :class:`~ebmclassifier._base.EBMClassifierBase`, so that this module needs
+    nothing from the estimators' module; :func:`load` builds only classes derived from it.
+    """
+
+    #: Fitted attributes besides the modules that :func:`save` stores and :func:`load`
+    #: restores (numbers, strings, arrays, tensors). The state of every module attribute
+    #: ending in ``_`` is saved in any case.
+    _saved_attributes: tuple[str, ...] = ()
+
+    def save(self, path, *, training_state: bool = True) -> None:
+        """Write the fitted estimator to one file; :func:`ebmclassifier.load` reads it back.
+
+        JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
+        the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
+
+        Parameters
+        ----------
+        path : str or path-like
+        training_state : bool, default=True
+            Also the optimizer's state and the history, so that ``partial_fit`` continues
+            after ``load`` as it would have without the round trip.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from ebmclassifier import NGEBMClassifier, load
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     clf.save(Path(folder, "model.ebm"))
+        ...     restored = load(Path(folder, "model.ebm"))
+        >>> np.array_equal(restored.score_ood(X), clf.score_ood(X))
+        True
+        """
+        save(self, path, training_state=training_state)
+
+    def _load_module_states(self, states: dict[str, dict]) -> None:
+        """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
+        for name, state in states.items():
+            getattr(self, name).load_state_dict(state)
 
 
 # ---------------------------------------------------------------- values <-> JSON
@@ -276,6 +328,47 @@ def _read_weights(path, weights: bytes, device: torch.device) -> dict:
         ) from None
 
 
+#: What a class saved for a parameter must be, by the parameter's role; any other parameter
+#: (``module``, ``encoder``, ``module__activation``, ...) names a network or a layer.
+_ROLES = {
+    "criterion": ((torch.nn.modules.loss._Loss,), "a torch loss class, such as "
+                  "torch.nn.CrossEntropyLoss"),
+    "optimizer": ((torch.optim.Optimizer,), "a torch optimizer class, such as torch.optim.Adam"),
+    "iterator_train": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
+                       "torch.utils.data.DataLoader"),
+    "iterator_valid": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
+                       "torch.utils.data.DataLoader"),
+    "dataset": ((Dataset,), "a data set class, such as skorch.dataset.Dataset"),
+}  # fmt: skip
+_NETWORK_ROLE = ((torch.nn.Module,), "a torch.nn.Module class (a network or a layer)")
+#: torch's datapipes (file openers, readers, ...): no role's class. Deprecated by torch, so
+#: ``MapDataPipe`` may be gone; every ``IterDataPipe`` is an ``IterableDataset``.
+_NEVER_BUILT = (IterableDataset, *filter(None, [getattr(torch.utils.data, "MapDataPipe", None)]))
+
+
+def _check_class_roles(name: str, value) -> None:
+    """Every class in the saved parameter ``name`` is of the kind that parameter takes.
+
+    :func:`_trusted_class` admits any torch module, optimizer, data set or loader for any
+    parameter: ``criterion=torch.nn.Module`` loaded, ``iterator_train`` could name a
+    file-opening datapipe, and a wrong class surfaced as its constructor's error at best.
+    """
+    if isinstance(value, type):
+        bases, what = _ROLES.get(name, _NETWORK_ROLE)
+        if not issubclass(value, bases) or issubclass(value, _NEVER_BUILT):
+            raise ValueError(
+                f"The file gives the parameter {name!r} the class {_class_path(value)!r}, but "
+                f"{name} must be {what}."
+            )
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _check_class_roles(name, item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_class_roles(name, key)
+            _check_class_roles(name, item)
+
+
 def _constructor_params(metadata: dict, given: dict) -> dict:
     """The saved parameters, overridden by ``given``; warns about unsaved ones left out."""
     params = {}
@@ -284,6 +377,7 @@ def _constructor_params(metadata: dict, given: dict) -> dict:
             continue
         try:
             params[name] = _decode(value)
+            _check_class_roles(name, params[name])
         except ValueError as err:
             raise ValueError(
                 f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)."
@@ -334,7 +428,8 @@ def load(path: str | os.PathLike, **params):
     ------
     ValueError
         For a file not written by :func:`save`, or one that names a class ``load`` does not
-        build (see the module's notes) or cannot import (renamed or removed in the versions
+        build (see the module's notes), a class of the wrong kind for its parameter (naming
+        the parameter), or one it cannot import (renamed or removed in the versions
         installed here); a parameter given in ``params`` is not read from the file.
 
     Examples
@@ -352,10 +447,8 @@ def load(path: str | os.PathLike, **params):
     >>> np.array_equal(restored.energy(X), clf.energy(X))
     True
     """
-    from ._base import EBMClassifierBase
-
     metadata, weights = _read(path)
-    cls = _trusted_class(metadata["estimator"], (EBMClassifierBase,))
+    cls = _trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
     estimator = cls(**_constructor_params(metadata, params))
     estimator._check_params()
     estimator.device_ = resolve_device(estimator.device)

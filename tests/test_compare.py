@@ -11,7 +11,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ebmclassifier import NGEBMClassifier, cli
 from ebmclassifier.attacks import pgd_attack
-from ebmclassifier.compare import (
+from ebmclassifier.datasets import load_named_dataset
+from ebmclassifier.experiments.compare import (
     CompareConfig,
     ModelSpec,
     Standardizer,
@@ -19,7 +20,6 @@ from ebmclassifier.compare import (
     run_comparison,
     write_report,
 )
-from ebmclassifier.datasets import load_named_dataset
 from ebmclassifier.experiments.report import summarise
 from ebmclassifier.metrics import adversarial_accuracy
 

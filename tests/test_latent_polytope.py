@@ -1,6 +1,5 @@
 """The polytope interface: one implementation of each method, any structure that gives oracles."""
 
-import importlib
 import pickle
 
 import pytest
@@ -121,40 +120,6 @@ def test_polytopes_are_values_that_pickle():
     assert TreePolytope(False) == TreePolytope(False) != TreePolytope(True)
     assert pickle.loads(pickle.dumps(TreePolytope(False))) == TreePolytope(False)
     assert Simplex() == Simplex()
-
-
-@pytest.mark.parametrize(
-    "old, new, name",
-    [
-        ("simplex", "categorical.simplex", "SimplexProjection"),
-        ("_tree_utils", "trees._arcs", "check_arc_scores"),
-        ("tree_projective", "trees.projective", "eisner"),
-        ("tree_nonprojective", "trees.nonprojective", "chu_liu_edmonds"),
-        ("tree_sparsemap", "trees.sparsemap", "SparseMAPTree"),
-        ("tree_surrogates", "trees.surrogates", "TreeSPIGOT"),
-        ("tree_latent", "trees.latent", "tree_latent"),
-        ("tree_modules", "trees.networks", "TreeLatentModel"),
-        ("networks", "categorical.networks", "BilinearDecoder"),
-        ("categorical", "methods", "gamma_from_loss"),
-        ("trees", "trees.inference", "tree_marginals"),
-        ("surrogates", "categorical.simplex", "one_hot_argmax"),
-    ],
-)
-def test_release_0_1_module_paths_still_import(old, new, name):
-    before = importlib.import_module(f"ebmclassifier.latent.{old}")
-    after = importlib.import_module(f"ebmclassifier.latent.{new}")
-    assert getattr(before, name) is getattr(after, name)
-    exec(f"from ebmclassifier.latent.{old} import {name}", {})
-
-
-def test_a_pickle_naming_an_old_module_path_loads():
-    # pickles of release 0.1 name e.g. ebmclassifier.latent.tree_modules.TreeLatentModel
-    from ebmclassifier.latent.trees.networks import TreeLatentModel
-
-    data = pickle.dumps(TreeLatentModel, protocol=0)
-    old = data.replace(b"ebmclassifier.latent.trees.networks", b"ebmclassifier.latent.tree_modules")
-    assert old != data
-    assert pickle.loads(old) is TreeLatentModel
 
 
 @pytest.mark.parametrize(

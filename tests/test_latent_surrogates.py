@@ -8,15 +8,16 @@ import torch
 from entmax import sparsemax
 
 from ebmclassifier.latent import categorical_latent, categorical_latent_eval, project_simplex
-from ebmclassifier.latent.categorical.simplex import SimplexProjection
-from ebmclassifier.latent.relaxations import (
+from ebmclassifier.latent.categorical.latent import (
     gumbel_softmax,
     gumbel_straight_through,
-    sample_gumbel,
+    score_function_sample,
     softmax_relaxation,
     sparsemax_relaxation,
 )
-from ebmclassifier.latent.score_function import RunningMeanBaseline, score_function_sample
+from ebmclassifier.latent.categorical.simplex import SimplexProjection
+from ebmclassifier.latent.relaxations import sample_gumbel
+from ebmclassifier.latent.score_function import RunningMeanBaseline
 
 # ---------------------------------------------------------------- independent references (numpy)
 

@@ -220,3 +220,56 @@ def test_weighted_mean_of_a_batch_without_weight_is_zero_with_a_zero_gradient():
     assert float(mean.detach()) == 0.0 and torch.equal(values.grad, torch.zeros(2))
     logits, y = torch.randn(3, 4), torch.tensor([0, 3, 1])
     assert torch.equal(losses.cross_entropy(logits, y), F.cross_entropy(logits, y))
+
+
+def _nll_by_hand(logits, y):
+    """-log softmax(logits_i)[y_i], one sample at a time from the exponentials."""
+    return torch.stack(
+        [-(row[label] - row.exp().sum().log()) for row, label in zip(logits, y, strict=True)]
+    )
+
+
+def test_criterion_mean_normalises_class_and_sample_weights_as_a_hand_computation():
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 2, 1, 2, 0])
+    c = torch.tensor([1.0, 3.0, 0.5], dtype=torch.float64)
+    w = torch.tensor([2.0, 1.0, 0.0, 3.0, 1.0], dtype=torch.float64)
+    ce = _nll_by_hand(logits, y)
+    # sum_i w_i c[y_i] CE_i / sum_i w_i c[y_i]: weights of 1 are torch's class-weighted mean
+    by_hand = (w * c[y] * ce).sum() / (w * c[y]).sum()
+    criterion = torch.nn.CrossEntropyLoss(weight=c)
+    loss = losses.criterion_mean(criterion, logits, y, w)
+    torch.testing.assert_close(loss, by_hand)
+    (grad,) = torch.autograd.grad(loss, logits)
+    torch.testing.assert_close(grad, torch.autograd.grad(by_hand, logits)[0])
+    assert criterion.reduction == "mean"  # restored after the per-sample call
+    ones = losses.criterion_mean(criterion, logits, y, torch.ones(5, dtype=torch.float64))
+    torch.testing.assert_close(ones, criterion(logits, y))
+    # an integer weight repeats the sample, as without class weights
+    rows = torch.repeat_interleave(torch.arange(5), w.long())
+    torch.testing.assert_close(loss, criterion(logits[rows], y[rows]))
+    # without class weights: the weighted mean; without weights: the criterion itself
+    plain = torch.nn.CrossEntropyLoss()
+    torch.testing.assert_close(losses.criterion_mean(plain, logits, y, w), (w * ce).sum() / w.sum())
+    assert torch.equal(losses.criterion_mean(plain, logits, y), plain(logits, y))
+    assert losses.criterion_mean(criterion, logits, y, torch.zeros(5)).item() == 0.0
+
+
+def test_per_sample_criterion_keeps_the_settings_of_the_criterion():
+    g = torch.Generator().manual_seed(4)
+    logits, y = torch.randn(4, 3, generator=g, dtype=torch.float64), torch.tensor([0, 1, 2, 1])
+    criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.3)
+    # label smoothing by hand: (1 - eps) * CE_i + eps * mean_k -log p_i[k]
+    log_p = logits - logits.exp().sum(1, keepdim=True).log()
+    by_hand = 0.7 * _nll_by_hand(logits, y) - 0.3 * log_p.mean(1)
+    torch.testing.assert_close(losses.per_sample_criterion(criterion, logits, y), by_hand)
+    assert criterion.reduction == "mean"
+
+    def no_reduction(logits, y):
+        return F.cross_entropy(logits, y)
+
+    with pytest.raises(TypeError, match="no 'reduction' to set to 'none'"):
+        losses.per_sample_criterion(no_reduction, logits, y)
+    with pytest.raises(TypeError, match="no 'reduction'"):
+        losses.criterion_mean(no_reduction, logits, y, torch.ones(4))

@@ -99,7 +99,7 @@ def test_forward_is_the_last_layer_of_the_penultimate_features(name):
 
 
 def test_state_dict_keys_are_unchanged():
-    # the keys of release 0.1: pickles and saved state dicts load into today's classes
+    # the keys that files written by save hold (tests/fixtures/saved): they must load
     assert list(MLP(6, 3, hidden_sizes=(8, 5)).state_dict()) == [
         "net.1.weight", "net.1.bias", "net.3.weight", "net.3.bias", "net.5.weight", "net.5.bias",
     ]  # fmt: skip

@@ -113,10 +113,10 @@ def test_class_weights_of_the_criterion_keep_the_scale_of_its_mean(small_blobs, 
         logits = logits.log_softmax(1)
     labels = torch.tensor([0, 1, 2, 1] * 3)
     torch_mean = clf.criterion_(logits, labels)  # sum_i c[y_i] l_i / sum_i c[y_i]
-    torch.testing.assert_close(clf.cross_entropy(logits, labels, torch.ones(12)), torch_mean)
+    torch.testing.assert_close(clf.classification_loss(logits, labels, torch.ones(12)), torch_mean)
     w = torch.tensor([0, 1, 2, 3] * 3)
     repeated = clf.criterion_(logits.repeat_interleave(w, 0), labels.repeat_interleave(w))
-    torch.testing.assert_close(clf.cross_entropy(logits, labels, w.float()), repeated)
+    torch.testing.assert_close(clf.classification_loss(logits, labels, w.float()), repeated)
 
 
 def test_integer_weights_equal_repetition_with_class_weights_of_the_criterion(small_blobs):

@@ -237,6 +237,59 @@ def test_metadata_naming_other_classes_is_refused(saved, field, value, match):
         load(saved)
 
 
+@pytest.mark.parametrize(
+    "name, path",
+    [
+        ("criterion", "torch.nn:Module"),  # it loaded, and failed at the first loss
+        ("criterion", "torch.nn:Linear"),
+        ("criterion", "torch.optim:SGD"),
+        ("optimizer", "torch.nn:CrossEntropyLoss"),
+        ("optimizer", "torch.utils.data:DataLoader"),
+        ("iterator_train", "torch.utils.data.datapipes.iter.fileopener:FileOpenerIterDataPipe"),
+        ("iterator_valid", "torch.nn:Module"),
+        ("iterator_train", "torch.utils.data:TensorDataset"),
+        ("dataset", "torch.utils.data.datapipes.iter.filelister:FileListerIterDataPipe"),
+        ("dataset", "torch.utils.data:DataLoader"),
+        ("dataset", "torch.optim:Adam"),
+        ("module", "torch.optim:Adam"),
+        ("module", "skorch.dataset:Dataset"),
+        ("module__activation", "torch.utils.data:DataLoader"),  # any other: a layer
+    ],
+)
+def test_a_saved_class_of_the_wrong_role_is_refused_naming_the_parameter(saved, name, path):
+    # issue #26: any torch Module, Dataset or DataLoader class loaded for any parameter
+    def edit(metadata):
+        metadata["params"][name] = {"__class__": path}
+        return metadata
+
+    _rewrite(saved, metadata=edit)
+    qualname = path.split(":")[1]
+    with pytest.raises(ValueError, match=f"parameter {name!r} the class '.*:{qualname}', but "
+                       f"{name} must be .* pass it to load\\(path, {name}="):  # fmt: skip
+        load(saved)
+
+
+@pytest.mark.parametrize(
+    "name, path",
+    [
+        ("criterion", "torch.nn:NLLLoss"),
+        ("optimizer", "torch.optim:SGD"),
+        ("iterator_train", "torch.utils.data:DataLoader"),
+        ("iterator_valid", "ebmclassifier._data:TensorBatchIterator"),
+        ("dataset", "skorch.dataset:Dataset"),
+        ("module", "ebmclassifier.nn:MLP"),
+    ],
+)
+def test_a_saved_class_of_the_right_role_loads(saved, name, path):
+    def edit(metadata):
+        metadata["params"][name] = {"__class__": path}
+        return metadata
+
+    _rewrite(saved, metadata=edit)
+    cls = load(saved).get_params()[name]
+    assert f"{cls.__module__}:{cls.__qualname__}".endswith(path.split(":")[1])
+
+
 def test_a_file_of_another_kind_is_a_value_error(tmp_path, small_blobs):
     X, y = small_blobs
     clf = NGEBMClassifier(**FAST).fit(X, y)

@@ -12,7 +12,8 @@ import torch
 from skorch.callbacks import Callback
 from skorch.dataset import Dataset, ValidSplit
 
-from ebmclassifier import NGEBMClassifier
+from ebmclassifier import DivergenceError, NGEBMClassifier
+from ebmclassifier._base import EBMClassifierBase
 
 FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
 
@@ -188,3 +189,73 @@ def test_history_records_the_validation_batches(small_blobs):
     ).fit(X, y)
     assert clf.history[-1, "valid_batch_count"] == 3
     assert clf.history[-1, "batches", :, "valid_batch_size"] == [16, 16, 8]
+
+
+# ---------------------------------------------------------------- the hooks of the step
+
+STEP_HOOKS = ("compute_loss", "classification_loss", "augment_batch", "handle_divergence")
+
+
+def test_the_template_declares_every_hook_its_step_calls():
+    from ebmclassifier._skorch import SkorchNet
+
+    for name in STEP_HOOKS:
+        assert name in vars(SkorchNet), f"SkorchNet does not declare {name}"
+        assert getattr(EBMClassifierBase, name) is vars(SkorchNet)[name], name
+
+
+class _Plain(EBMClassifierBase):
+    """The base with every hook at its default."""
+
+
+def test_the_hooks_defaults(small_blobs):
+    X, y = small_blobs
+    clf = _Plain(**FAST).fit(X, y)
+    Xt, yt = _tensors(clf, X, y)
+    # augment_batch: the batch itself, without an augmentation
+    assert clf.augment_batch(Xt) is Xt
+    # compute_loss: the criterion's mean of the module's logits
+    loss, logits = clf.compute_loss(Xt, yt, training=True)
+    torch.testing.assert_close(logits, clf.module_(Xt))
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(logits, yt))
+    # ... weighted per sample, through classification_loss
+    w = torch.tensor([1.0, 0.0, 2.0, 1.0, 0.0, 1.0, 1.0, 3.0], device=clf.device_)
+    weighted, _ = clf.compute_loss(Xt, yt, training=True, sample_weight=w)
+    ce = torch.nn.functional.cross_entropy(logits, yt, reduction="none")
+    torch.testing.assert_close(weighted, (w * ce).sum() / w.sum())
+    torch.testing.assert_close(clf.classification_loss(logits, yt, w), weighted)
+    # handle_divergence: raises, naming the estimator and the loss
+    with pytest.raises(
+        DivergenceError, match="_Plain diverged in epoch 2: the training loss is inf"
+    ):
+        clf.handle_divergence(torch.tensor(float("inf")))
+
+
+def test_the_training_step_calls_the_hooks_on_the_augmented_batch(small_blobs):
+    X, y = small_blobs
+    seen = {}
+
+    class Recording(_Plain):
+        def augment_batch(self, X):
+            seen["augmented"] = X + 1.0
+            return seen["augmented"]
+
+        def compute_loss(self, X, y, training, sample_weight=None):
+            seen.setdefault("losses", []).append((training, X, sample_weight))
+            return super().compute_loss(X, y, training, sample_weight)
+
+        def handle_divergence(self, loss):
+            seen["diverged"] = loss.item()
+
+    clf = Recording(**FAST).fit(X, y)
+    Xt, yt = _tensors(clf, X, y)
+    seen.clear()
+    clf.train_step_single((Xt, yt))
+    ((training, X_loss, weights),) = seen["losses"]
+    assert training and X_loss is seen["augmented"] and weights is None
+    assert "diverged" not in seen
+    clf.validation_step((Xt, yt))  # never augmented
+    assert seen["losses"][-1][0] is False and seen["losses"][-1][1] is Xt
+    Xt[0, 0] = float("nan")
+    clf.train_step_single((Xt, yt))
+    assert np.isnan(seen["diverged"])

@@ -13,9 +13,11 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 from sklearn.utils.multiclass import type_of_target
 
+from .._validation import ParamChecker
 from .benchmarks import load_digits_ood, load_mnist1d
-from .files import load_array_file, load_cifar10, load_cifar100, load_svhn
+from .files import load_cifar10, load_cifar100, load_svhn
 from .ood import make_ood_suite
+from .user_files import load_array_file
 
 _FOLDER_DATA = {"cifar10": load_cifar10, "cifar100": load_cifar100, "svhn": load_svhn}
 # the classic cross-data-set OOD pairs, used when the other set's test file is in the folder
@@ -92,7 +94,7 @@ def load_named_dataset(
         in ``data_dir`` too (only it is read).
     data_dir : str, path-like or None
         Folder of the CIFAR / SVHN files.
-    max_train, max_test : int or None
+    max_train, max_test : int >= 1 or None
         Subsample the splits (for a quick run on a large data set).
     random_state : int, default=0
         Seeds the subsampling, the file split and the OOD sets.
@@ -104,6 +106,12 @@ def load_named_dataset(
         ``"svhn"`` or ``"file"``), ``X_train``, ``y_train``, ``X_test``,
         ``y_test``, ``ood`` (dict of name to array) and ``input_range`` (low, high).
 
+    Raises
+    ------
+    ValueError
+        For an unknown name, ``max_train`` or ``max_test`` that is not an int >= 1 or None,
+        and a file the loaders refuse (naming it).
+
     Examples
     --------
     >>> data = load_named_dataset("digits", max_train=100, max_test=50)
@@ -112,6 +120,10 @@ def load_named_dataset(
     >>> {name: X.shape for name, X in sorted(data.ood.items())}
     {'inverted': (50, 64), 'permuted': (50, 64), 'uniform': (50, 64)}
     """
+    check = ParamChecker.of({"max_train": max_train, "max_test": max_test})
+    check.integer("max_train", 1, allow_none=True)  # 0 gave an empty training set
+    check.integer("max_test", 1, allow_none=True)
+    check.raise_if_any()
     rng = np.random.default_rng(random_state)
     kind = data_kind(data, data_dir)
     if kind == "digits":

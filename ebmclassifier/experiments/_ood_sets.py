@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets import load_array_file
-from ..datasets.files import read_npz
+from ..datasets.user_files import read_npz
 
 HELD_OUT = "held-out classes"
 

@@ -33,7 +33,7 @@ def summarise(results: dict) -> dict:
     Parameters
     ----------
     results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
+        From :func:`~ebmclassifier.experiments.compare.run_comparison`.
 
     Returns
     -------
@@ -109,7 +109,7 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
     Parameters
     ----------
     results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
+        From :func:`~ebmclassifier.experiments.compare.run_comparison`.
     summary : dict
         From :func:`summarise`.
 
@@ -287,7 +287,7 @@ def verdicts(results: dict, summary: dict) -> list[str]:
     Parameters
     ----------
     results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
+        From :func:`~ebmclassifier.experiments.compare.run_comparison`.
     summary : dict
         From :func:`summarise`.
 

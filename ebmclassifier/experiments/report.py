@@ -42,8 +42,8 @@ def write_figures(results: dict, out: Path) -> list[str]:
     Parameters
     ----------
     results : dict
-        From :func:`~ebmclassifier.compare.run_comparison` (the first seed's runs carry the
-        arrays the figures need).
+        From :func:`~ebmclassifier.experiments.compare.run_comparison` (the first seed's runs
+        carry the arrays the figures need).
     out : pathlib.Path
         An existing folder.
 
@@ -117,7 +117,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
     Parameters
     ----------
     results : dict
-        From :func:`~ebmclassifier.compare.run_comparison`.
+        From :func:`~ebmclassifier.experiments.compare.run_comparison`.
     out : str or path-like
         The folder; created if needed.
     command : str, default=""
@@ -132,7 +132,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from ebmclassifier.compare import CompareConfig, run_comparison, write_report
+    >>> from ebmclassifier.experiments.compare import CompareConfig, run_comparison, write_report
     >>> config = CompareConfig(
     ...     models=("ce",), seeds=1, max_epochs=1, max_train=300, max_test=100, n_attack=20,
     ...     progress=False,
@@ -183,7 +183,7 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
     Parameters
     ----------
     all_results : list of dict
-        From :func:`~ebmclassifier.compare.run_comparison`, one per data set.
+        From :func:`~ebmclassifier.experiments.compare.run_comparison`, one per data set.
     out : str or path-like
     command : str, default=""
 

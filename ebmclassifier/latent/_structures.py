@@ -14,10 +14,9 @@ import numpy as np
 import torch
 
 from ..nn import MLP
-from .categorical.networks import BilinearDecoder
-from .networks import LatentModel
-from .trees._tokens import as_token_ids, encode_tokens
+from .categorical.networks import BilinearDecoder, CategoricalLatentModel
 from .trees.networks import BiLSTMArcScorer, TreeGCNDecoder, TreeLatentModel
+from .trees.tokens import as_token_ids, encode_tokens, warn_unseen_tokens
 
 
 class Categorical:
@@ -28,7 +27,9 @@ class Categorical:
     default_encoder = MLP
     default_decoder = BilinearDecoder
 
-    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+    def prepare_input(
+        self, estimator, X, checked: np.ndarray, reset: bool, training: bool = False
+    ) -> np.ndarray:
         """The input as the network takes it, from the base's float32 validation."""
         return checked
 
@@ -55,8 +56,8 @@ class Categorical:
         n_features = prod(estimator.input_shape_)
         return {"n_features": n_features, "n_classes": estimator.n_latent, "hidden_sizes": ()}
 
-    def network(self, estimator, encoder, decoder) -> LatentModel:
-        return LatentModel(encoder, decoder, estimator.gradient, estimator.temperature)
+    def network(self, estimator, encoder, decoder) -> CategoricalLatentModel:
+        return CategoricalLatentModel(encoder, decoder, estimator.gradient, estimator.temperature)
 
     def feature_names(self, estimator) -> list[str]:
         """``<class name>0 .. <class name>{K-1}``, scikit-learn's names for K components."""
@@ -77,7 +78,9 @@ class DependencyTree(Categorical):
     default_encoder = BiLSTMArcScorer
     default_decoder = TreeGCNDecoder
 
-    def prepare_input(self, estimator, X, checked: np.ndarray, reset: bool) -> np.ndarray:
+    def prepare_input(
+        self, estimator, X, checked: np.ndarray, reset: bool, training: bool = False
+    ) -> np.ndarray:
         if isinstance(X, torch.Tensor):
             X = X.detach().cpu().numpy()
         ids = as_token_ids(X)  # the user's ids, not their float32 copy (ids > 2**24 collide)
@@ -85,7 +88,10 @@ class DependencyTree(Categorical):
         # partial_fit): only then is there a new vocabulary for its embeddings to index
         if reset:
             estimator.vocabulary_ = np.unique(ids[ids > 0])
-        return encode_tokens(ids, *_vocabulary(estimator))
+        elif training:
+            warn_unseen_tokens(ids, estimator.vocabulary_)  # a later partial_fit, a warm start
+        vocabulary = estimator.vocabulary_
+        return encode_tokens(ids, vocabulary, oov_index=len(vocabulary) + 1)
 
     def input_of_weighted_rows(self, estimator, X: np.ndarray, positive: np.ndarray):
         """The vocabulary of the ``positive`` rows only, so that a weight of 0 is a dropped row:
@@ -132,16 +138,6 @@ class DependencyTree(Categorical):
             for m in range(1, n_tokens + 1)
             for h in range(n_tokens + 1)
         ]
-
-
-def _vocabulary(estimator) -> tuple[np.ndarray, int | None]:
-    """The ids ``fit`` saw and the out-of-vocabulary index (None: an unseen id is an error)."""
-    vocabulary = getattr(estimator, "vocabulary_", None)
-    if vocabulary is not None:
-        return vocabulary, len(vocabulary) + 1
-    # Fitted by release 0.1: the ids index the embeddings directly, and there is no spare row.
-    n_ids = int(estimator.input_max_.max()) + 1
-    return np.arange(1, n_ids, dtype=np.int64), None
 
 
 #: The structure of each value of ``structure``.

@@ -12,6 +12,7 @@ from torch.autograd.function import once_differentiable
 
 from .._base import EBMClassifierBase
 from .._validation import ParamChecker, module_kwargs_problem, network_kwargs
+from ..losses import per_sample_criterion
 from ._structures import STRUCTURES
 from .methods import GRADIENT_ALIASES, GRADIENTS, polytope_latent
 
@@ -161,7 +162,7 @@ verbose, **kwargs
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    module_ : LatentModel
+    module_ : CategoricalLatentModel
         ``module_.encoder``, ``module_.decoder``; ``module_(x)`` gives the prediction logits.
         A :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel` for trees.
     device_ : torch.device
@@ -305,7 +306,7 @@ verbose, **kwargs
     def initialize_module(self):
         """Build ``module_`` from ``encoder`` and ``decoder``, fresh for the data's shape.
 
-        A :class:`~ebmclassifier.latent.networks.LatentModel` for
+        A :class:`~ebmclassifier.latent.categorical.networks.CategoricalLatentModel` for
         ``structure="categorical"``, a :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel`
         for ``"dependency_tree"``; classes given as ``encoder`` or ``decoder`` receive the
         sizes they take (see the class parameters).
@@ -329,7 +330,7 @@ verbose, **kwargs
         >>> clf.initialize_module() is clf
         True
         >>> type(clf.module_).__name__, type(clf.module_.decoder).__name__
-        ('LatentModel', 'BilinearDecoder')
+        ('CategoricalLatentModel', 'BilinearDecoder')
         >>> tuple(clf.module_.decoder.weight.shape)  # (n_latent, n_classes, n_features)
         (3, 2, 10)
         """
@@ -356,7 +357,7 @@ verbose, **kwargs
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
         checked, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
-        return self._structure().prepare_input(self, X, checked, reset), y
+        return self._structure().prepare_input(self, X, checked, reset, training=True), y
 
     def _input_of_weighted_rows(self, X: np.ndarray, positive: np.ndarray) -> np.ndarray:
         # a tree model's vocabulary is that of the rows of positive weight
@@ -387,7 +388,7 @@ verbose, **kwargs
         Returns
         -------
         loss : scalar Tensor
-            The batch mean of the per-sample cross-entropy (:meth:`cross_entropy`), weighted
+            The batch mean of the per-sample cross-entropy (:meth:`classification_loss`), weighted
             with ``sample_weight`` (``sum_i w_i l_i / sum_i w_i``); nan when
             an encoder score is not finite, so that the fit stops with
             :class:`~ebmclassifier.DivergenceError`.
@@ -415,11 +416,12 @@ verbose, **kwargs
         if not training:
             with torch.no_grad():
                 logits = model(X)
-            return self.cross_entropy(logits, y, sample_weight), logits
+            return self.classification_loss(logits, y, sample_weight), logits
         scores = model.encoder(X)
         z = self._training_latent(model, X, y, scores, sample_weight)
         logits = model.decoder(X, z)
-        return _nan_unless_finite(self.cross_entropy(logits, y, sample_weight), scores), logits
+        loss = self.classification_loss(logits, y, sample_weight)
+        return _nan_unless_finite(loss, scores), logits
 
     def _training_latent(
         self, model, X, y, scores: torch.Tensor, sample_weight: torch.Tensor | None = None
@@ -429,7 +431,7 @@ verbose, **kwargs
         def per_sample_loss(z: torch.Tensor) -> torch.Tensor:
             # the training criterion's own per-sample losses (label smoothing, class weights):
             # gamma_fn is then the gradient that the training loss sends to z
-            return self._per_sample_criterion(model.decoder(X, z), y)
+            return per_sample_criterion(self.criterion_, model.decoder(X, z), y)
 
         # The surrogates pull back per-sample gradients gamma_i = dl_i/dz_i (so step_size is
         # per sample); the scaling around them turns the batch (weighted) mean into that and

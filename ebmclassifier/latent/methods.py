@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 import torch
 
-from .polytope import Polytope
+from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
 from .relaxations import GumbelStraightThrough, sample_gumbel
 from .score_function import ScoreFunction
 from .surrogates import (
@@ -127,6 +127,7 @@ def _canonical_gradient(gradient: str) -> str:
     return name
 
 
+@fill_docstring(PARAMETER_DOCS)
 def polytope_latent(
     polytope: Polytope,
     scores: torch.Tensor,
@@ -144,13 +145,10 @@ def polytope_latent(
 
     Parameters
     ----------
-    polytope : Polytope
-        The structures' polytope (its oracles trust ``scores`` and ``sizes``).
+    {polytope}
     scores : Tensor of shape (B, ...)
-        Encoder scores ``s``.
-    sizes : Tensor or None
-        What ``polytope`` needs of the batch besides the scores (None for the simplex, the
-        sentence lengths for trees).
+        Encoder scores ``s`` (the oracles trust them and ``sizes``).
+    {sizes}
     gradient : str
         One of :data:`GRADIENTS` or an alias (:data:`GRADIENT_ALIASES`); see the module
         docstring.
@@ -205,6 +203,7 @@ def polytope_latent(
     return ScoreFunction.apply(scores, loss_fn, baseline, generator, polytope, sizes)
 
 
+@fill_docstring(PARAMETER_DOCS)
 def polytope_latent_eval(
     polytope: Polytope,
     scores: torch.Tensor,
@@ -220,9 +219,10 @@ def polytope_latent_eval(
 
     Parameters
     ----------
-    polytope : Polytope
+    {polytope}
     scores : Tensor of shape (B, ...)
-    sizes : Tensor or None
+        Encoder scores ``s``.
+    {sizes}
     gradient : str
         One of :data:`GRADIENTS` or an alias.
     temperature : float, default=1.0

@@ -1,7 +1,8 @@
 """The network of a latent-structure classifier: encoder -> latent structure -> decoder.
 
 :class:`LatentModel` puts an encoder ``x -> s`` and a decoder ``(x, z) -> logits`` together
-around the polytope of its latent (the simplex here;
+around the polytope of its latent, whichever it is: its subclasses name the structure
+(:class:`~ebmclassifier.latent.categorical.networks.CategoricalLatentModel` on the simplex,
 :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel` for dependency trees). Its
 ``forward`` is the prediction path (``x -> logits`` with the deterministic latent), which is all
 the shared estimator base needs for ``predict_proba``, ``energy`` and ``score_ood``. Training
@@ -16,26 +17,29 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .categorical.networks import BilinearDecoder
-from .categorical.simplex import Simplex
 from .methods import polytope_latent_eval
 from .polytope import Polytope
 from .score_function import RunningMeanBaseline
 
-# BilinearDecoder is re-exported: models pickled by release 0.1 find it here.
-__all__ = ["BilinearDecoder", "LatentModel"]
+__all__ = ["LatentModel"]
 
 
 class LatentModel(nn.Module):
-    """Encoder ``x -> s`` (K scores) and decoder ``(x, z) -> logits`` with a categorical latent.
+    """Encoder ``x -> s`` and decoder ``(x, z) -> logits`` around the polytope of a latent.
+
+    What every structure shares; a subclass gives its :attr:`polytope`, what a batch needs
+    besides its scores (:meth:`sizes`) and how a latent is reported (``predict_latent``,
+    ``latent_features``):
+    :class:`~ebmclassifier.latent.categorical.networks.CategoricalLatentModel`,
+    :class:`~ebmclassifier.latent.trees.networks.TreeLatentModel`.
 
     Parameters
     ----------
     encoder : nn.Module
-        Maps a batch of inputs to scores of shape (n, K).
+        Maps a batch of inputs to the scores ``s`` (B, ...) of the parts of a structure.
     decoder : nn.Module
-        Called as ``decoder(x, z)`` with ``z`` of shape (n, K) on the simplex (one-hot or
-        relaxed); returns logits of shape (n, n_classes).
+        Called as ``decoder(x, z)`` with ``z`` a point of the polytope (a structure, or a
+        relaxed point); returns logits of shape (B, n_classes).
     gradient : str
         The training method; decides the deterministic latent of :meth:`forward` (see
         :func:`~ebmclassifier.latent.methods.polytope_latent_eval`).
@@ -47,17 +51,16 @@ class LatentModel(nn.Module):
     baseline : RunningMeanBaseline
         The score-function baseline; a buffer, so it moves and pickles with the model.
     polytope : Polytope
-        The polytope of the latent: the simplex.
+        The polytope of the latent.
 
     Examples
     --------
     >>> import torch
-    >>> model = LatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), gradient="spigot")
-    >>> x = torch.randn(5, 4)
-    >>> model.latent(x).sum(dim=1)  # one-hot rows: the MAP latent
-    tensor([1., 1., 1., 1., 1.])
-    >>> model(x).shape
-    torch.Size([5, 2])
+    >>> from ebmclassifier.latent.categorical.networks import (
+    ...     BilinearDecoder, CategoricalLatentModel)
+    >>> model = CategoricalLatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), "spigot")
+    >>> isinstance(model, LatentModel), model(torch.randn(5, 4)).shape
+    (True, torch.Size([5, 2]))
     """
 
     def __init__(
@@ -72,10 +75,10 @@ class LatentModel(nn.Module):
 
     @property
     def polytope(self) -> Polytope:
-        return Simplex()
+        raise NotImplementedError(f"{type(self).__name__} must name the polytope of its latent.")
 
     def sizes(self, x: torch.Tensor) -> torch.Tensor | None:
-        """What the polytope needs of a batch besides the scores: None for the simplex.
+        """What the polytope needs of a batch besides the scores: None unless overridden.
 
         Parameters
         ----------
@@ -85,42 +88,48 @@ class LatentModel(nn.Module):
         Returns
         -------
         None
-            Subclasses return a tensor (the sentence lengths of a batch of token ids).
+            Subclasses may return a tensor (the sentence lengths of a batch of token ids).
 
         Examples
         --------
         >>> import torch
-        >>> model = LatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), "spigot")
-        >>> model.sizes(torch.randn(5, 4)) is None
+        >>> from ebmclassifier.latent.categorical.networks import (
+        ...     BilinearDecoder, CategoricalLatentModel)
+        >>> model = CategoricalLatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), "ste")
+        >>> model.sizes(torch.randn(5, 4)) is None  # the simplex needs nothing more
         True
         """
         return None
 
     def latent(self, x: torch.Tensor) -> torch.Tensor:
-        """The deterministic latent (n, K) fed to the decoder at prediction time.
+        """The deterministic latent (B, ...) fed to the decoder at prediction time.
 
-        The MAP one-hot ``onehot(argmax(s))``, or the relaxed point of a relaxation (see
-        :func:`~ebmclassifier.latent.methods.polytope_latent_eval`).
+        The MAP structure (a one-hot row on the simplex, a tree's arcs), or the relaxed point
+        of a relaxation (see :func:`~ebmclassifier.latent.methods.polytope_latent_eval`).
 
         Parameters
         ----------
-        x : Tensor of shape (n, ...)
+        x : Tensor of shape (B, ...)
             A batch of inputs, as the encoder takes them.
 
         Returns
         -------
-        Tensor of shape (n, K)
-            Rows on the probability simplex.
+        Tensor of shape (B, ...)
+            A point of the polytope per sample: on the simplex, rows of shape (K,); for trees,
+            ``z[b, h, m]`` (B, N + 1, N + 1), the weight of the arc from head ``h`` (0 = the
+            root) to word ``m``.
 
         Examples
         --------
         >>> import torch
+        >>> from ebmclassifier.latent.categorical.networks import (
+        ...     BilinearDecoder, CategoricalLatentModel)
         >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
-        >>> z = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="spigot").latent(x)
+        >>> z = CategoricalLatentModel(encoder, BilinearDecoder(3, 4, 2), "spigot").latent(x)
         >>> torch.equal(z, torch.eye(3)[encoder(x).argmax(dim=1)])  # the MAP one-hot
         True
-        >>> relaxed = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="softmax").latent(x)
-        >>> torch.allclose(relaxed, torch.softmax(encoder(x), dim=1))
+        >>> relaxed = CategoricalLatentModel(encoder, BilinearDecoder(3, 4, 2), "softmax").latent(x)
+        >>> torch.allclose(relaxed, torch.softmax(encoder(x), dim=1))  # the relaxed point
         True
         """
         sizes = self.sizes(x)  # before the encoder: a subclass may check x there
@@ -132,71 +141,29 @@ class LatentModel(nn.Module):
         return self.decoder(x, self.latent(x))
 
     def marginals(self, x: torch.Tensor) -> torch.Tensor:
-        """The mean of the encoder's distribution ``p(z) ∝ exp(<s, z>)``: ``softmax(s)``.
+        """The mean of the encoder's distribution ``p(z) ∝ exp(<s, z>)``: the marginals.
 
         Parameters
         ----------
-        x : Tensor of shape (n, ...)
+        x : Tensor of shape (B, ...)
             A batch of inputs.
 
         Returns
         -------
-        Tensor of shape (n, K)
-            ``p(z = k | x)``, without gradient.
+        Tensor of shape (B, ...)
+            Without gradient: ``p(z = k | x)`` (``softmax(s)``) on the simplex; for trees, the
+            probability ``[b, h, m]`` that word ``m`` has head ``h`` (0 = the root).
 
         Examples
         --------
         >>> import torch
+        >>> from ebmclassifier.latent.categorical.networks import (
+        ...     BilinearDecoder, CategoricalLatentModel)
         >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
-        >>> model = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="spigot")
+        >>> model = CategoricalLatentModel(encoder, BilinearDecoder(3, 4, 2), "spigot")
         >>> torch.allclose(model.marginals(x), torch.softmax(encoder(x), dim=1))
         True
         """
         sizes = self.sizes(x)
         with torch.no_grad():
             return self.polytope.marginals(self.encoder(x), sizes)
-
-    def predict_latent(self, x: torch.Tensor) -> torch.Tensor:
-        """The MAP latent of each sample, as an index: ``argmax_k s_k(x)``.
-
-        Parameters
-        ----------
-        x : Tensor of shape (n, ...)
-            A batch of inputs.
-
-        Returns
-        -------
-        Tensor of shape (n,), int64
-
-        Examples
-        --------
-        >>> import torch
-        >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
-        >>> model = LatentModel(encoder, BilinearDecoder(3, 4, 2), gradient="spigot")
-        >>> torch.equal(model.predict_latent(x), encoder(x).argmax(dim=1))
-        True
-        """
-        with torch.no_grad():
-            return self.encoder(x).argmax(dim=-1)
-
-    def latent_features(self, x: torch.Tensor) -> torch.Tensor:
-        """The marginals as one row of features per sample (the estimator's ``transform``).
-
-        Parameters
-        ----------
-        x : Tensor of shape (n, ...)
-            A batch of inputs.
-
-        Returns
-        -------
-        Tensor of shape (n, K)
-            :meth:`marginals`.
-
-        Examples
-        --------
-        >>> import torch
-        >>> model = LatentModel(torch.nn.Linear(4, 3), BilinearDecoder(3, 4, 2), "spigot")
-        >>> model.latent_features(torch.randn(5, 4)).shape
-        torch.Size([5, 3])
-        """
-        return self.marginals(x)

@@ -32,11 +32,71 @@ References
 
 from __future__ import annotations
 
+import re
+import textwrap
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
-__all__ = ["Polytope"]
+__all__ = ["Polytope", "draw_rows"]
+
+_Documented = TypeVar("_Documented")
+
+#: The parameters that every method over a polytope takes, written once: a docstring holds a
+#: line ``{polytope}`` or ``{sizes}`` where :func:`fill_docstring` puts their text.
+PARAMETER_DOCS = {
+    "polytope": """\
+polytope : Polytope
+    The structures' polytope: :class:`~ebmclassifier.latent.categorical.simplex.Simplex` for a
+    categorical latent, :class:`~ebmclassifier.latent.trees.polytope.TreePolytope` for trees.""",
+    "sizes": """\
+sizes : Tensor or None
+    What ``polytope`` needs of the batch besides the scores: None for the simplex, the
+    sentence lengths (B,) for trees.""",
+}
+
+_PLACEHOLDER = re.compile(r"^( *)\{(\w+)\}$", re.MULTILINE)
+
+
+def fill_docstring(fragments: dict[str, str]) -> Callable[[_Documented], _Documented]:
+    """Decorator: each docstring line ``{name}`` becomes ``fragments[name]``, indented as it.
+
+    Shared parameter text is so written once (:data:`PARAMETER_DOCS`; the tree algorithms
+    share ``scores`` and ``lengths`` the same way) and read where it is used, by ``help``,
+    numpydoc and Sphinx alike, since the docstring is filled when the module is imported.
+
+    Parameters
+    ----------
+    fragments : dict of str to str
+        Text by name, unindented; a placeholder without a fragment is a ``KeyError``.
+
+    Returns
+    -------
+    callable
+        Fills the docstring of the function or class it decorates and returns it.
+
+    Examples
+    --------
+    >>> def half(x):
+    ...     return x / 2
+    >>> half.__doc__ = "Half of ``x``.\\n\\n    {x}\\n"
+    >>> print(fill_docstring({"x": "x : float\\n    A number."})(half).__doc__)
+    Half of ``x``.
+    <BLANKLINE>
+        x : float
+            A number.
+    <BLANKLINE>
+    """
+
+    def fill(documented: _Documented) -> _Documented:
+        documented.__doc__ = _PLACEHOLDER.sub(
+            lambda m: textwrap.indent(fragments[m.group(2)], m.group(1)), documented.__doc__
+        )
+        return documented
+
+    return fill
 
 
 class Polytope(ABC):
@@ -194,7 +254,7 @@ class Polytope(ABC):
         return tensor
 
 
-def _draw_rows(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+def draw_rows(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """One index per row of ``probs`` (n, K), drawn with the row's (unnormalised) weights.
 
     A row with a non-finite entry draws uniformly instead: ``torch.multinomial`` refuses nan
@@ -210,6 +270,12 @@ def _draw_rows(probs: torch.Tensor, generator: torch.Generator | None = None) ->
     Returns
     -------
     Tensor of shape (n, 1), int64
+
+    Examples
+    --------
+    >>> import torch
+    >>> draw_rows(torch.tensor([[0.0, 2.0, 0.0], [float("nan"), 1.0, 1.0]]))[0]
+    tensor([1])
     """
     finite = torch.isfinite(probs).all(-1, keepdim=True)
     probs = torch.where(finite, probs, 1.0 / probs.shape[-1])

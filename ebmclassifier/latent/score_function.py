@@ -1,8 +1,8 @@
 """Score-function estimator (REINFORCE) for a sampled latent structure, with a baseline.
 
 The encoder defines the Gibbs distribution ``p(z) = exp(<s, z> - log Z(s))`` over the structures
-of a :class:`~ebmclassifier.latent.polytope.Polytope` (a categorical ``softmax(s)`` by default,
-or trees); the forward pass draws an exact sample ``z ~ p``. The gradient of the expected
+of a :class:`~ebmclassifier.latent.polytope.Polytope` (a categorical ``softmax(s)`` on the
+simplex, or trees); the forward pass draws an exact sample ``z ~ p``. The gradient of the expected
 downstream loss ``E_{z~p}[l(z)]`` is ``E[l(z) * dlog p(z)/ds]`` [2]_, and
 ``dlog p(z)/ds = z - Marg(s)`` (``onehot(z) - softmax(s)`` for a categorical). Per sample, the
 backward pass returns
@@ -31,10 +31,9 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..losses import weighted_mean
-from .categorical.simplex import Simplex
-from .polytope import Polytope
+from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
 
-__all__ = ["RunningMeanBaseline", "ScoreFunction", "score_function_sample"]
+__all__ = ["RunningMeanBaseline", "ScoreFunction"]
 
 LossFn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -109,10 +108,11 @@ class RunningMeanBaseline(nn.Module):
         self.value.copy_(new)
 
 
+@fill_docstring(PARAMETER_DOCS)
 class ScoreFunction(torch.autograd.Function):
     """Forward: an exact sample ``z ~ p(z)``; backward: ``(l(z) - b) * (z - Marg(s))``.
 
-    Call as ``ScoreFunction.apply(scores, loss_fn, baseline, generator[, polytope, sizes])``
+    Call as ``ScoreFunction.apply(scores, loss_fn, baseline, generator, polytope, sizes)``
     where ``loss_fn(z)`` returns the per-sample losses (shape (B,)) of the current decoder at
     ``z``; it is evaluated (without gradient) in ``backward`` only. ``baseline`` is None or an
     object with a ``value`` tensor and an ``update(losses)`` method, such as
@@ -130,13 +130,8 @@ class ScoreFunction(torch.autograd.Function):
         Read, then updated with this batch's losses, in the backward pass.
     generator : torch.Generator or None
         Source of the samples.
-    polytope : Polytope, optional
-        The structures' polytope; default the simplex
-        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`, one-hot samples of
-        ``softmax(s)``).
-    sizes : Tensor, optional
-        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
-        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
+    {polytope}
+    {sizes}
 
     Returns
     -------
@@ -146,10 +141,12 @@ class ScoreFunction(torch.autograd.Function):
     Examples
     --------
     >>> import torch
+    >>> from ebmclassifier.latent.categorical.simplex import Simplex
     >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
     >>> target = torch.tensor([[0.0, 1.0, 0.0]])
     >>> loss_fn = lambda z: ((z - target) ** 2).sum(-1)
-    >>> z = ScoreFunction.apply(scores, loss_fn, None, torch.Generator().manual_seed(0))
+    >>> generator = torch.Generator().manual_seed(0)
+    >>> z = ScoreFunction.apply(scores, loss_fn, None, generator, Simplex(), None)
     >>> z.sum(dim=1)
     tensor([1.], grad_fn=<SumBackward1>)
     >>> loss_fn(z).sum().backward()
@@ -165,10 +162,9 @@ class ScoreFunction(torch.autograd.Function):
         loss_fn: LossFn,
         baseline: RunningMeanBaseline | None,
         generator: torch.Generator | None,
-        polytope: Polytope | None = None,
-        sizes: torch.Tensor | None = None,
+        polytope: Polytope,
+        sizes: torch.Tensor | None,
     ) -> torch.Tensor:
-        polytope = Simplex() if polytope is None else polytope
         z = polytope.sample(scores, sizes, generator)
         ctx.polytope = polytope
         ctx.loss_fn = loss_fn
@@ -190,44 +186,3 @@ class ScoreFunction(torch.autograd.Function):
         if ctx.baseline is not None:
             ctx.baseline.update(losses)
         return (weight * (z - marginals), *(None,) * 5)
-
-
-def score_function_sample(
-    scores: torch.Tensor,
-    loss_fn: LossFn,
-    baseline: RunningMeanBaseline | None = None,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """Sample ``z ~ Categorical(softmax(s))`` with the score-function gradient.
-
-    The REINFORCE estimator (Williams 1992) with a running-mean baseline.
-
-    Parameters
-    ----------
-    scores : Tensor of shape (n, K)
-    loss_fn : callable
-        ``loss_fn(z) -> Tensor (n,)``: per-sample downstream losses at one-hot ``z``.
-    baseline : RunningMeanBaseline, optional
-        Variance-reducing baseline, updated in the backward pass.
-    generator : torch.Generator, optional
-        For reproducible samples.
-
-    Returns
-    -------
-    Tensor of shape (n, K): one-hot samples.
-
-    Examples
-    --------
-    >>> import torch
-    >>> scores = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 5.0]], requires_grad=True)
-    >>> target = torch.tensor([[0.0, 1.0, 0.0]])
-    >>> baseline = RunningMeanBaseline()
-    >>> z = score_function_sample(scores, lambda z: ((z - target) ** 2).sum(-1), baseline,
-    ...                           torch.Generator().manual_seed(0))
-    >>> z.shape, z.sum(dim=1).tolist()
-    (torch.Size([2, 3]), [1.0, 1.0])
-    >>> z.sum().backward()  # the gradient reaching z is ignored: the loss_fn gives it
-    >>> int(baseline.n_updates)
-    1
-    """
-    return ScoreFunction.apply(scores, loss_fn, baseline, generator)

@@ -22,7 +22,7 @@ polytope is gradient descent on the scores). With ``k = 1`` these are the paper'
 STE-I gives ``eta * gamma`` (identity straight-through), SPIGOT ``z_hat - Pi(z_hat - eta*gamma)``
 (the perceptron-loss gradient towards the pulled-back target), SPIGOT-CE
 ``Marg(s) - Pi(Marg(s) - eta * gamma(mu_0))`` (the cross-entropy gradient towards it) and
-SPIGOT-EG ``Marg(s) - Marg(s - eta * gamma(mu_0))``. On the simplex (the default polytope),
+SPIGOT-EG ``Marg(s) - Marg(s - eta * gamma(mu_0))``. On the simplex
 ``Marg`` is softmax and ``Pi`` sparsemax; on trees, the arc marginals and SparseMAP
 (:class:`~ebmclassifier.latent.trees.polytope.TreePolytope`).
 
@@ -56,8 +56,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.function import once_differentiable
 
-from .categorical.simplex import Simplex, one_hot_argmax
-from .polytope import Polytope
+from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
 
 #: The type of ``gamma_fn``: latent points (B, ...) -> the downstream gradient ``dL/dz`` there.
 GammaFn = Callable[[torch.Tensor], torch.Tensor]
@@ -68,7 +67,6 @@ __all__ = [
     "SPIGOT",
     "SPIGOTCrossEntropy",
     "SPIGOTExponentiatedGradient",
-    "one_hot_argmax",
 ]
 
 
@@ -154,8 +152,7 @@ def _surrogate_backward(pulled_back):
 class _ArgmaxSurrogate(torch.autograd.Function):
     """Forward the MAP structure; each subclass sets ``backward`` to its pulled-back target.
 
-    Called as ``Method.apply(scores, gamma_fn, step_size, inner_steps, polytope, sizes)``; the
-    last two default to the simplex.
+    Called as ``Method.apply(scores, gamma_fn, step_size, inner_steps, polytope, sizes)``.
     """
 
     @staticmethod
@@ -165,10 +162,9 @@ class _ArgmaxSurrogate(torch.autograd.Function):
         gamma_fn: GammaFn | None,
         step_size: float,
         inner_steps: int,
-        polytope: Polytope | None = None,
-        sizes: torch.Tensor | None = None,
+        polytope: Polytope,
+        sizes: torch.Tensor | None,
     ) -> torch.Tensor:
-        polytope = Simplex() if polytope is None else polytope
         z_hat = polytope.map(scores, sizes)
         ctx.polytope = polytope
         ctx.gamma_fn = gamma_fn
@@ -178,10 +174,11 @@ class _ArgmaxSurrogate(torch.autograd.Function):
         return z_hat
 
 
+@fill_docstring(PARAMETER_DOCS)
 class STEIdentity(_ArgmaxSurrogate):
     """STE-I: ``dL/ds = z_hat - z_k``, plain gradient steps from ``z_hat`` (``eta*gamma`` if k=1).
 
-    Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps[, polytope, sizes])``.
+    Call as ``STEIdentity.apply(scores, gamma_fn, step_size, inner_steps, polytope, sizes)``.
     See the module docstring and Mihaylova et al. (2020).
 
     Parameters
@@ -195,12 +192,8 @@ class STEIdentity(_ArgmaxSurrogate):
         ``eta``.
     inner_steps : int
         ``k``.
-    polytope : Polytope, optional
-        The structures' polytope; default the simplex
-        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
-    sizes : Tensor, optional
-        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
-        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
+    {polytope}
+    {sizes}
 
     Returns
     -------
@@ -210,8 +203,9 @@ class STEIdentity(_ArgmaxSurrogate):
     Examples
     --------
     >>> import torch
+    >>> from ebmclassifier.latent.categorical.simplex import Simplex
     >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
-    >>> z = STEIdentity.apply(scores, None, 1.0, 1)
+    >>> z = STEIdentity.apply(scores, None, 1.0, 1, Simplex(), None)
     >>> z
     tensor([[1., 0., 0.]], grad_fn=<STEIdentityBackward>)
     >>> z.backward(torch.tensor([[2.0, -2.0, 0.0]]))  # gamma = dL/dz at z_hat
@@ -222,10 +216,11 @@ class STEIdentity(_ArgmaxSurrogate):
     backward = _surrogate_backward(_ste_grad)
 
 
+@fill_docstring(PARAMETER_DOCS)
 class SPIGOT(_ArgmaxSurrogate):
     """SPIGOT: ``dL/ds = z_hat - z_k``, projected gradient steps from ``z_hat``.
 
-    Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps[, polytope, sizes])``. See
+    Call as ``SPIGOT.apply(scores, gamma_fn, step_size, inner_steps, polytope, sizes)``. See
     the module docstring, Mihaylova et al. (2020) and Peng et al. (2018).
 
     Parameters
@@ -239,12 +234,8 @@ class SPIGOT(_ArgmaxSurrogate):
         ``eta``.
     inner_steps : int
         ``k``.
-    polytope : Polytope, optional
-        The structures' polytope; default the simplex
-        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
-    sizes : Tensor, optional
-        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
-        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
+    {polytope}
+    {sizes}
 
     Returns
     -------
@@ -257,8 +248,9 @@ class SPIGOT(_ArgmaxSurrogate):
     ``(0, 1, 0)``:
 
     >>> import torch
+    >>> from ebmclassifier.latent.categorical.simplex import Simplex
     >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
-    >>> z = SPIGOT.apply(scores, None, 1.0, 1)
+    >>> z = SPIGOT.apply(scores, None, 1.0, 1, Simplex(), None)
     >>> z.backward(torch.tensor([[2.0, -2.0, 0.0]]))
     >>> scores.grad  # z_hat - proj(z_hat - gamma)
     tensor([[ 1., -1.,  0.]])
@@ -267,12 +259,13 @@ class SPIGOT(_ArgmaxSurrogate):
     backward = _surrogate_backward(_spigot_grad)
 
 
+@fill_docstring(PARAMETER_DOCS)
 class SPIGOTCrossEntropy(_ArgmaxSurrogate):
     """SPIGOT-CE: ``dL/ds = mu_0 - z_k``, projected steps from ``mu_0 = Marg(s)``.
 
     ``gamma`` is evaluated at ``mu_0`` (and later iterates) through ``gamma_fn``, which is
     required. Call as
-    ``SPIGOTCrossEntropy.apply(scores, gamma_fn, step_size, inner_steps[, polytope, sizes])``.
+    ``SPIGOTCrossEntropy.apply(scores, gamma_fn, step_size, inner_steps, polytope, sizes)``.
     See the module docstring and Mihaylova et al. (2020).
 
     Parameters
@@ -285,12 +278,8 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
         ``eta``.
     inner_steps : int
         ``k``.
-    polytope : Polytope, optional
-        The structures' polytope; default the simplex
-        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
-    sizes : Tensor, optional
-        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
-        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
+    {polytope}
+    {sizes}
 
     Returns
     -------
@@ -303,10 +292,11 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
 
     >>> import torch
     >>> from ebmclassifier.latent import gamma_from_loss
+    >>> from ebmclassifier.latent.categorical.simplex import Simplex
     >>> target = torch.tensor([[0.0, 1.0, 0.0]])
     >>> gamma_fn = gamma_from_loss(lambda z: ((z - target) ** 2).sum(-1))
     >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
-    >>> z = SPIGOTCrossEntropy.apply(scores, gamma_fn, 1.0, 1)
+    >>> z = SPIGOTCrossEntropy.apply(scores, gamma_fn, 1.0, 1, Simplex(), None)
     >>> z.backward(gamma_fn(z))
     >>> scores.grad  # softmax(s) - proj(softmax(s) - gamma(softmax(s)))
     tensor([[ 0.8438, -0.8858,  0.0420]])
@@ -315,13 +305,14 @@ class SPIGOTCrossEntropy(_ArgmaxSurrogate):
     backward = _surrogate_backward(_spigot_ce_grad)
 
 
+@fill_docstring(PARAMETER_DOCS)
 class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
     """SPIGOT-EG: ``dL/ds = Marg(s) - Marg(s_k)``, exponentiated-gradient steps.
 
     ``s_{t+1} = s_t - eta * gamma(Marg(s_t))`` from ``s_0 = s``; for ``k = 1`` this is
     ``Marg(s) - Marg(s - eta * gamma(mu_0))``, with ``Marg = softmax`` on the simplex.
     ``gamma_fn`` is required. Call as ``SPIGOTExponentiatedGradient.apply(scores, gamma_fn,
-    step_size, inner_steps[, polytope, sizes])``. See the module docstring and Mihaylova et al.
+    step_size, inner_steps, polytope, sizes)``. See the module docstring and Mihaylova et al.
     (2020).
 
     Parameters
@@ -334,12 +325,8 @@ class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
         ``eta``.
     inner_steps : int
         ``k``.
-    polytope : Polytope, optional
-        The structures' polytope; default the simplex
-        (:class:`~ebmclassifier.latent.categorical.simplex.Simplex`).
-    sizes : Tensor, optional
-        What ``polytope`` needs of the batch besides the scores (the sentence lengths for
-        :class:`~ebmclassifier.latent.trees.polytope.TreePolytope`; None for the simplex).
+    {polytope}
+    {sizes}
 
     Returns
     -------
@@ -350,10 +337,11 @@ class SPIGOTExponentiatedGradient(_ArgmaxSurrogate):
     --------
     >>> import torch
     >>> from ebmclassifier.latent import gamma_from_loss
+    >>> from ebmclassifier.latent.categorical.simplex import Simplex
     >>> target = torch.tensor([[0.0, 1.0, 0.0]])
     >>> gamma_fn = gamma_from_loss(lambda z: ((z - target) ** 2).sum(-1))
     >>> scores = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
-    >>> z = SPIGOTExponentiatedGradient.apply(scores, gamma_fn, 1.0, 1)
+    >>> z = SPIGOTExponentiatedGradient.apply(scores, gamma_fn, 1.0, 1, Simplex(), None)
     >>> z.backward(gamma_fn(z))
     >>> scores.grad  # softmax(s) - softmax(s - gamma(softmax(s)))
     tensor([[ 0.6636, -0.6610, -0.0026]])

@@ -77,7 +77,8 @@ def adversarial_accuracy(
         A layer applied to ``X`` before the estimator's network, inside the attacked graph, on
         the estimator's device: the ball and the box are then in the units of ``X``. For an
         estimator trained on transformed inputs, e.g. standardized ones
-        (:meth:`ebmclassifier.compare.Standardizer.as_module`), attacked in the data's units.
+        (:meth:`ebmclassifier.experiments.compare.Standardizer.as_module`), attacked in the
+        data's units.
     input_range : (float, float) or None, default=None
         The box ``(low, high)``, in the units of ``X``; None: the estimator's
         ``input_range()``, or no box for an estimator without one.

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..polytope import Polytope, _draw_rows
+from ..polytope import Polytope, draw_rows
 
 __all__ = ["Simplex", "SimplexProjection", "one_hot_argmax", "project_simplex"]
 
@@ -198,4 +198,4 @@ class Simplex(Polytope):
 
     def sample(self, scores, sizes, generator=None):
         p = torch.softmax(scores, dim=-1)
-        return _one_hot(_draw_rows(p, generator), p)
+        return _one_hot(draw_rows(p, generator), p)

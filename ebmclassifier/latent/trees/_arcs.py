@@ -15,6 +15,17 @@ import torch
 
 __all__ = ["arc_mask", "arcs_to_heads", "check_arc_scores", "heads_to_arcs"]
 
+#: The parameters of every tree algorithm, written once: their docstrings hold a line
+#: ``{scores}`` / ``{lengths}`` that :func:`~ebmclassifier.latent.polytope.fill_docstring` fills.
+TREE_PARAMETER_DOCS = {
+    "scores": """\
+scores : torch.Tensor of shape (B, N + 1, N + 1)
+    Arc scores ``s[b, head, modifier]``, root at index 0.""",
+    "lengths": """\
+lengths : torch.Tensor of shape (B,) or None
+    Number of words per sentence (None: all ``N``).""",
+}
+
 
 def check_arc_scores(
     scores: torch.Tensor, lengths: torch.Tensor | None

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import torch
 
-from ..polytope import _draw_rows
-from ._arcs import check_arc_scores, heads_to_arcs
+from ..polytope import draw_rows, fill_docstring
+from ._arcs import TREE_PARAMETER_DOCS, check_arc_scores, heads_to_arcs
 from .nonprojective import _chu_liu_edmonds, _matrix_tree
 from .projective import _eisner, _inside
 
 __all__ = ["sample_trees", "tree_log_partition", "tree_map", "tree_marginals"]
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def tree_map(
     scores: torch.Tensor, lengths: torch.Tensor | None = None, projective: bool = True
 ) -> torch.Tensor:
@@ -29,10 +30,8 @@ def tree_map(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
     projective : bool, default=True
         Eisner's algorithm if True, Chu-Liu-Edmonds otherwise.
 
@@ -58,6 +57,7 @@ def _map(scores: torch.Tensor, lengths: torch.Tensor, projective: bool) -> torch
     return _eisner(scores, lengths) if projective else _chu_liu_edmonds(scores, lengths)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def tree_log_partition(
     scores: torch.Tensor, lengths: torch.Tensor | None = None, projective: bool = True
 ) -> torch.Tensor:
@@ -65,10 +65,8 @@ def tree_log_partition(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
     projective : bool, default=True
         Inside algorithm if True, matrix-tree theorem otherwise.
 
@@ -90,6 +88,7 @@ def _log_partition(scores: torch.Tensor, lengths: torch.Tensor, projective: bool
     return _inside(scores, lengths) if projective else _matrix_tree(scores, lengths)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def tree_marginals(
     scores: torch.Tensor, lengths: torch.Tensor | None = None, projective: bool = True
 ) -> torch.Tensor:
@@ -100,10 +99,8 @@ def tree_marginals(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
     projective : bool, default=True
         Inside-outside if True, matrix-tree theorem otherwise.
 
@@ -138,6 +135,7 @@ def _marginals(scores: torch.Tensor, lengths: torch.Tensor, projective: bool) ->
     return marginals
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def sample_trees(
     scores: torch.Tensor,
     lengths: torch.Tensor | None = None,
@@ -152,10 +150,8 @@ def sample_trees(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
     projective : bool, default=True
         Sample projective trees if True, non-projective trees otherwise.
     generator : torch.Generator, optional
@@ -188,7 +184,7 @@ def _sample(scores, lengths, projective, generator=None) -> torch.Tensor:
         marg = _marginals(work, lengths, projective)[:, :, m]  # (B, N+1) over heads
         padding = (lengths < m)[:, None]
         probs = torch.where(padding, torch.ones_like(marg), marg.clamp(min=0.0))
-        head = _draw_rows(probs, generator)[:, 0]  # uniform where the scores are not finite
+        head = draw_rows(probs, generator)[:, 0]  # uniform where the scores are not finite
         heads[:, m - 1] = torch.where(padding[:, 0], -1, head)
         clamp = rows[None, :] != head[:, None]
         work[:, :, m] = work[:, :, m].masked_fill(clamp, forbid)

@@ -22,7 +22,8 @@ from ..methods import (
     polytope_latent,
     polytope_latent_eval,
 )
-from ._arcs import check_arc_scores
+from ..polytope import fill_docstring
+from ._arcs import TREE_PARAMETER_DOCS, check_arc_scores
 from .polytope import TreePolytope
 
 __all__ = ["TREE_GRADIENTS", "tree_latent", "tree_latent_eval"]
@@ -34,6 +35,7 @@ _PAPER_NAMES = {name: alias for alias, name in GRADIENT_ALIASES.items()}
 TREE_GRADIENTS = tuple(_PAPER_NAMES.get(name, name) for name in GRADIENTS)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def tree_latent(
     scores: torch.Tensor,
     lengths: torch.Tensor | None,
@@ -51,10 +53,8 @@ def tree_latent(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,) or None
-        Number of words per sentence (None: all ``N``).
+    {scores}
+    {lengths}
     gradient : str
         One of :data:`TREE_GRADIENTS` (or ``"softmax"``/``"sparsemax"``, the same methods as
         ``"marginals"``/``"sparsemap"``); see :mod:`ebmclassifier.latent.methods`.
@@ -108,6 +108,7 @@ def tree_latent(
     )
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def tree_latent_eval(
     scores: torch.Tensor,
     lengths: torch.Tensor | None,
@@ -123,8 +124,8 @@ def tree_latent_eval(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-    lengths : torch.Tensor of shape (B,) or None
+    {scores}
+    {lengths}
     gradient : str
         One of :data:`TREE_GRADIENTS` or an alias.
     projective : bool, default=True

@@ -28,8 +28,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..networks import LatentModel
 from ..polytope import Polytope
 from ._arcs import arcs_to_heads
-from ._tokens import as_token_ids
 from .polytope import TreePolytope
+from .tokens import as_token_ids
 
 __all__ = ["BiLSTMArcScorer", "TreeGCNDecoder", "TreeLatentModel", "sequence_lengths"]
 
@@ -237,9 +237,6 @@ class TreeLatentModel(LatentModel):
 the end; row 0 is [3, 0, 4].
     """
 
-    # Models pickled before ``validate_args`` existed (release 0.1) check, as they did then.
-    validate_args = True
-
     def __init__(
         self,
         encoder: nn.Module,
@@ -291,38 +288,6 @@ the end; row 0 is [3, 0, 4].
         """
         return sequence_lengths(x) if self.validate_args else _token_lengths(x)
 
-    def latent(self, x: torch.Tensor) -> torch.Tensor:
-        """The deterministic latent (B, N + 1, N + 1) fed to the decoder at prediction time.
-
-        The MAP tree's arcs, or the relaxed point of a relaxation (see
-        :func:`~ebmclassifier.latent.trees.latent.tree_latent_eval`).
-
-        Parameters
-        ----------
-        x : Tensor of shape (B, N)
-            Token ids, 0 as padding at the end of each row.
-
-        Returns
-        -------
-        Tensor of shape (B, N + 1, N + 1)
-            ``z[b, h, m]``: the weight of the arc from head ``h`` (0 = the root) to word ``m``.
-
-        Examples
-        --------
-        >>> import torch
-        >>> encoder, decoder = BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8)
-        >>> model = TreeLatentModel(encoder, decoder, gradient="spigot")
-        >>> x = torch.tensor([[3, 4, 0], [5, 6, 7]])  # two sentences, the first padded
-        >>> z = model.latent(x)
-        >>> z[:, :, 1:].sum(dim=1)  # one head per word, none for the padding
-        tensor([[1., 1., 0.],
-                [1., 1., 1.]])
-        >>> relaxed = TreeLatentModel(encoder, decoder, gradient="marginals").latent(x)
-        >>> torch.allclose(relaxed, model.marginals(x))  # a relaxation keeps its relaxed point
-        True
-        """
-        return super().latent(x)
-
     def predict_heads(self, x: torch.Tensor) -> torch.Tensor:
         """The MAP tree of each sentence, as the head of each word.
 
@@ -353,34 +318,6 @@ the end; row 0 is [3, 0, 4].
         with torch.no_grad():
             arcs = self.polytope.map(self.encoder(x), lengths)
         return arcs_to_heads(arcs, lengths)
-
-    def marginals(self, x: torch.Tensor) -> torch.Tensor:
-        """Arc marginals of the encoder's tree distribution ``p(z) ∝ exp(<s, z>)``.
-
-        Parameters
-        ----------
-        x : Tensor of shape (B, N)
-            Token ids, 0 as padding at the end of each row.
-
-        Returns
-        -------
-        Tensor of shape (B, N + 1, N + 1)
-            ``[b, h, m]``: the probability that word ``m`` has head ``h`` (0 = the root).
-
-        Examples
-        --------
-        >>> import torch
-        >>> encoder, decoder = BiLSTMArcScorer(10, 8, 8, 8), TreeGCNDecoder(10, 2, 8, 8)
-        >>> model = TreeLatentModel(encoder, decoder, gradient="spigot")
-        >>> x = torch.tensor([[3, 4, 0], [5, 6, 7]])  # two sentences, the first padded
-        >>> marginals = model.marginals(x)
-        >>> marginals[:, :, 1:].sum(dim=1).round(decimals=4)  # a distribution over heads
-        tensor([[1., 1., 0.],
-                [1., 1., 1.]])
-        >>> bool(((marginals > 0) & (marginals < 1)).any())  # not one tree: all of them
-        True
-        """
-        return super().marginals(x)
 
     def predict_latent(self, x: torch.Tensor) -> torch.Tensor:
         """The MAP tree of each sentence as heads: :meth:`predict_heads`.

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._arcs import arc_mask, check_arc_scores
+from ..polytope import fill_docstring
+from ._arcs import TREE_PARAMETER_DOCS, arc_mask, check_arc_scores
 
 __all__ = ["chu_liu_edmonds", "nonprojective_log_partition"]
 
@@ -95,6 +96,7 @@ def _single_root_heads(s: np.ndarray) -> np.ndarray:
     return _max_arborescence(s)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def chu_liu_edmonds(scores: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
     """Highest-scoring single-root non-projective tree, by Chu-Liu-Edmonds.
 
@@ -103,10 +105,8 @@ def chu_liu_edmonds(scores: torch.Tensor, lengths: torch.Tensor | None = None) -
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
 
     Returns
     -------
@@ -140,6 +140,7 @@ def _chu_liu_edmonds(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tenso
     return torch.as_tensor(arcs, dtype=scores.dtype, device=scores.device)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def nonprojective_log_partition(
     scores: torch.Tensor, lengths: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -157,10 +158,8 @@ def nonprojective_log_partition(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
 
     Returns
     -------

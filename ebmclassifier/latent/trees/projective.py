@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import torch
 
-from ._arcs import arc_mask, check_arc_scores
+from ..polytope import fill_docstring
+from ._arcs import TREE_PARAMETER_DOCS, arc_mask, check_arc_scores
 
 __all__ = ["eisner", "projective_log_partition"]
 
@@ -76,6 +77,7 @@ def _chart_value(scores: torch.Tensor, lengths: torch.Tensor, reduce) -> torch.T
     return reduce(total)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def projective_log_partition(
     scores: torch.Tensor, lengths: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -85,10 +87,8 @@ def projective_log_partition(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
 
     Returns
     -------
@@ -113,15 +113,14 @@ def _inside(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return _chart_value(scores, lengths, _logsumexp)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def eisner(scores: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
     """Highest-scoring single-root projective tree, by Eisner's algorithm.
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
 
     Returns
     -------

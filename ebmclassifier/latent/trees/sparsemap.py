@@ -34,7 +34,8 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._arcs import arc_mask, check_arc_scores
+from ..polytope import fill_docstring
+from ._arcs import TREE_PARAMETER_DOCS, arc_mask, check_arc_scores
 from .nonprojective import _chu_liu_edmonds
 from .projective import _eisner
 
@@ -105,6 +106,7 @@ class _ActiveSet:
         self.weights = np.append(self.weights, 0.0)
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def sparsemap_active_set(
     scores: torch.Tensor,
     lengths: torch.Tensor | None = None,
@@ -116,10 +118,8 @@ def sparsemap_active_set(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
     projective : bool, default=True
         The polytope of projective trees (Eisner oracle) or of all trees (Chu-Liu-Edmonds).
     max_iter : int, default=100
@@ -268,6 +268,7 @@ class SparseMAPTree(torch.autograd.Function):
         return grad.reshape(grad_mu.shape), None, None, None, None
 
 
+@fill_docstring(TREE_PARAMETER_DOCS)
 def tree_sparsemap(
     scores: torch.Tensor,
     lengths: torch.Tensor | None = None,
@@ -281,10 +282,8 @@ def tree_sparsemap(
 
     Parameters
     ----------
-    scores : torch.Tensor of shape (B, N + 1, N + 1)
-        Arc scores ``s[b, head, modifier]``, root at index 0.
-    lengths : torch.Tensor of shape (B,), optional
-        Number of words per sentence (default: all ``N``).
+    {scores}
+    {lengths}
     projective : bool, default=True
         Projective trees (Eisner oracle) or all trees (Chu-Liu-Edmonds oracle).
     max_iter : int, default=100

@@ -9,9 +9,11 @@ out-of-vocabulary index (:func:`encode_tokens`). Ids stay 64-bit integers throug
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-__all__ = ["as_token_ids", "encode_tokens"]
+__all__ = ["as_token_ids", "encode_tokens", "warn_unseen_tokens"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -75,7 +77,7 @@ def _integral_in_range(ids: np.ndarray) -> bool:
     return bool(ids.size == 0 or (ids.min() >= 0 and ids.max() <= _INT64_MAX))
 
 
-def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int | None) -> np.ndarray:
+def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int) -> np.ndarray:
     """Compact indices of token ids: 0 stays 0, the i-th id of ``vocabulary`` becomes ``i + 1``.
 
     Parameters
@@ -84,17 +86,13 @@ def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int | None
         Checked token ids (:func:`as_token_ids`).
     vocabulary : ndarray of shape (n_ids,), int64
         The ids seen in ``fit``, sorted, without 0.
-    oov_index : int or None
-        The index of every id not in ``vocabulary``; None makes such an id a ValueError.
+    oov_index : int
+        The index of every id not in ``vocabulary`` (the estimator's is
+        ``len(vocabulary) + 1``).
 
     Returns
     -------
     ndarray of shape (n_samples, n_tokens), int64
-
-    Raises
-    ------
-    ValueError
-        For an id not in ``vocabulary`` when ``oov_index`` is None, naming it.
 
     Examples
     --------
@@ -107,11 +105,39 @@ def encode_tokens(ids: np.ndarray, vocabulary: np.ndarray, oov_index: int | None
     found = vocabulary[np.minimum(position, len(vocabulary) - 1)] == ids
     unknown = ~found & (ids > 0)
     if unknown.any():
-        if oov_index is None:
-            raise ValueError(
-                f"X holds the token id {int(ids[unknown][0])!r}, which this model (fitted by "
-                "release 0.1, without an out-of-vocabulary id) cannot read; map it to an id "
-                "that fit saw, or refit the model."
-            )
         position = np.where(unknown, oov_index - 1, position)
     return np.where(ids > 0, position + 1, 0)
+
+
+def warn_unseen_tokens(ids: np.ndarray, vocabulary: np.ndarray, *, n_named: int = 5) -> None:
+    """Warn that training ids outside ``vocabulary`` all train the out-of-vocabulary row.
+
+    A later ``partial_fit`` (or warm-started ``fit``) keeps the network, and so the vocabulary
+    of the fit that built it: :func:`encode_tokens` maps every id that fit did not see to the
+    one out-of-vocabulary index. At predict time that is expected; in training it is worth a
+    word, naming a few of the ids and how many there are.
+
+    Parameters
+    ----------
+    ids : ndarray of shape (n_samples, n_tokens), int64
+        Checked token ids (:func:`as_token_ids`).
+    vocabulary : ndarray of shape (n_ids,), int64
+        The ids seen when the network was built, sorted, without 0.
+    n_named : int, default=5
+        How many of the unseen ids the message names.
+    """
+    unseen = np.setdiff1d(ids[ids > 0], vocabulary)  # sorted, unique
+    if not len(unseen):
+        return
+    named = ", ".join(str(i) for i in unseen[:n_named].tolist())
+    if len(unseen) > n_named:
+        named += ", ..."
+    n_tokens = int(np.isin(ids, unseen).sum())
+    warnings.warn(
+        f"X holds {len(unseen)} token id(s) that the fit which built the network did not see "
+        f"({named}; {n_tokens} token(s) in all). They all map to the one out-of-vocabulary "
+        "embedding, as at predict time, and train it alone. To give them embeddings of their "
+        "own, fit afresh (warm_start=False) on data that holds them.",
+        UserWarning,
+        stacklevel=2,
+    )

@@ -1,0 +1,386 @@
+"""Label-shift adaptation on digits and MNIST-1D (issue #25): does NG-EBM's calibration, obtained
+without a held-out split, make EM adaptation as good as the best recipe that needs one?
+
+The standard protocol (Lipton, Wang & Smola 2018; Alexandari, Kundaje & Shrikumar 2020). Per
+data set and seed:
+
+- data: ``load_named_dataset(name)`` (digits standardized per feature over the training split;
+  MNIST-1D, already standardized, its first 2,000 training signals: the over-fit MLP setting of
+  ``compare --max-train 2000``); the training split is divided (stratified, ``random_state=seed``)
+  into a fit part (80%) and a labelled held-out part (20%).
+- models, trained on the fit part with the library's default MLP: ``ce``
+  (``NGEBMClassifier(beta=0)``), ``ngebm`` (``beta=0.5``), ``jem`` (``JEMClassifier``, fewer
+  epochs, its cost being ~20 forward-backward passes per step); ``ngebm_all``: NG-EBM trained on
+  fit + held-out (all the labels, since it needs no held-out split); ``ce_ts``: ``ce`` with a
+  temperature fitted on the held-out part (NLL).
+- deployment sets: ``--n-deploy`` (500) samples drawn with replacement from the test split with
+  class priors ``π' ~ Dirichlet(α 1)``, α in {0.1, 1, 10}, ``--draws`` (10) draws per α.
+- prior estimators: ``none`` (no adaptation), ``em`` (Saerens et al. 2002, from the model's own
+  posteriors; training priors = the class shares of the labels the model was trained on),
+  ``bbse`` (Lipton et al.: hard predictions of ``ce`` and its confusion matrix on the held-out
+  part), ``oracle`` (the true ``π'``). Every estimate adapts the posteriors by the Bayes
+  correction ``p(y|x) π'(y)/π(y)`` (:func:`ebmclassifier.distributional.bayes_correction`,
+  = ``DistributionalConstraint(method="bayes")``; with EM's priors it equals the moment projection).
+- metrics on each deployment set: prior-estimation error ``|π̂ - π'|_1``, accuracy, NLL, ECE
+  (15 bins), each averaged over the draws, then the median over seeds.
+
+The posteriors of each trained model are cached in ``--cache`` (``.npz``, read without pickle),
+so a second run (``--report`` only, or more draws) trains nothing.
+
+    python benchmarks/label_shift.py --seeds 5 --out docs/distributional   # 828 s, see below
+    python benchmarks/label_shift.py --seeds 3                              # ~3/5 of it
+    python benchmarks/label_shift.py --quick                                # smoke test, 35 s
+
+Measured wall times, one thread on two CPU cores shared with other jobs: 828 s for five seeds
+(about 70 s per digits seed and 100 s per MNIST-1D seed, nearly all of it training), 35 s for
+``--quick``.
+
+Writes ``results.json``, ``prior_error.png`` (prior-estimation error against α) and
+``reliability_{ce,ce_em,ngebm,ngebm_em}.png`` (reliability diagrams before/after EM on
+MNIST-1D, α = 0.1, seed 0, ten draws pooled) into ``--out`` and prints the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize
+from scipy.special import log_softmax
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from tqdm import tqdm
+
+from ebmclassifier import JEMClassifier, NGEBMClassifier
+from ebmclassifier.datasets import load_named_dataset
+from ebmclassifier.distributional import bayes_correction, bbse_priors, em_priors
+from ebmclassifier.metrics import expected_calibration_error
+
+ALPHAS = (0.1, 1.0, 10.0)
+DATA = {
+    "digits": {"max_train": None, "epochs": 30, "jem_epochs": 10, "lr": None},
+    "mnist1d": {"max_train": 2000, "epochs": 30, "jem_epochs": 10, "lr": 3e-3},
+}
+MODELS = ("ce", "ce_ts", "ngebm", "ngebm_all", "jem")
+ESTIMATORS = ("none", "em", "bbse", "oracle")
+#: Probabilities below this count as it in the NLL (an adaptation that gives the true class 0
+#: would otherwise make the mean infinite): a miss costs at most -log(1e-12) = 27.6 nats.
+NLL_FLOOR = 1e-12
+
+
+# ---------------------------------------------------------------- models and posteriors
+
+
+def _load(name: str, seed: int):
+    data = load_named_dataset(name, max_train=DATA[name]["max_train"])
+    X_train = data.X_train.reshape(len(data.X_train), -1)
+    X_test = data.X_test.reshape(len(data.X_test), -1)
+    if name == "digits":
+        scaler = StandardScaler().fit(X_train)
+        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    X_fit, X_held, y_fit, y_held = train_test_split(
+        X_train, data.y_train, test_size=0.2, stratify=data.y_train, random_state=seed
+    )
+    as32 = np.float32
+    return (X_fit.astype(as32), y_fit, X_held.astype(as32), y_held, X_test.astype(as32),
+            data.y_test)  # fmt: skip
+
+
+def _build(model: str, name: str, seed: int):
+    config = DATA[name]
+    params = {"random_state": seed, "max_epochs": config["epochs"]}
+    if config["lr"] is not None:
+        params["lr"] = config["lr"]
+    if model == "ce":
+        return NGEBMClassifier(beta=0.0, **params)
+    if model in ("ngebm", "ngebm_all"):
+        return NGEBMClassifier(beta=0.5, **params)
+    return JEMClassifier(**{**params, "max_epochs": config["jem_epochs"]})
+
+
+def _posteriors(name: str, seed: int, cache: Path, quick: bool) -> dict:
+    """Log posteriors on the held-out and test splits, and the training priors, per model."""
+    path = cache / f"{name}_seed{seed}{'_quick' if quick else ''}.npz"
+    if path.exists():
+        with np.load(path, allow_pickle=False) as stored:
+            return dict(stored)
+    X_fit, y_fit, X_held, y_held, X_test, y_test = _load(name, seed)
+    out = {"y_held": y_held, "y_test": y_test}
+    for model in ("ce", "ngebm", "ngebm_all", "jem"):
+        est = _build(model, name, seed)
+        if quick:
+            est.set_params(max_epochs=2)
+        X, y = (
+            (np.r_[X_fit, X_held], np.r_[y_fit, y_held]) if model == "ngebm_all" else (X_fit, y_fit)
+        )
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        out[f"{model}_seconds"] = np.array(time.perf_counter() - start)
+        out[f"{model}_train_priors"] = np.bincount(y, minlength=10) / len(y)
+        out[f"{model}_held"] = est.predict_log_proba(X_held).astype(np.float64)
+        out[f"{model}_test"] = est.predict_log_proba(X_test).astype(np.float64)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **out)
+    return out
+
+
+def _temperature(log_proba: np.ndarray, y: np.ndarray) -> float:
+    """The temperature minimising the held-out NLL of ``softmax(log p / T)``."""
+
+    def nll(log_t):
+        return -np.mean(log_softmax(log_proba / np.exp(log_t), axis=1)[np.arange(len(y)), y])
+
+    return float(np.exp(optimize.minimize_scalar(nll, bounds=(-3, 3), method="bounded").x))
+
+
+def _with_temperature(post: dict) -> dict:
+    t = _temperature(post["ce_held"], post["y_held"])
+    return {
+        **post,
+        "ce_ts_held": log_softmax(post["ce_held"] / t, axis=1),
+        "ce_ts_test": log_softmax(post["ce_test"] / t, axis=1),
+        "ce_ts_train_priors": post["ce_train_priors"],
+        "ce_ts_temperature": np.array(t),
+    }
+
+
+# ---------------------------------------------------------------- the protocol
+
+
+def _metrics(proba: np.ndarray, y: np.ndarray) -> dict:
+    return {
+        "accuracy": float(np.mean(proba.argmax(axis=1) == y)),
+        "nll": float(-np.mean(np.log(np.clip(proba[np.arange(len(y)), y], NLL_FLOOR, None)))),
+        "ece": float(expected_calibration_error(y, proba, classes=np.arange(proba.shape[1]))),
+    }
+
+
+def _draw(y_test: np.ndarray, priors: np.ndarray, n: int, rng) -> np.ndarray:
+    counts = rng.multinomial(n, priors)
+    return np.concatenate(
+        [
+            rng.choice(np.flatnonzero(y_test == c), size=k, replace=True)
+            for c, k in enumerate(counts)
+        ]
+    )
+
+
+def _estimate(estimator, model, post, idx, true_priors) -> np.ndarray | None:
+    train = post[f"{model}_train_priors"]
+    proba = np.exp(post[f"{model}_test"][idx])
+    if estimator == "none":
+        return None
+    if estimator == "em":
+        return em_priors(proba, train, tol=1e-8, max_iter=10_000)[0]
+    if estimator == "oracle":
+        return true_priors
+    pred_held = post["ce_held"].argmax(axis=1)
+    return bbse_priors(post["y_held"], pred_held, post["ce_test"][idx].argmax(axis=1), 10)
+
+
+def run_seed(name: str, seed: int, args) -> dict:
+    post = _with_temperature(_posteriors(name, seed, Path(args.cache), args.quick))
+    rng = np.random.default_rng(seed)
+    rows = {}
+    for alpha in ALPHAS:
+        cells: dict = {}
+        for _ in range(args.draws):
+            priors = rng.dirichlet(np.full(10, alpha))
+            idx = _draw(post["y_test"], priors, args.n_deploy, rng)
+            true = np.bincount(post["y_test"][idx], minlength=10) / len(idx)
+            for model in MODELS:
+                proba = np.exp(post[f"{model}_test"][idx])
+                for estimator in ESTIMATORS:
+                    est = _estimate(estimator, model, post, idx, true)
+                    if est is None:
+                        adapted, error = (
+                            proba,
+                            float(np.abs(post[f"{model}_train_priors"] - true).sum()),
+                        )
+                    else:
+                        adapted = bayes_correction(proba, post[f"{model}_train_priors"], est)
+                        error = float(np.abs(est - true).sum())
+                    cell = cells.setdefault(f"{model}/{estimator}", [])
+                    cell.append({"prior_l1": error, **_metrics(adapted, post["y_test"][idx])})
+        rows[str(alpha)] = {k: {m: float(np.mean([c[m] for c in v])) for m in v[0]}
+                            for k, v in cells.items()}  # fmt: skip
+    accuracy = {m: float(np.mean(post[f"{m}_test"].argmax(1) == post["y_test"])) for m in MODELS}
+    seconds = {m: float(post[f"{m}_seconds"]) for m in ("ce", "ngebm", "ngebm_all", "jem")}
+    return {"by_alpha": rows, "test_accuracy": accuracy, "fit_seconds": seconds,
+            "temperature": float(post["ce_ts_temperature"])}  # fmt: skip
+
+
+# ---------------------------------------------------------------- report
+
+
+def summarize(results: dict) -> dict:
+    """Median over seeds of each (data, α, model/estimator, metric)."""
+    summary = {}
+    for name, seeds in results["runs"].items():
+        first = next(iter(seeds.values()))["by_alpha"]
+        summary[name] = {
+            alpha: {
+                key: {
+                    metric: float(
+                        np.median([s["by_alpha"][alpha][key][metric] for s in seeds.values()])
+                    )
+                    for metric in cells[key]
+                }
+                for key in cells
+            }
+            for alpha, cells in first.items()
+        }
+    return summary
+
+
+def print_tables(summary: dict) -> str:
+    lines = []
+    for name, by_alpha in summary.items():
+        for alpha, cells in by_alpha.items():
+            lines.append(f"\n{name}, alpha={alpha} (median over seeds of the mean over draws)")
+            lines.append(
+                f"{'model/priors':<20}{'prior L1':>10}{'accuracy':>10}{'NLL':>9}{'ECE':>9}"
+            )
+            for key, m in cells.items():
+                lines.append(f"{key:<20}{m['prior_l1']:>10.3f}{m['accuracy']:>10.3f}"
+                             f"{m['nll']:>9.3f}{m['ece']:>9.3f}")  # fmt: skip
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+DOC_ROWS = (
+    ("ce/none", "CE, no adaptation"),
+    ("ce/em", "EM on CE"),
+    ("ce_ts/em", "EM on CE + temperature (held-out)"),
+    ("ce_ts/bbse", "BBSE (held-out), on CE + temperature"),
+    ("ngebm/none", "NG-EBM, no adaptation"),
+    ("ngebm/em", "EM on NG-EBM"),
+    ("ngebm_all/em", "EM on NG-EBM trained on fit + held-out"),
+    ("jem/em", "EM on JEM"),
+    ("ce_ts/oracle", "oracle priors, CE + temperature"),
+    ("ngebm/oracle", "oracle priors, NG-EBM"),
+)
+
+
+def markdown(results: dict) -> str:
+    """The docs' tables: median [min-max] over seeds of the per-seed means over draws."""
+    out = []
+    for name, seeds in results["runs"].items():
+        for alpha in next(iter(seeds.values()))["by_alpha"]:
+            out.append(f"\n**{name}, α = {alpha}** ({len(seeds)} seeds)\n")
+            out += ["| method | prior L1 | accuracy | NLL | ECE |", "|---|---|---|---|---|"]
+            for key, label in DOC_ROWS:
+                cells = []
+                for metric in ("prior_l1", "accuracy", "nll", "ece"):
+                    v = [s["by_alpha"][alpha][key][metric] for s in seeds.values()]
+                    spread = (
+                        f" [{min(v):.3f}-{max(v):.3f}]"
+                        if metric in ("prior_l1", "accuracy")
+                        else ""
+                    )
+                    cells.append(f"{np.median(v):.3f}{spread}")
+                out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ebmclassifier.plotting import plot_reliability_diagram
+
+    fig, axes = plt.subplots(1, len(summary), figsize=(5 * len(summary), 3.6), squeeze=False)
+    curves = [("ce", "em"), ("ce_ts", "em"), ("ce", "bbse"), ("ngebm", "em"), ("ngebm_all", "em"),
+              ("jem", "em")]  # fmt: skip
+    for ax, (name, by_alpha) in zip(axes[0], summary.items(), strict=True):
+        alphas = [float(a) for a in by_alpha]
+        for model, estimator in curves:
+            ax.plot(alphas, [by_alpha[a][f"{model}/{estimator}"]["prior_l1"] for a in by_alpha],
+                    marker="o", label=f"{model} + {estimator}")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("Dirichlet α (small = strong shift)")
+        ax.set_ylabel("|π̂ - π'|₁ (median over seeds)")
+        ax.set_title(name)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "prior_error.png", dpi=110)
+    plt.close(fig)
+    # reliability before/after EM: MNIST-1D (or the first data set), alpha = 0.1, seed 0, pooled
+    name = "mnist1d" if "mnist1d" in summary else next(iter(summary))
+    post = _with_temperature(_posteriors(name, 0, cache, quick))
+    rng = np.random.default_rng(12345)
+    pooled = {k: [] for k in ("ce", "ce_em", "ngebm", "ngebm_em")}
+    labels = []
+    for _ in range(10):
+        priors = rng.dirichlet(np.full(10, 0.1))
+        idx = _draw(post["y_test"], priors, 500, rng)
+        labels.append(post["y_test"][idx])
+        for model in ("ce", "ngebm"):
+            proba = np.exp(post[f"{model}_test"][idx])
+            train = post[f"{model}_train_priors"]
+            pooled[model].append(proba)
+            pooled[f"{model}_em"].append(bayes_correction(proba, train, em_priors(proba, train)[0]))
+    y = np.concatenate(labels)
+    titles = {"ce": "CE, no adaptation", "ce_em": "CE + EM", "ngebm": "NG-EBM, no adaptation",
+              "ngebm_em": "NG-EBM + EM"}  # fmt: skip
+    for key, parts in pooled.items():
+        figure = plot_reliability_diagram(
+            y, np.concatenate(parts), title=f"{name}, α=0.1: {titles[key]}",
+            path=out / f"reliability_{key}.png",
+        )  # fmt: skip
+        plt.close(figure)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="digits,mnist1d")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--draws", type=int, default=10)
+    parser.add_argument("--n-deploy", type=int, default=500)
+    parser.add_argument("--out", default="label_shift_results")
+    parser.add_argument(
+        "--cache", default=str(Path(tempfile.gettempdir()) / "ebmclassifier_label_shift")
+    )
+    parser.add_argument("--quick", action="store_true", help="2 epochs, 1 seed, 3 draws")
+    parser.add_argument("--report", help="print the tables of a results.json again")
+    parser.add_argument("--markdown", action="store_true", help="with --report: the docs' tables")
+    args = parser.parse_args(argv)
+    if args.report:
+        results = json.loads(Path(args.report).read_text())
+        print(markdown(results)) if args.markdown else print_tables(results["summary"])
+        return 0
+    if args.quick:
+        args.seeds, args.draws = 1, 3
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = args.data.split(",")
+    start = time.perf_counter()
+    results: dict = {"config": {**vars(args), "alphas": ALPHAS, "data": DATA}, "runs": {}}
+    with tqdm(total=len(names) * args.seeds, desc="data x seed") as bar:
+        for name in names:
+            for seed in range(args.seeds):
+                bar.set_postfix_str(f"{name} seed {seed}")
+                results["runs"].setdefault(name, {})[str(seed)] = run_seed(name, seed, args)
+                bar.update()
+    results["summary"] = summarize(results)
+    results["seconds"] = time.perf_counter() - start
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    print_tables(results["summary"])
+    figures(results, results["summary"], out, Path(args.cache), args.quick)
+    print(f"\nwrote {out / 'results.json'}, prior_error.png, reliability_*.png "
+          f"in {results['seconds']:.0f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,599 @@
+"""DistributionalConstraint: a thin face over :mod:`ebmclassifier.distributional`."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from ._validation import ParamChecker
+from .distributional import check_reachable, em_priors, solve_dual
+
+__all__ = ["DistributionalConstraint"]
+
+_METHODS = ("projection", "bayes")
+_SOLVERS = ("trust-exact", "newton-cg", "l-bfgs-b")
+_PRIOR_TOL = 1e-6
+
+
+def _base_has(name: str):  # for available_if: a method the base estimator has
+    return lambda self: hasattr(self.estimator, name)
+
+
+class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """A fitted classifier whose average prediction on deployment data meets constraints.
+
+    Fitted on *unlabelled* deployment samples ``x_1..x_n``, it tilts the base estimator's
+    posteriors by one energy term per constraint,
+    ``p_λ(y|x) ∝ p(y|x) exp(Σ_k λ_k φ_k(x, y))``, with ``λ`` such that
+    ``mean_i Σ_y p_λ(y|x_i) φ_k(x_i, y) = μ_k`` for every constraint: the posteriors closest
+    to the model (in average KL divergence) that meet the targets on ``X`` (the information
+    projection of GDC, Khalifa, Elsahar & Dymetman, 2021). ``λ`` minimises a convex dual
+    (:func:`~ebmclassifier.distributional.dual_objective`) by scipy's optimisers, after a
+    linear program has checked that the targets can be met at all.
+
+    What is wanted is said in one or more of three ways:
+
+    - ``priors={label: share}``: the deployment class priors (``φ`` = one-hot of ``y``).
+      ``method="projection"`` makes the *average prediction on X* equal to them;
+      ``method="bayes"`` instead applies the closed form ``p(y|x) π'(y) / π(y)``, exact under
+      label shift for a calibrated model, whose average on ``X`` is in general *not* ``π'``.
+      A class of prior 0 is allowed: its probability becomes 0 everywhere.
+    - ``priors="em"``: the deployment priors estimated by maximum likelihood on ``X`` (the EM
+      of Saerens et al., 2002), then the adaptation. At EM's fixed point the Bayes correction
+      and the projection coincide.
+    - ``constraints=[(phi, target), ...]``: ``phi(X) -> (n_samples, n_classes)`` gives
+      ``φ_k(x, y)``; e.g. :func:`~ebmclassifier.distributional.demographic_parity`.
+
+    For the library's estimators the adapted logits are ``f(x)[y] + λ·φ(x, y)``, so the
+    adapted energy is ``E_λ(x) = -logsumexp_y (f(x)[y] + λ·φ(x, y))`` (:meth:`energy`,
+    :meth:`score_ood`): the constraint is one more energy term, added with no retraining.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        Anything fitted with ``predict_proba`` and ``classes_``: the library's estimators, a
+        :class:`~sklearn.pipeline.Pipeline`, a scikit-learn classifier. It is used as it is,
+        never refitted; wrap it in :class:`sklearn.frozen.FrozenEstimator` for ``clone`` (and
+        so a grid search) to keep it fitted.
+    priors : dict, "em" or None, default=None
+        ``{label: share}`` for every class (non-negative, summing to 1), or ``"em"``.
+    constraints : list of (callable, float) or None, default=None
+        Moment constraints ``(phi, target)``; with ``priors`` too, both hold.
+    method : {"projection", "bayes"}, default="projection"
+        ``"bayes"`` needs ``priors`` and no ``constraints``.
+    train_priors : dict, array-like of shape (n_classes,) or None, default=None
+        The class priors ``π`` the base estimator was trained under, needed by
+        ``priors="em"`` and ``method="bayes"``. ``None`` takes the estimator's
+        ``class_prior_`` (naive Bayes has one); the library's estimators store no class
+        shares, so pass those of the training labels, ``np.bincount(y_train) / len(y_train)``
+        in the order of ``classes_``.
+    solver : {"trust-exact", "newton-cg", "l-bfgs-b"}, default="trust-exact"
+        The scipy optimiser of the dual (the first two use its exact Hessian).
+    tol : float, default=1e-8
+        The solve stops when the norm of the constraint residual is below ``tol``; EM when a
+        step changes no prior by more than ``tol``.
+    max_iter : int, default=1000
+        Iterations of the solver, and of EM.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    prior_ : ndarray of shape (n_classes,)
+        The deployment priors: given, or estimated by EM; with ``constraints`` alone, the
+        adapted average prediction on ``X``.
+    lambda_ : ndarray of shape (n_constraints,)
+        ``λ``: first one per class when ``priors`` is given (in the order of ``classes_``,
+        ``-inf`` for a class of prior 0; defined up to a common constant, the minimum-norm one
+        is given), then one per constraint.
+    n_iter_ : int
+        Iterations of the dual solver (0 when the targets were already met).
+    em_n_iter_ : int or None
+        EM's iterations with ``priors="em"``.
+    residual_ : float
+        ``max_k |mean_i E_{p_λ}[φ_k] - μ_k|`` on ``X`` (0 for ``method="bayes"``, which has no
+        constraint to meet).
+    converged_ : bool
+
+    References
+    ----------
+    .. [1] Khalifa, Elsahar & Dymetman, "A Distributional Approach to Controlled Text
+       Generation", ICLR 2021.
+    .. [2] Saerens, Latinne & Decaestecker, "Adjusting the outputs of a classifier to new a
+       priori probabilities: a simple procedure", Neural Computation 14(1), 2002.
+    .. [3] Alexandari, Kundaje & Shrikumar, "Maximum likelihood with bias-corrected
+       calibration is hard-to-beat at label shift adaptation", ICML 2020.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from ebmclassifier import DistributionalConstraint
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> adapted = DistributionalConstraint(clf, priors={0: 0.6, 1: 0.2, 2: 0.2}).fit(X)
+    >>> np.round(adapted.predict_proba(X).mean(axis=0), 6).tolist()
+    [0.6, 0.2, 0.2]
+    """
+
+    def __init__(
+        self,
+        estimator,
+        priors=None,
+        constraints=None,
+        method="projection",
+        train_priors=None,
+        solver="trust-exact",
+        tol=1e-8,
+        max_iter=1000,
+    ):
+        self.estimator = estimator
+        self.priors = priors
+        self.constraints = constraints
+        self.method = method
+        self.train_priors = train_priors
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+
+    # ---------------------------------------------------------------- validation
+
+    def _check_params(self) -> None:
+        check = ParamChecker(self)
+        check.choice("method", _METHODS)
+        check.choice("solver", _SOLVERS)
+        check.real("tol", 0.0, low_open=True)
+        check.integer("max_iter", 1)
+        priors = self.priors
+        check.satisfies(
+            "priors",
+            priors is None or priors == "em" or isinstance(priors, dict),
+            'a dict {label: share}, "em" or None',
+        )
+        constraints = self.constraints
+        ok = constraints is None or (
+            isinstance(constraints, list | tuple)
+            and all(
+                isinstance(c, tuple | list)
+                and len(c) == 2
+                and callable(c[0])
+                and isinstance(c[1], Real)
+                and np.isfinite(c[1])
+                for c in constraints
+            )
+        )
+        check.satisfies("constraints", ok, "a list of (callable phi, finite float target)")
+        if priors is None and not constraints:
+            check.add(
+                "DistributionalConstraint needs priors or constraints: pass priors={label: "
+                'share}, priors="em" or constraints=[(phi, target)].'
+            )
+        if self.method == "bayes" and (priors is None or constraints):
+            check.add(
+                "The 'method' parameter of DistributionalConstraint is 'bayes', which applies "
+                "new class priors: pass priors and no constraints, or use method='projection'."
+            )
+        check.raise_if_any()
+
+    def _class_vector(self, name: str, value) -> np.ndarray:
+        """A dict {label: share} or an array in the order of ``classes_``, checked."""
+        classes = self.classes_.tolist()
+        if isinstance(value, dict):
+            unknown = [k for k in value if k not in classes]
+            missing = [c for c in classes if c not in value]
+            if unknown or missing:
+                raise ValueError(
+                    f"The {name!r} parameter of DistributionalConstraint must give a share for "
+                    f"every class of the estimator, {classes!r}. Got {value!r}: "
+                    + (f"unknown labels {unknown!r}" if unknown else f"missing {missing!r}")
+                    + "."
+                )
+            vector = np.array([value[c] for c in classes], dtype=float)
+        else:
+            vector = np.asarray(value, dtype=float)
+            if vector.shape != (len(classes),):
+                raise ValueError(
+                    f"The {name!r} parameter of DistributionalConstraint must have one share "
+                    f"per class ({len(classes)}). Got shape {vector.shape}."
+                )
+        if not np.all(np.isfinite(vector)) or np.any(vector < 0):
+            raise ValueError(
+                f"The {name!r} parameter of DistributionalConstraint must hold finite, "
+                f"non-negative shares. Got {value!r}."
+            )
+        if abs(vector.sum() - 1.0) > _PRIOR_TOL:
+            raise ValueError(
+                f"The {name!r} parameter of DistributionalConstraint must sum to 1 (within "
+                f"{_PRIOR_TOL}). Got a sum of {vector.sum()!r}; divide by it if the shares "
+                "are right but unnormalised."
+            )
+        return vector / vector.sum()
+
+    def _train_priors(self) -> np.ndarray:
+        value = self.train_priors
+        if value is None:
+            value = getattr(self.estimator, "class_prior_", None)
+        if value is None:
+            raise ValueError(
+                f"DistributionalConstraint with priors={self.priors!r} and "
+                f"method={self.method!r} needs the training class priors, and "
+                f"{type(self.estimator).__name__} has no class_prior_: pass train_priors, "
+                "e.g. np.bincount(y_train) / len(y_train) in the order of classes_."
+            )
+        vector = self._class_vector("train_priors", value)
+        if np.any(vector <= 0):
+            raise ValueError(
+                "The 'train_priors' parameter of DistributionalConstraint must be positive for "
+                f"every class (the posteriors are divided by it). Got {value!r}."
+            )
+        return vector
+
+    def _log_proba(self, X) -> np.ndarray:
+        """``log p(y|x)`` of the base estimator, float64, ``-inf`` for probability 0."""
+        if hasattr(self.estimator, "predict_log_proba"):
+            log_proba = np.asarray(self.estimator.predict_log_proba(X), dtype=float)
+        else:
+            with np.errstate(divide="ignore"):
+                log_proba = np.log(np.asarray(self.estimator.predict_proba(X), dtype=float))
+        return log_proba - logsumexp(log_proba, axis=1, keepdims=True)
+
+    def _features(self, X, n_samples: int) -> np.ndarray:
+        """``φ_k(x_i, y)`` of the constraints, (n, K, m), each checked."""
+        n_classes = len(self.classes_)
+        columns = []
+        for k, (phi, _) in enumerate(self.constraints or ()):
+            values = np.asarray(phi(X), dtype=float)
+            if values.shape != (n_samples, n_classes):
+                raise ValueError(
+                    f"constraints[{k}]'s phi must return an array of shape (n_samples, "
+                    f"n_classes) = {(n_samples, n_classes)}. Got shape {values.shape}."
+                )
+            if not np.all(np.isfinite(values)):
+                raise ValueError(
+                    f"constraints[{k}]'s phi returned non-finite values (NaN or inf) on X."
+                )
+            columns.append(values)
+        return np.stack(columns, axis=2) if columns else np.zeros((n_samples, n_classes, 0))
+
+    # ---------------------------------------------------------------- fit
+
+    def fit(self, X, y=None):
+        """Find ``λ`` on the unlabelled deployment samples ``X``.
+
+        Parameters
+        ----------
+        X : array-like
+            Deployment samples, as the base estimator takes them; at least 2.
+        y : None
+            Ignored: the adaptation needs no labels.
+
+        Returns
+        -------
+        self : DistributionalConstraint
+
+        Raises
+        ------
+        ValueError
+            For bad parameters, an unfitted estimator, fewer than 2 samples, a ``phi`` of the
+            wrong shape or non-finite values, and targets no posteriors can meet (naming the
+            constraint).
+
+        Examples
+        --------
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> clf = LogisticRegression().fit(X, y)
+        >>> adapted = DistributionalConstraint(clf, priors="em", train_priors=[1 / 3] * 3)
+        >>> adapted.fit(X[y != 2]).prior_.round(2).tolist()
+        [0.52, 0.48, 0.0]
+        """
+        self._check_params()
+        try:
+            check_is_fitted(self.estimator)
+        except NotFittedError:
+            raise NotFittedError(
+                f"The 'estimator' of DistributionalConstraint must be fitted. Got an unfitted "
+                f"{type(self.estimator).__name__}: fit it first (a clone unfits it; wrap a "
+                "fitted one in sklearn.frozen.FrozenEstimator to keep it through clone)."
+            ) from None
+        n_samples = _num_samples(X)
+        if n_samples < 2:
+            raise ValueError(
+                f"X must hold at least 2 samples for DistributionalConstraint.fit (the "
+                f"constraints are on the average over X). Got {n_samples}."
+            )
+        self.classes_ = np.asarray(self.estimator.classes_)
+        log_proba = self._log_proba(X)
+        user_features = self._features(X, n_samples)
+        user_targets = np.array([t for _, t in self.constraints or ()], dtype=float)
+        self.em_n_iter_ = None
+        priors = None
+        if self.priors is not None:
+            priors = self._estimate_priors(log_proba)
+        if self.method == "bayes":
+            self._fit_bayes(priors)
+        else:
+            self._fit_projection(log_proba, priors, user_features, user_targets)
+        return self
+
+    def _estimate_priors(self, log_proba: np.ndarray) -> np.ndarray:
+        if self.priors != "em":
+            return self._class_vector("priors", self.priors)
+        priors, self.em_n_iter_ = em_priors(
+            np.exp(log_proba), self._train_priors(), tol=self.tol, max_iter=self.max_iter
+        )
+        if self.em_n_iter_ == self.max_iter:
+            warnings.warn(
+                f"DistributionalConstraint: EM stopped after max_iter={self.max_iter} steps "
+                f"before the priors moved by less than tol={self.tol}; raise max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return priors
+
+    def _fit_bayes(self, priors: np.ndarray) -> None:
+        with np.errstate(divide="ignore"):
+            offset = np.log(priors) - np.log(self._train_priors())
+        self.prior_ = priors
+        self.lambda_ = offset
+        self._class_offset_, self._user_lambda_ = offset, np.zeros(0)
+        self.n_iter_, self.residual_, self.converged_ = 0, 0.0, True
+
+    def _fit_projection(self, log_proba, priors, user_features, user_targets) -> None:
+        n_samples, n_classes = log_proba.shape
+        offset = np.zeros(n_classes)
+        names = [f"constraints[{k}]" for k in range(len(user_targets))]
+        features, targets = user_features, user_targets
+        if priors is not None:
+            offset[priors == 0] = -np.inf  # classes of prior 0 get probability 0
+            kept = np.flatnonzero(priors > 0)
+            onehot = np.broadcast_to(np.eye(n_classes)[:, kept], (n_samples, n_classes, len(kept)))
+            features = np.concatenate([onehot, user_features], axis=2)
+            targets = np.concatenate([priors[kept], user_targets])
+            labels = self.classes_.tolist()
+            names = [f"priors[{labels[c]!r}]" for c in kept] + names
+        masked = log_proba + offset
+        empty = ~np.any(np.isfinite(masked), axis=1)
+        if np.any(empty):
+            raise ValueError(
+                f"The estimator gives sample {int(np.argmax(empty))} of X probability only "
+                "to classes of prior 0 in 'priors': no posterior can meet them."
+            )
+        # Priors alone on full support are always reachable (q_i = priors for every i), and
+        # EM's are the mean of posteriors of the model's support: the joint program is needed
+        # only for zeros in the posteriors or for constraints of the user's. It also could not
+        # tell EM's prior of 1e-19 (its usual limit for a class absent from X) from 0.
+        joint = bool(len(user_targets)) or (
+            self.priors != "em" and not np.all(np.isfinite(masked[:, priors > 0]))
+        )
+        check_reachable(masked, features, targets, names, joint=joint)
+        lam, self.n_iter_, self.residual_ = solve_dual(
+            masked, features, targets, tol=self.tol, max_iter=self.max_iter, solver=self.solver
+        )
+        self.converged_ = bool(self.residual_ <= self.tol)
+        if not self.converged_:
+            warnings.warn(
+                f"DistributionalConstraint: the {self.solver} solve stopped after "
+                f"{self.n_iter_} iterations with a constraint residual of {self.residual_:.3g} "
+                f"> tol={self.tol}; raise max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        n_kept = features.shape[2] - len(user_targets)
+        if priors is not None:
+            offset[priors > 0] = lam[:n_kept]
+        self._class_offset_ = offset
+        self._user_lambda_ = lam[n_kept:]
+        self.lambda_ = np.concatenate([offset, self._user_lambda_]) if priors is not None else lam
+        adapted = np.exp(
+            masked + features @ lam - logsumexp(masked + features @ lam, axis=1)[:, None]
+        )
+        self.prior_ = priors if priors is not None else adapted.mean(axis=0)
+
+    # ---------------------------------------------------------------- predict
+
+    def _adapted_scores(self, X) -> np.ndarray:
+        """``log p(y|x) + λ·φ(x, y)``, unnormalised."""
+        check_is_fitted(self, "lambda_")
+        log_proba = self._log_proba(X)
+        scores = log_proba + self._class_offset_
+        if self.method == "projection" and len(self._user_lambda_):
+            scores = scores + self._features(X, len(log_proba)) @ self._user_lambda_
+        return scores
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``log p_λ(y|x)``.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            ``-inf`` for a class of prior 0.
+
+        Examples
+        --------
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> clf = LogisticRegression().fit(X, y)
+        >>> adapted = DistributionalConstraint(clf, priors={0: 0.5, 1: 0.5, 2: 0.0}).fit(X)
+        >>> bool(np.all(adapted.predict_log_proba(X)[:, 2] == -np.inf))
+        True
+        """
+        scores = self._adapted_scores(X)
+        return scores - logsumexp(scores, axis=1, keepdims=True)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``p_λ(y|x)``.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> clf = LogisticRegression().fit(X, y)
+        >>> adapted = DistributionalConstraint(clf, priors={0: 0.5, 1: 0.3, 2: 0.2}).fit(X)
+        >>> adapted.predict_proba(X).mean(axis=0).round(6).tolist()
+        [0.5, 0.3, 0.2]
+        """
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class under ``p_λ``.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> clf = LogisticRegression().fit(X, y)
+        >>> adapted = DistributionalConstraint(clf, priors={0: 0.98, 1: 0.01, 2: 0.01}).fit(X)
+        >>> int(np.sum(adapted.predict(X) == 0)) > int(np.sum(clf.predict(X) == 0))
+        True
+        """
+        return self.classes_[np.argmax(self._adapted_scores(X), axis=1)]
+
+    @available_if(_base_has("energy"))
+    def energy(self, X) -> np.ndarray:
+        """The adapted energy ``E_λ(x) = -logsumexp_y (f(x)[y] + λ·φ(x, y))``.
+
+        With ``f(x)[y] = log p(y|x) - E(x)`` (the base estimator's logits up to their
+        per-sample constant), ``E_λ(x) = E(x) - logsumexp_y (log p(y|x) + λ·φ(x, y))``.
+        Available when the base estimator has ``energy``.
+
+        Parameters
+        ----------
+        X : array-like
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Lower = more typical.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.6, 1: 0.2, 2: 0.2})
+        >>> adapted.fit(X).energy(X).shape
+        (40,)
+        """
+        return np.asarray(self.estimator.energy(X), dtype=float) - logsumexp(
+            self._adapted_scores(X), axis=1
+        )
+
+    @available_if(_base_has("energy"))
+    def score_ood(self, X, method=None) -> np.ndarray:
+        """OOD scores of the adapted model: higher = more likely out-of-distribution.
+
+        Parameters
+        ----------
+        X : array-like
+        method : {"energy", "max_softmax"} or None, default=None
+            ``"energy"`` (``None``): :meth:`energy`; ``"max_softmax"``: ``-max_y p_λ(y|x)``.
+            ``"approx_mass"`` needs the input gradient of ``λ·φ``, which a ``phi`` on arrays
+            does not give: use the base estimator's.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.6, 1: 0.2, 2: 0.2})
+        >>> bool(np.all(adapted.fit(X).score_ood(X) == adapted.energy(X)))
+        True
+        """
+        if method in (None, "energy"):
+            return self.energy(X)
+        if method == "max_softmax":
+            return -self.predict_proba(X).max(axis=1)
+        raise ValueError(
+            "The 'method' argument of DistributionalConstraint.score_ood must be one of "
+            f"'energy', 'max_softmax' or None. Got {method!r} instead."
+        )
+
+    def save(self, path) -> None:
+        """Write the fitted meta-estimator to one file, without pickle.
+
+        A zip of JSON and the base estimator's own :func:`~ebmclassifier.saving.save` file;
+        :meth:`load` reads it back. Only ``priors`` adaptations over the library's estimators
+        (bare or in a ``FrozenEstimator``) are saved: ``constraints`` are callables, and a
+        scikit-learn base has no safe format; for those a ``ValueError`` says to pickle.
+
+        Parameters
+        ----------
+        path : str, path-like or file object
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.5, 1: 0.3, 2: 0.2})
+        >>> buffer = io.BytesIO()
+        >>> adapted.fit(X).save(buffer)
+        >>> restored = DistributionalConstraint.load(buffer)
+        >>> np.allclose(restored.predict_proba(X), adapted.predict_proba(X))
+        True
+        """
+        from ._distributional_saving import save_constraint
+
+        save_constraint(self, path)
+
+    @classmethod
+    def load(cls, path, **params) -> DistributionalConstraint:
+        """Rebuild a meta-estimator written by :meth:`save`; no code is read from the file.
+
+        Parameters
+        ----------
+        path : str, path-like or file object
+        **params
+            Passed to :func:`ebmclassifier.load` for the base estimator (e.g. ``device``).
+
+        Returns
+        -------
+        DistributionalConstraint
+            Fitted, with the same predictions.
+
+        Examples
+        --------
+        >>> import io
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.5, 1: 0.3, 2: 0.2})
+        >>> buffer = io.BytesIO()
+        >>> adapted.fit(X).save(buffer)
+        >>> DistributionalConstraint.load(buffer, device="cpu").prior_.tolist()
+        [0.5, 0.3, 0.2]
+        """
+        from ._distributional_saving import load_constraint
+
+        return load_constraint(cls, path, params)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        return tags
