@@ -22,7 +22,7 @@ from torch import nn
 
 from ._validation import ParamChecker
 
-__all__ = ["MLP", "ConvNet", "WideResNet", "wide_resnet_blocks_per_group"]
+__all__ = ["MLP", "ConvNet", "LabelConditionedMLP", "WideResNet", "wide_resnet_blocks_per_group"]
 
 
 class _LinearReadout(nn.Module):
@@ -341,3 +341,72 @@ class WideResNet(_LinearReadout):
             nn.Flatten(),
             nn.Linear(width, n_classes),
         )
+
+
+class LabelConditionedMLP(nn.Module):
+    """An energy network ``E(x, y)`` that takes the label as an input (Li et al. 2020).
+
+    ``f(x)[c] = -E(x, c) = head(phi(x) * g_c + b_c)``: features ``phi(x)`` of an MLP, gated
+    feature-wise by a learned vector ``g_c`` per class (the rows of ``last_layer``), then a
+    head shared by every class gives one number. The classes share the head, so the energy of
+    a new class is on the scale of the old ones; only ``g_c`` and ``b_c`` are the class's own.
+    Unlike the other networks its logits are not ``last_layer(penultimate(x))``: it has no
+    ``penultimate``, so the post-hoc detectors of :mod:`ebmclassifier.detectors` do not apply;
+    ``last_layer`` is what ``class_incremental=True`` grows.
+
+    Parameters
+    ----------
+    n_features : int
+    n_classes : int
+    hidden_sizes : sequence of int, default=(256, 256)
+        The MLP ``phi``; its last size is the width of the gates.
+    head_size : int, default=64
+        The hidden width of the shared head.
+
+    References
+    ----------
+    .. [1] Li, S., Du, Y., van de Ven, G. M. and Mordatch, I. "Energy-Based Models for
+       Continual Learning". CoLLAs 2022 (arXiv:2011.12216), section 3.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = LabelConditionedMLP(4, 3, hidden_sizes=(8,), head_size=5)
+    >>> net(torch.zeros(2, 4)).shape, net.last_layer.weight.shape
+    (torch.Size([2, 3]), torch.Size([3, 8]))
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_classes: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        head_size: int = 64,
+    ) -> None:
+        check = ParamChecker.of(locals(), owner="LabelConditionedMLP")
+        check.integer("n_features", 1)
+        check.integer("n_classes", 1)
+        check.int_sequence("hidden_sizes")
+        check.integer("head_size", 1)
+        check.raise_if_any()
+        super().__init__()
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = n_features
+        for size in hidden_sizes:
+            layers += [nn.Linear(width, size), nn.SiLU()]
+            width = size
+        self.features = nn.Sequential(*layers)
+        self.gates = nn.Linear(width, n_classes)  # row c: g_c, bias: b_c
+        with torch.no_grad():  # start near the identity gate
+            self.gates.weight.uniform_(0.5, 1.5)
+        self.head = nn.Sequential(nn.Linear(width, head_size), nn.SiLU(), nn.Linear(head_size, 1))
+
+    @property
+    def last_layer(self) -> nn.Linear:
+        """The per-class gates ``g_c`` (weight rows) and offsets ``b_c`` (bias)."""
+        return self.gates
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.features(x)
+        gated = h[:, None, :] * self.gates.weight[None] + self.gates.bias[None, :, None]
+        return self.head(gated).squeeze(-1)
