@@ -33,8 +33,6 @@ from ._skorch import SkorchNet
 from ._validation import (
     InvalidParameterError,
     ParamChecker,
-    check_module_kwargs,
-    check_module_output,
     check_partial_fit_classes,
     check_sample_weight,
     check_training_data,
@@ -42,11 +40,10 @@ from ._validation import (
     check_warm_start_classes,
     check_X,
     is_int,
-    network_kwargs,
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS
-from .nn import MLP, ConvNet
+from .nn import MLP, ConvNet, check_module_kwargs, check_module_output, network_kwargs
 from .saving import SavedEstimatorMixin
 
 __all__ = ["EBMClassifierBase"]

@@ -11,8 +11,9 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from .._base import EBMClassifierBase
-from .._validation import ParamChecker, module_kwargs_problem, network_kwargs
+from .._validation import ParamChecker
 from ..losses import per_sample_criterion
+from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
 from .methods import GRADIENT_ALIASES, GRADIENTS, polytope_latent
 
