@@ -33,8 +33,6 @@ from ._skorch import SkorchNet
 from ._validation import (
     InvalidParameterError,
     ParamChecker,
-    check_module_kwargs,
-    check_module_output,
     check_partial_fit_classes,
     check_sample_weight,
     check_training_data,
@@ -42,11 +40,10 @@ from ._validation import (
     check_warm_start_classes,
     check_X,
     is_int,
-    network_kwargs,
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS
-from .nn import MLP, ConvNet
+from .nn import MLP, ConvNet, check_module_kwargs, check_module_output, network_kwargs
 from .saving import SavedEstimatorMixin
 
 __all__ = ["EBMClassifierBase"]
@@ -407,10 +404,11 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         training = False
         try:
             self._check_params()
-            if mode == "partial":
+            incremental = not new_network and self._accept_new_classes(y, classes)
+            if mode == "partial" and not incremental:
                 check_partial_fit_classes(self, classes)
             X, y = self._validate_training_data(X, y, reset=new_network, classes=classes)
-            if mode == "warm_start":
+            if mode == "warm_start" and not incremental:
                 check_warm_start_classes(self, y)
             weights = self._check_sample_weight(
                 sample_weight, y, partial=partial, require_classes=derive and classes is None
@@ -422,6 +420,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
                 # Data statistics (input range, fd step, ...) of the samples that count; a
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
+            X, y, weights = self._add_replay(X, y, weights, reset=new_network)
             seed = self.seed_ if self.random_state is not None else None
             with seeded_rng(seed, self.device_):
                 if new_network:
@@ -443,6 +442,18 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
             if new_network and not training:
                 self.initialized_ = False
         return self
+
+    def _accept_new_classes(self, y, classes) -> bool:
+        """Before a continuing fit: grow ``classes_`` by new labels, if the estimator can.
+
+        ``True`` when the estimator learns classes incrementally (it checked ``classes``
+        itself, and the fixed-classes checks do not apply); here ``False``.
+        """
+        return False
+
+    def _add_replay(self, X: np.ndarray, y: np.ndarray, weights, *, reset: bool):
+        """The training data with stored past samples mixed in; here ``(X, y, weights)``."""
+        return X, y, weights
 
     def _check_sample_weight(self, sample_weight, y, **kwargs) -> np.ndarray | None:
         """``sample_weight`` times ``class_weight`` per sample, or None (see ``_validation``)."""

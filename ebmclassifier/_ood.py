@@ -9,11 +9,11 @@ calibration samples are *not* flagged: scikit-learn's outlier detectors use the 
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
+
+from .metrics import threshold_at_tpr
 
 __all__ = ["OODDecisionMixin"]
 
@@ -24,11 +24,14 @@ class OODDecisionMixin:
     def calibrate_ood(self, X_in, tpr: float = 0.95, method: str | None = None):
         """Choose the OOD threshold from in-distribution data the model did not train on.
 
-        Sets ``ood_threshold_`` to the k-th smallest of the ``n`` scores
-        ``score_ood(X_in, method)``, ``k = ceil(tpr * n)``: the smallest threshold that keeps
-        at least a fraction ``tpr`` of ``X_in`` (the true positive rate of the usual
-        FPR-at-95%-TPR evaluation). :meth:`predict_ood` then flags ``n - k`` of the calibration
-        samples when their scores are distinct (fewer with ties at the threshold).
+        Sets ``ood_threshold_`` to
+        :func:`~ebmclassifier.metrics.threshold_at_tpr` of the scores
+        ``score_ood(X_in, method)``: the k-th smallest of the ``n`` scores,
+        ``k = ceil(tpr * n)``, the smallest threshold that keeps at least a fraction ``tpr``
+        of ``X_in`` (the true positive rate, in-distribution positive, of the OOD papers'
+        FPR at 95% TPR, ``ood_metrics(...)["fpr95_in"]``). :meth:`predict_ood` then flags
+        ``n - k`` of the calibration samples when their scores are distinct (fewer with ties
+        at the threshold).
 
         Parameters
         ----------
@@ -67,16 +70,9 @@ class OODDecisionMixin:
         ('approx_mass', True)
         """
         check_is_fitted(self)
-        if isinstance(tpr, bool) or not isinstance(tpr, Real) or not 0 < tpr < 1:
-            raise ValueError(
-                f"tpr must be a float in the open interval (0, 1), the fraction of "
-                f"in-distribution inputs to keep. Got {tpr!r} instead; 0.95 is usual."
-            )
+        threshold_at_tpr([0.0], tpr)  # a bad tpr fails before scoring
         method = self.ood_method if method is None else method
-        scores = self.score_ood(X_in, method=method)
-        # ceil, forgiving the rounding of tpr * n (0.9 * 100 is 90.00000000000001)
-        k = min(max(int(np.ceil(tpr * len(scores) - 1e-9)), 1), len(scores))
-        self.ood_threshold_ = float(np.partition(scores, k - 1)[k - 1])
+        self.ood_threshold_ = threshold_at_tpr(self.score_ood(X_in, method=method), tpr)
         self.ood_method_ = method
         return self
 

@@ -12,7 +12,6 @@ inner code trusts its types; :func:`check_sample_weight` turns ``sample_weight``
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from itertools import pairwise
 from math import prod
@@ -31,8 +30,6 @@ __all__ = [
     "InvalidParameterError",
     "ParamChecker",
     "check_X",
-    "check_module_kwargs",
-    "check_module_output",
     "check_partial_fit_classes",
     "check_sample_weight",
     "check_some_weight",
@@ -40,8 +37,6 @@ __all__ = [
     "check_training_params",
     "check_warm_start_classes",
     "is_int",
-    "module_kwargs_problem",
-    "network_kwargs",
 ]
 
 
@@ -223,132 +218,6 @@ def check_training_params(check: ParamChecker, estimator) -> None:
         or (isinstance(callbacks, (list, tuple)) and all(map(_is_callback, callbacks)))
     )
     check.satisfies("callbacks", ok, "None, 'disable' or a list of skorch callbacks")
-
-
-def network_kwargs(network, kwargs: dict, sizes: dict) -> dict:
-    """The arguments skorch's ``initialized_instance(network, kwargs)`` builds a network with.
-
-    skorch builds a class as ``network(**kwargs)``, rebuilds an instance given routed
-    parameters as ``type(network)(**kwargs)``, and uses an instance without them as it is.
-    A network that is built also gets the entries of ``sizes`` (the data's ``n_features``,
-    ``n_classes``, ...) that its ``__init__`` takes by name and ``kwargs`` does not give.
-
-    Parameters
-    ----------
-    network : torch.nn.Module class or instance, or another callable
-    kwargs : dict
-        The routed parameters (``module__*``, ``encoder__*``, ...), without their prefix.
-    sizes : dict
-        The data-dependent arguments on offer.
-
-    Returns
-    -------
-    dict
-    """
-    if isinstance(network, nn.Module):
-        if not kwargs:
-            return kwargs
-        network = type(network)
-    try:
-        takes = inspect.signature(network).parameters
-    except (TypeError, ValueError):
-        return kwargs
-    return {**{k: v for k, v in sizes.items() if k in takes}, **kwargs}
-
-
-def module_kwargs_problem(owner: str, prefix: str, module_cls, kwargs: dict) -> str | None:
-    """The routed ``{prefix}__*`` parameters that ``module_cls`` does not take, as a message.
-
-    Parameters
-    ----------
-    owner : str
-        The estimator's class name, for the message.
-    prefix : str
-        The routing prefix, e.g. ``"module"``.
-    module_cls : callable
-        What is built; a signature with ``**kwargs`` takes any name.
-    kwargs : dict
-        The routed parameters, without their prefix.
-
-    Returns
-    -------
-    str or None
-        Naming the parameters ``module_cls`` does not take, and listing those it takes;
-        ``None`` when it takes them all.
-    """
-    try:
-        params = inspect.signature(module_cls).parameters
-    except (TypeError, ValueError):
-        return None  # no signature to check against
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return None
-    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    unknown = [name for name in kwargs if name not in named]
-    if not unknown:
-        return None
-    what = getattr(module_cls, "__name__", repr(module_cls))
-    routed = ", ".join(f"{prefix}__{name}" for name in unknown)
-    return (
-        f"{owner} got {routed}, but {what} takes no argument named "
-        + ", ".join(repr(name) for name in unknown)
-        + f". {what} takes: "
-        + ", ".join(named)
-        + f"; pass them as {prefix}__<name>."
-    )
-
-
-def check_module_kwargs(owner: str, prefix: str, module_cls, kwargs: dict) -> None:
-    """Refuse routed ``{prefix}__*`` parameters that ``module_cls`` does not take.
-
-    Raises
-    ------
-    InvalidParameterError
-        With the message of :func:`module_kwargs_problem`.
-    """
-    problem = module_kwargs_problem(owner, prefix, module_cls, kwargs)
-    if problem is not None:
-        raise InvalidParameterError(problem)
-
-
-def check_module_output(estimator, x: torch.Tensor) -> None:
-    """One forward pass of ``estimator.module_`` on one training sample, before training.
-
-    The network must take the data's samples and return logits of shape ``(1, n_classes)``;
-    otherwise the error names the ``module`` parameter and says what came, instead of failing
-    in torch in the middle of the first training step.
-
-    Parameters
-    ----------
-    estimator : EBMClassifierBase
-        With ``module_``, ``classes_`` and ``input_shape_``.
-    x : Tensor of shape ``(1, *input_shape)``
-        One training sample, on the estimator's device.
-    """
-    name, module = type(estimator).__name__, estimator.module_
-    what = f"The network of {name} ({type(module).__name__}, from the 'module' parameter)"
-    n_classes = len(estimator.classes_)
-    training = module.training
-    module.eval()  # no dropout noise, no batch-norm statistics
-    try:
-        with torch.no_grad():
-            out = module(x)
-    except Exception as exc:  # any failure here is the network's, on valid data
-        raise ValueError(
-            f"{what} failed on one training sample of shape {tuple(x.shape[1:])}: "
-            f"{str(exc).rstrip('.')}. "
-            f"It must take samples of shape {estimator.input_shape_} "
-            f"(n_features_in_={estimator.n_features_in_})."
-        ) from exc
-    finally:
-        module.train(training)
-    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
-    if shape != (1, n_classes):
-        got = f"a {type(out).__name__}" if shape is None else f"an output of shape {shape}"
-        raise ValueError(
-            f"{what} returned {got} for one training sample; it must return logits of shape "
-            f"(1, n_classes) = (1, {n_classes}), one per class of y "
-            f"({estimator.classes_.tolist()!r})."
-        )
 
 
 def as_numpy(X):

@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     Examples
     --------
     >>> args = build_parser().parse_args(["compare", "--models", "ce,ngebm", "--seeds", "1"])
-    >>> args.models, args.seeds, args.data
-    (['ce', 'ngebm'], 1, ['digits'])
+    >>> args.models, args.seeds, args.data  # the main job's two data sets by default
+    (['ce', 'ngebm'], 1, ['digits', 'mnist1d'])
     """
     parser = _Parser(
         prog="python -m ebmclassifier",
@@ -89,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ...     status = main(["compare", "--seeds", "0"])
     >>> status
     2
-    >>> print(errors.getvalue(), end="")
-    python -m ebmclassifier compare: error: argument --seeds: expected an int >= 1, got '0'
+    >>> print(errors.getvalue().replace("python -m ebmclassifier compare: ", ""), end="")
+    error: argument --seeds: expected an int >= 1 and <= 100 (each seed trains ...), got '0'
     """
     parser = build_parser()
     try:

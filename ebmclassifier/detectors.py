@@ -373,10 +373,16 @@ class ViMDetector(_FeatureDetector):
 
     Parameters
     ----------
-    n_components : int or None, default=None
-        ``D``, the dimension of the principal subspace, ``1 <= D < n_features``. ``None``
-        takes half the feature dimension; the paper sets ``D`` per backbone (e.g. 1000 of
-        2048 features), so tune it for yours.
+    n_components : "auto", int or None, default="auto"
+        ``D``, the dimension of the principal subspace, ``1 <= D < n_features``. The paper
+        sets ``D`` per backbone, about half the feature dimension ``N`` (1000 of ResNet-50's
+        2048 features), so ``None`` takes ``N // 2``. ``"auto"`` takes the same half, bounded
+        by what the training features support: ``D = min(N // 2, r - 1)`` with ``r`` the
+        numerical rank of the centred features :math:`x_i - o` (singular values above
+        ``1e-8`` times the largest), so that the residual is never empty; with fewer training
+        samples than ``N // 2`` (e.g. ~100 rows of 256 features) ``D`` is their rank minus
+        one. ``"auto"`` equals ``None`` whenever the features have rank above ``N // 2``.
+        Tune an integer for your backbone.
 
     Attributes
     ----------
@@ -409,7 +415,7 @@ class ViMDetector(_FeatureDetector):
     True
     """
 
-    def __init__(self, n_components: int | None = None) -> None:
+    def __init__(self, n_components: int | str | None = "auto") -> None:
         self.n_components = n_components
 
     def fit(self, features, y=None, *, weight, bias) -> ViMDetector:
@@ -444,6 +450,8 @@ class ViMDetector(_FeatureDetector):
         self.n_components_ = self._check_n_components(X.shape[1])
         self.origin_ = -np.linalg.pinv(self.coef_) @ self.intercept_
         centred = X - self.origin_
+        if self.n_components == "auto":
+            self.n_components_ = _auto_n_components(centred)
         covariance = EmpiricalCovariance(assume_centered=True).fit(centred).covariance_
         _, eigenvectors = np.linalg.eigh(covariance)  # eigenvalues in ascending order
         self.residual_basis_ = eigenvectors[:, : X.shape[1] - self.n_components_]
@@ -475,10 +483,15 @@ class ViMDetector(_FeatureDetector):
         return self.fit(features, y, weight=weight, bias=bias)
 
     def _check_n_components(self, n_features: int) -> int:
-        if self.n_components is None:
+        if self.n_components is None or self.n_components == "auto":
             if n_features < 2:
                 raise ValueError("ViMDetector needs at least 2 features; got 1.")
             return n_features // 2
+        if isinstance(self.n_components, str):
+            raise ValueError(
+                "The 'n_components' parameter of ViMDetector must be 'auto', None or an int "
+                f"in [1, n_features). Got {self.n_components!r} instead."
+            )
         check = ParamChecker(self)
         check.integer("n_components", 1)
         check.raise_if_any()
@@ -517,6 +530,20 @@ class ViMDetector(_FeatureDetector):
             (X - self.origin_) @ self.residual_basis_, axis=1
         )
         return virtual_logit - logsumexp(logits, axis=1)
+
+
+def _auto_n_components(centred: np.ndarray) -> int:
+    """ViM's ``D`` for ``n_components="auto"``: ``min(N // 2, r - 1)``, ``r`` the numerical
+    rank of the centred training features (singular values above 1e-8 of the largest)."""
+    singular_values = np.linalg.svd(centred, compute_uv=False)
+    rank = int(np.sum(singular_values > 1e-8 * singular_values[0])) if centred.size else 0
+    if rank < 2:
+        raise ValueError(
+            f"The {len(centred)} training features span {rank} dimension(s) around ViM's "
+            "origin, so no principal subspace leaves a residual (ViM needs rank >= 2). Fit on "
+            "more (or more varied) training samples, or use another detector."
+        )
+    return min(centred.shape[1] // 2, rank - 1)
 
 
 #: The detectors by the names ``compare --detectors`` takes.

@@ -18,6 +18,7 @@ from ._divergence import (
     parameters_finite,
     state_is_healthy,
 )
+from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from ._validation import ParamChecker
 from .energy import energy
 from .exceptions import DivergenceError
@@ -31,7 +32,7 @@ __all__ = ["JEMClassifier"]
 GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
-class JEMClassifier(EBMClassifierBase):
+class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
     The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the
@@ -96,6 +97,10 @@ class JEMClassifier(EBMClassifierBase):
         What to do when a training step diverges (see above).
     max_energy : float, default=1e4
         A step whose data or sample energies exceed this in absolute value counts as diverged.
+    class_incremental, negatives, replay_per_class
+        Class-incremental learning, as in :class:`~ebmclassifier.NGEBMClassifier`; the
+        contrastive energy term is unchanged. A new class's Gaussian of the informative chain
+        start is the mean of the old classes' ones (no data is kept for it).
     ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
@@ -138,7 +143,12 @@ random_state, class_weight, verbose, **kwargs
     (4, 64)
     """
 
-    _saved_attributes = (*EBMClassifierBase._saved_attributes, "sgld_step_size_", "n_divergences_")
+    _saved_attributes = (
+        *EBMClassifierBase._saved_attributes,
+        "sgld_step_size_",
+        "n_divergences_",
+        *RESERVOIR_ATTRIBUTES,
+    )
 
     def __init__(
         self,
@@ -157,6 +167,9 @@ random_state, class_weight, verbose, **kwargs
         informative_rank: int = 10,
         on_divergence: str = "recover",
         max_energy: float = 1e4,
+        class_incremental: bool = False,
+        negatives: str | int = "all",
+        replay_per_class: int = 0,
         ood_method: str = "energy",
         **kwargs,
     ) -> None:
@@ -174,6 +187,9 @@ random_state, class_weight, verbose, **kwargs
         self.informative_rank = informative_rank
         self.on_divergence = on_divergence
         self.max_energy = max_energy
+        self.class_incremental = class_incremental
+        self.negatives = negatives
+        self.replay_per_class = replay_per_class
 
     # ------------------------------------------------------------------ parameters
 
@@ -276,6 +292,19 @@ random_state, class_weight, verbose, **kwargs
             )
             self.replay_buffer_ = ReplayBuffer(start, len(buffer["samples"])).to(self.device_)
         super()._load_module_states(states)
+
+    def _grow_class_state(self, old_rows: np.ndarray, n_classes: int) -> None:
+        """Give the informative start a Gaussian per new class: the old ones' mean."""
+        start = self.replay_buffer_.start
+        if not isinstance(start, GaussianStart):
+            return
+        rows = torch.as_tensor(old_rows, device=start.means.device)
+        for name in ("means", "factors", "stds", "log_priors"):
+            old = getattr(start, name)
+            grown = old.mean(0, keepdim=True).expand(n_classes, *old.shape[1:]).clone()
+            grown[rows] = old
+            setattr(start, name, grown)
+        start.log_priors = start.log_priors - start.log_priors.logsumexp(0)
 
     # ------------------------------------------------------------------ the loss
 

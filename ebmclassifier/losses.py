@@ -38,6 +38,7 @@ __all__ = [
     "cross_entropy",
     "fd_step_size",
     "jem_loss",
+    "negatives_cross_entropy",
     "ngebm_loss",
     "per_sample_criterion",
     "weighted_mean",
@@ -498,3 +499,84 @@ def jem_loss(
     classification = _classification_term(criterion, logits, y, sample_weight)
     contrast = weighted_mean(e_data, sample_weight) - e_samples.mean()
     return classification + px_weight * contrast, logits, e_data, e_samples
+
+
+def negatives_cross_entropy(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    negatives: str | int = "batch",
+    sample_weight: torch.Tensor | None = None,
+    criterion: Criterion = cross_entropy,
+) -> torch.Tensor:
+    """The cross-entropy whose normalising term covers only some classes (Li et al. 2020).
+
+        L_i = -f(x_i)[y_i] + log sum_{c in {y_i} + N_i} exp f(x_i)[c],
+
+    the contrastive objective of energy-based continual learning [1]_ with ``E(x, c) =
+    -f(x)[c]``: it lowers the energy of the true class and raises that of the negatives
+    ``N_i`` only, so classes outside every ``N_i`` get no gradient from the normalising term.
+
+    - ``negatives="all"``: ``N_i`` is every other class, the usual cross-entropy
+      (``criterion(logits, y)`` itself);
+    - ``"batch"``: the classes of the batch's samples (those of positive weight), the
+      objective of [1]_ with all current classes;
+    - an int ``k >= 1``: ``k`` classes drawn per sample, uniformly without replacement, from
+      the batch's classes other than ``y_i`` (torch's random state; ``k=1`` is [1]_'s single
+      negative). Where fewer are available, all of them (as ``"batch"``); a sample without
+      any has the loss 0.
+
+    The excluded logits are set to ``-inf`` before ``criterion``, so a class-weighted
+    criterion keeps its weights and ``sample_weight`` its meaning (:func:`weighted_mean`).
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, n_classes)
+    y : Tensor of shape (n,)
+        int64 labels in ``0..n_classes-1``.
+    negatives : {"all", "batch"} or int, default="batch"
+    sample_weight : Tensor of shape (n,) or None, default=None
+    criterion : callable, default=:func:`cross_entropy`
+        A softmax cross-entropy on logits, ``criterion(logits, y)``, and
+        ``criterion(logits, y, sample_weight)`` with weights (not one that averages over
+        every log-probability, such as label smoothing: the excluded ones are ``-inf``).
+
+    Returns
+    -------
+    scalar Tensor
+
+    References
+    ----------
+    .. [1] Li, S., Du, Y., van de Ven, G. M. and Mordatch, I. "Energy-Based Models for
+       Continual Learning". CoLLAs 2022 (arXiv:2011.12216), eq. 4.
+
+    Examples
+    --------
+    Classes 0 and 1 in the batch, class 2 absent: its logit is left out of the sum.
+
+    >>> import torch
+    >>> logits = torch.tensor([[1.0, 0.0, 5.0], [0.0, 2.0, 5.0]], requires_grad=True)
+    >>> y = torch.tensor([0, 1])
+    >>> loss = negatives_cross_entropy(logits, y, "batch")
+    >>> expected = torch.nn.functional.cross_entropy(logits[:, :2], y)
+    >>> bool(torch.isclose(loss, expected))
+    True
+    >>> loss.backward()
+    >>> logits.grad[:, 2].tolist()  # no push on the absent class
+    [0.0, 0.0]
+    """
+    if negatives == "all":
+        return _classification_term(criterion, logits, y, sample_weight)
+    n, n_classes = logits.shape
+    counted = y if sample_weight is None else y[sample_weight > 0]
+    present = torch.zeros(n_classes, dtype=torch.bool, device=logits.device)
+    present[counted] = True
+    own = F.one_hot(y, n_classes).bool()
+    if negatives == "batch":
+        keep = own | present
+    else:
+        candidates = present & ~own
+        scores = torch.rand(n, n_classes, device=logits.device).masked_fill(~candidates, -1.0)
+        drawn = scores.topk(min(int(negatives), n_classes), dim=1).indices
+        keep = own | (torch.zeros_like(own).scatter_(1, drawn, True) & candidates)
+    restricted = logits.masked_fill(~keep, float("-inf"))
+    return _classification_term(criterion, restricted, y, sample_weight)

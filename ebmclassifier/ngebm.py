@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from ._base import EBMClassifierBase
+from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from ._validation import ParamChecker
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
@@ -15,7 +16,7 @@ from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 __all__ = ["NGEBMClassifier"]
 
 
-class NGEBMClassifier(EBMClassifierBase):
+class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
     The loss of one batch is (Piland et al., 2023)
@@ -59,6 +60,30 @@ class NGEBMClassifier(EBMClassifierBase):
         For ``grad_norm="finite_difference"``: the step ``h`` relative to the data's scale,
         ``h = fd_step * sqrt(sum_j Var(x_j))`` (the root-mean-square distance of the training
         samples from their mean), so it means the same for raw pixels and standardized data.
+    class_incremental : bool, default=False
+        With ``True``, ``partial_fit`` (and a warm-started ``fit``) accepts labels that are not
+        in ``classes_``: they join ``classes_`` (kept sorted, as scikit-learn keeps them, so
+        with labels arriving in increasing order they are appended) and the output layer
+        (:func:`~ebmclassifier.continual.output_layer`) grows a row per new class, the old
+        rows and every other weight unchanged, the optimizer's state carried over with zeros
+        for the new rows (:func:`~ebmclassifier.continual.grow_output_layer`). A later
+        ``partial_fit(classes=...)`` may then name more classes. ``False``: new labels are a
+        ``ValueError``, as in scikit-learn. See :doc:`/continual`.
+    negatives : {"all", "batch"} or int, default="all"
+        Which classes the normalising term of the cross-entropy covers (Li et al. 2020):
+        ``"all"`` every class (the usual cross-entropy); ``"batch"`` the classes of the
+        training batch, so the logits of absent classes are not pushed down; an int ``k``,
+        ``k`` classes drawn per sample from the batch's other classes (all of them where
+        fewer are there). See :func:`~ebmclassifier.losses.negatives_cross_entropy`. The
+        energy terms are unchanged.
+    replay_per_class : int, default=0
+        When positive, a reservoir of up to that many training samples per class (Vitter's
+        reservoir sampling, seeded by ``random_state``; attributes ``reservoir_X_``,
+        ``reservoir_y_``, ``reservoir_seen_``, saved and pickled with the estimator). Every
+        ``fit``/``partial_fit`` trains on its data plus the samples stored before the call,
+        weighted so that each stored class weighs, in all, as much as an average class of the
+        data (times its ``class_weight``), then stores from its own data (samples of positive
+        weight); a fresh ``fit`` empties the reservoir first.
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
@@ -99,7 +124,11 @@ random_state, class_weight, verbose, **kwargs
     (3,)
     """
 
-    _saved_attributes = (*EBMClassifierBase._saved_attributes, "fd_step_size_")
+    _saved_attributes = (
+        *EBMClassifierBase._saved_attributes,
+        "fd_step_size_",
+        *RESERVOIR_ATTRIBUTES,
+    )
 
     def __init__(
         self,
@@ -110,6 +139,9 @@ random_state, class_weight, verbose, **kwargs
         energy_var_weight: float = 0.0,
         grad_norm: str = "exact",
         fd_step: float = 0.01,
+        class_incremental: bool = False,
+        negatives: str | int = "all",
+        replay_per_class: int = 0,
         ood_method: str = "approx_mass",
         **kwargs,
     ) -> None:
@@ -119,6 +151,9 @@ random_state, class_weight, verbose, **kwargs
         self.energy_var_weight = energy_var_weight
         self.grad_norm = grad_norm
         self.fd_step = fd_step
+        self.class_incremental = class_incremental
+        self.negatives = negatives
+        self.replay_per_class = replay_per_class
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)
@@ -138,13 +173,19 @@ random_state, class_weight, verbose, **kwargs
     def _data_parallel_problems(self) -> list[str]:
         # Cross-entropy and the gradient norms are means of per-sample terms, which the
         # shards of a batch reproduce exactly; the batch variance of the energy is not.
+        problems = []
         if self.energy_var_weight:
-            return [
+            problems.append(
                 f"energy_var_weight={self.energy_var_weight!r} penalises the variance of the "
                 "energy over a batch, which data-parallel training would compute per shard; "
                 "use energy_var_weight=0 for data-parallel training."
-            ]
-        return []
+            )
+        if self.negatives != "all":  # the classes present in a batch are not per-sample
+            problems.append(
+                f"negatives={self.negatives!r} draws the negatives from the batch's classes, "
+                "which data-parallel training would see per shard; use negatives='all'."
+            )
+        return problems
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)

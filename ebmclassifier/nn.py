@@ -9,10 +9,16 @@ logits as ``forward(x) = last_layer(penultimate(x))``: ``penultimate(x)`` return
 ``(n, d)`` features that layer reads (after the last activation, pooling or flattening). The
 post-hoc OOD detectors of :mod:`ebmclassifier.detectors` (Mahalanobis, KNN, ViM) work on these
 features. A user's own module can offer the same two names to be used with them.
+
+Any network, the defaults or the user's: :func:`network_kwargs` gives a network class the data's
+sizes (``n_features``, ``n_classes``, ``input_shape``) its ``__init__`` takes,
+:func:`check_module_kwargs` refuses routed ``module__*`` parameters it does not take, and
+:func:`check_module_output` runs it once on one training sample before training.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from itertools import islice
 from math import prod
@@ -20,9 +26,9 @@ from math import prod
 import torch
 from torch import nn
 
-from ._validation import ParamChecker
+from ._validation import InvalidParameterError, ParamChecker
 
-__all__ = ["MLP", "ConvNet", "WideResNet", "wide_resnet_blocks_per_group"]
+__all__ = ["MLP", "ConvNet", "LabelConditionedMLP", "WideResNet", "wide_resnet_blocks_per_group"]
 
 
 class _LinearReadout(nn.Module):
@@ -340,4 +346,202 @@ class WideResNet(_LinearReadout):
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
             nn.Linear(width, n_classes),
+        )
+
+
+class LabelConditionedMLP(nn.Module):
+    """An energy network ``E(x, y)`` that takes the label as an input (Li et al. 2020).
+
+    ``f(x)[c] = -E(x, c) = head(phi(x) * g_c + b_c)``: features ``phi(x)`` of an MLP, gated
+    feature-wise by a learned vector ``g_c`` per class (the rows of ``last_layer``), then a
+    head shared by every class gives one number. The classes share the head, so the energy of
+    a new class is on the scale of the old ones; only ``g_c`` and ``b_c`` are the class's own.
+    Unlike the other networks its logits are not ``last_layer(penultimate(x))``: it has no
+    ``penultimate``, so the post-hoc detectors of :mod:`ebmclassifier.detectors` do not apply;
+    ``last_layer`` is what ``class_incremental=True`` grows.
+
+    Parameters
+    ----------
+    n_features : int
+    n_classes : int
+    hidden_sizes : sequence of int, default=(256, 256)
+        The MLP ``phi``; its last size is the width of the gates.
+    head_size : int, default=64
+        The hidden width of the shared head.
+
+    References
+    ----------
+    .. [1] Li, S., Du, Y., van de Ven, G. M. and Mordatch, I. "Energy-Based Models for
+       Continual Learning". CoLLAs 2022 (arXiv:2011.12216), section 3.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = LabelConditionedMLP(4, 3, hidden_sizes=(8,), head_size=5)
+    >>> net(torch.zeros(2, 4)).shape, net.last_layer.weight.shape
+    (torch.Size([2, 3]), torch.Size([3, 8]))
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_classes: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        head_size: int = 64,
+    ) -> None:
+        check = ParamChecker.of(locals(), owner="LabelConditionedMLP")
+        check.integer("n_features", 1)
+        check.integer("n_classes", 1)
+        check.int_sequence("hidden_sizes")
+        check.integer("head_size", 1)
+        check.raise_if_any()
+        super().__init__()
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = n_features
+        for size in hidden_sizes:
+            layers += [nn.Linear(width, size), nn.SiLU()]
+            width = size
+        self.features = nn.Sequential(*layers)
+        self.gates = nn.Linear(width, n_classes)  # row c: g_c, bias: b_c
+        with torch.no_grad():  # start near the identity gate
+            self.gates.weight.uniform_(0.5, 1.5)
+        self.head = nn.Sequential(nn.Linear(width, head_size), nn.SiLU(), nn.Linear(head_size, 1))
+
+    @property
+    def last_layer(self) -> nn.Linear:
+        """The per-class gates ``g_c`` (weight rows) and offsets ``b_c`` (bias)."""
+        return self.gates
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.features(x)
+        gated = h[:, None, :] * self.gates.weight[None] + self.gates.bias[None, :, None]
+        return self.head(gated).squeeze(-1)
+
+
+# ------------------------------------------- any network: built with the data's sizes, checked
+
+
+def network_kwargs(network, kwargs: dict, sizes: dict) -> dict:
+    """The arguments skorch's ``initialized_instance(network, kwargs)`` builds a network with.
+
+    skorch builds a class as ``network(**kwargs)``, rebuilds an instance given routed
+    parameters as ``type(network)(**kwargs)``, and uses an instance without them as it is.
+    A network that is built also gets the entries of ``sizes`` (the data's ``n_features``,
+    ``n_classes``, ...) that its ``__init__`` takes by name and ``kwargs`` does not give.
+
+    Parameters
+    ----------
+    network : torch.nn.Module class or instance, or another callable
+    kwargs : dict
+        The routed parameters (``module__*``, ``encoder__*``, ...), without their prefix.
+    sizes : dict
+        The data-dependent arguments on offer.
+
+    Returns
+    -------
+    dict
+    """
+    if isinstance(network, nn.Module):
+        if not kwargs:
+            return kwargs
+        network = type(network)
+    try:
+        takes = inspect.signature(network).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    return {**{k: v for k, v in sizes.items() if k in takes}, **kwargs}
+
+
+def module_kwargs_problem(owner: str, prefix: str, module_cls, kwargs: dict) -> str | None:
+    """The routed ``{prefix}__*`` parameters that ``module_cls`` does not take, as a message.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator's class name, for the message.
+    prefix : str
+        The routing prefix, e.g. ``"module"``.
+    module_cls : callable
+        What is built; a signature with ``**kwargs`` takes any name.
+    kwargs : dict
+        The routed parameters, without their prefix.
+
+    Returns
+    -------
+    str or None
+        Naming the parameters ``module_cls`` does not take, and listing those it takes;
+        ``None`` when it takes them all.
+    """
+    try:
+        params = inspect.signature(module_cls).parameters
+    except (TypeError, ValueError):
+        return None  # no signature to check against
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [name for name in kwargs if name not in named]
+    if not unknown:
+        return None
+    what = getattr(module_cls, "__name__", repr(module_cls))
+    routed = ", ".join(f"{prefix}__{name}" for name in unknown)
+    return (
+        f"{owner} got {routed}, but {what} takes no argument named "
+        + ", ".join(repr(name) for name in unknown)
+        + f". {what} takes: "
+        + ", ".join(named)
+        + f"; pass them as {prefix}__<name>."
+    )
+
+
+def check_module_kwargs(owner: str, prefix: str, module_cls, kwargs: dict) -> None:
+    """Refuse routed ``{prefix}__*`` parameters that ``module_cls`` does not take.
+
+    Raises
+    ------
+    InvalidParameterError
+        With the message of :func:`module_kwargs_problem`.
+    """
+    problem = module_kwargs_problem(owner, prefix, module_cls, kwargs)
+    if problem is not None:
+        raise InvalidParameterError(problem)
+
+
+def check_module_output(estimator, x: torch.Tensor) -> None:
+    """One forward pass of ``estimator.module_`` on one training sample, before training.
+
+    The network must take the data's samples and return logits of shape ``(1, n_classes)``;
+    otherwise the error names the ``module`` parameter and says what came, instead of failing
+    in torch in the middle of the first training step.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        With ``module_``, ``classes_`` and ``input_shape_``.
+    x : Tensor of shape ``(1, *input_shape)``
+        One training sample, on the estimator's device.
+    """
+    name, module = type(estimator).__name__, estimator.module_
+    what = f"The network of {name} ({type(module).__name__}, from the 'module' parameter)"
+    n_classes = len(estimator.classes_)
+    training = module.training
+    module.eval()  # no dropout noise, no batch-norm statistics
+    try:
+        with torch.no_grad():
+            out = module(x)
+    except Exception as exc:  # any failure here is the network's, on valid data
+        raise ValueError(
+            f"{what} failed on one training sample of shape {tuple(x.shape[1:])}: "
+            f"{str(exc).rstrip('.')}. "
+            f"It must take samples of shape {estimator.input_shape_} "
+            f"(n_features_in_={estimator.n_features_in_})."
+        ) from exc
+    finally:
+        module.train(training)
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
+    if shape != (1, n_classes):
+        got = f"a {type(out).__name__}" if shape is None else f"an output of shape {shape}"
+        raise ValueError(
+            f"{what} returned {got} for one training sample; it must return logits of shape "
+            f"(1, n_classes) = (1, {n_classes}), one per class of y "
+            f"({estimator.classes_.tolist()!r})."
         )

@@ -65,6 +65,7 @@ _PROTOCOL = {
     "augmentation": {"padding": 4, "padding_mode": "reflect", "flip": True, "noise_std": 0.03},
     "input_scaling": "pixels in [0, 1] mapped to [-1, 1]: (x - 0.5) / 0.5 per channel",
     "n_valid": 5000,
+    "drop_last": True,  # the scripts' training loader drops the last incomplete batch
     # The README's 1 : 1 : 1 of CE, gradient norm and energy variance, halved to the
     # library's beta + gamma = 1 (the same direction of descent; Adam ignores the scale).
     "ngebm": {"beta": 0.5, "gamma": 0.5, "energy_var_weight": 0.5},
@@ -113,7 +114,8 @@ def paper_protocol(dataset: str = "cifar10") -> dict:
         - ``dataset``, ``n_classes``, ``network`` (``"wrn-28-10"``: a
           :class:`~ebmclassifier.nn.WideResNet` of depth 28 and widen factor 10, no
           batch-norm), ``max_epochs`` (150), ``batch_size`` (64), ``n_valid`` (5000 held
-          out), ``input_scaling``;
+          out), ``drop_last`` (True: the last incomplete batch of an epoch is dropped, so
+          an epoch of CIFAR-10's 45,000 training samples is 703 steps), ``input_scaling``;
         - ``optimizer`` (``"adam"``), ``betas``, ``weight_decay``, ``lr`` (1e-4);
         - ``warmup_iters`` (1000), ``lr_milestones`` ([160, 180]) and ``lr_decay`` (0.3), the
           arguments of :func:`paper_callbacks`;

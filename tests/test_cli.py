@@ -72,14 +72,14 @@ def test_version_prints_the_package_version(capsys):
         ("--batch-size", "0", "argument --batch-size: expected an int >= 1 or -1 (the whole "
          "training split), got '0'"),
         ("--batch-size", "2.5", "argument --batch-size: expected an int >= 1 or -1"),
-        ("--epochs", "0", "argument --epochs: expected an int >= 1, got '0'"),
-        ("--seeds", "-1", "argument --seeds: expected an int >= 1, got '-1'"),
-        ("--seeds", "0", "argument --seeds: expected an int >= 1, got '0'"),
-        ("--seeds", "two", "argument --seeds: expected an int >= 1, got 'two'"),
-        ("--n-attack", "-5", "argument --n-attack: expected an int >= 1, got '-5'"),
-        ("--max-train", "-3", "argument --max-train: expected an int >= 1, got '-3'"),
-        ("--max-test", "0", "argument --max-test: expected an int >= 1, got '0'"),
-        ("--attack-steps", "0", "argument --attack-steps: expected an int >= 1, got '0'"),
+        ("--epochs", "0", "argument --epochs: expected an int >= 1 and <= "),
+        ("--seeds", "-1", "argument --seeds: expected an int >= 1 and <= "),
+        ("--seeds", "0", "argument --seeds: expected an int >= 1 and <= "),
+        ("--seeds", "two", "argument --seeds: expected an int >= 1 and <= "),
+        ("--n-attack", "-5", "argument --n-attack: expected an int >= 1 and <= "),
+        ("--max-train", "-3", "argument --max-train: expected an int >= 1 and <= "),
+        ("--max-test", "0", "argument --max-test: expected an int >= 1 and <= "),
+        ("--attack-steps", "0", "argument --attack-steps: expected an int >= 1 and <= "),
         ("--epsilons", "0,-0.1", "argument --epsilons: expected a comma-separated list, each a "
          "finite float >= 0; '-0.1' in '0,-0.1' is not"),
         ("--epsilons", "nan", "argument --epsilons: expected a comma-separated list, each a "
@@ -366,8 +366,9 @@ def _registry_with_failing_ngebm(failing):
 def test_a_failed_fit_leaves_the_report_of_the_others_and_exits_1(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(compare, "default_models", lambda: _registry_with_failing_ngebm((1,)))
     out_dir = tmp_path / "report"
-    status, out, err = _run(capsys, "compare", "--models", "ce,ngebm", "--seeds", "2", *QUICK,
-                            "--out", str(out_dir), "--no-progress")  # fmt: skip
+    status, out, err = _run(capsys, "compare", "--data", "digits", "--models", "ce,ngebm",
+                            "--seeds", "2", *QUICK, "--out", str(out_dir),
+                            "--no-progress")  # fmt: skip
     assert status == 1
     assert "| ce |" in out and "| ngebm |" in out  # the tables of what succeeded
     assert "'ngebm' failed at seed 1: FloatingPointError('diverged')" in err  # as it happened
@@ -382,8 +383,9 @@ def test_when_every_fit_fails_nothing_is_reported_and_the_exit_is_1(capsys, monk
     # It used to exit 0 with empty tables.
     monkeypatch.setattr(compare, "default_models", lambda: _registry_with_failing_ngebm((0, 1)))
     out_dir = tmp_path / "report"
-    status, out, err = _run(capsys, "compare", "--models", "ngebm", "--seeds", "2", *QUICK,
-                            "--out", str(out_dir), "--no-progress")  # fmt: skip
+    status, out, err = _run(capsys, "compare", "--data", "digits", "--models", "ngebm",
+                            "--seeds", "2", *QUICK, "--out", str(out_dir),
+                            "--no-progress")  # fmt: skip
     assert status == 1 and out == ""
     assert err.splitlines()[-1] == (
         "python -m ebmclassifier compare: error: every fit failed, nothing to report: "

@@ -508,9 +508,10 @@ def test_the_reproducing_command_line_spells_every_given_option():
          "--network", "wrn-16-2", "--models", "ce,ngebm"]
     )  # fmt: skip
     assert COMMAND.command_line(args) == (
-        "python -m ebmclassifier compare --data digits --models ce,ngebm --seeds 3 --out report "
-        "--lr 0.003 --device auto --network wrn-16-2 --epsilons 0,0.05 --norm linf "
-        "--attack-steps 10 --n-attack 500 --no-standardize"
+        "python -m ebmclassifier compare --data digits,mnist1d --models ce,ngebm --seeds 3 "
+        "--out report --lr 0.003 --device auto --network wrn-16-2 --epsilons 0,0.05 --norm "
+        "linf --attack-steps 10 --n-attack 500 --detectors mahalanobis,knn,vim "
+        "--no-standardize"
     )
     config = CompareConfig(**COMMAND.fields(args))
     assert (config.epsilons, config.standardize, config.progress) == ([0.0, 0.05], False, False)
@@ -559,9 +560,9 @@ def _standardized_sets(config):
     """compare's own standardized data and the seed-0 calibration split, recomputed."""
     from sklearn.model_selection import train_test_split
 
-    from ebmclassifier.experiments.compare import _load
+    from ebmclassifier.experiments._setup import load_setup
 
-    data = _load(config).data
+    data = load_setup(config).data
     _, X_cal, _, _ = train_test_split(
         data.X_train, data.y_train, test_size=0.2, stratify=data.y_train, random_state=0
     )
@@ -765,7 +766,6 @@ def _bad_ood_files(folder):
         (["--ood", "{dir}/missing.npz"], "missing.npz' not found"),
         (["--ood", "{dir}/flat64.npz,{dir}/flat64.npz"], "flat64.npz more than once"),
         (["--detectors", "odin"], "Unknown detectors ['odin'] in --detectors"),
-        (["--detectors", "knn", "--models", "ngebm"], "add ce to --models"),
         (["--data", "digits,digits"], "argument --data: 'digits,digits' lists digits more than"),
         # every data set is checked before the first one trains
         (["--data", "digits,{dir}/five.npz", "--ood", "{dir}/flat64.npz"], "but five.npz has"),

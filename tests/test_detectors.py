@@ -399,3 +399,55 @@ def test_agrees_with_pytorch_ood(features):
     np.testing.assert_allclose(
         ours.score_ood(queries), theirs.predict_features(t_queries).numpy(), rtol=1e-3, atol=1e-3
     )
+
+
+# ------------------------------------------------- ViM's subspace from the features' rank (#26)
+
+
+def _low_rank_features(n, n_features, rank, seed=0):
+    """``n`` features of exact rank ``rank`` around the origin 0 (W x + 0 has logits 0 at 0)."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, rank)) @ rng.normal(size=(rank, n_features))
+
+
+def test_vim_auto_is_half_the_features_bounded_by_their_rank():
+    # 40 rows of 256 features span 40 dimensions (wine's ~100 rows of a 256-wide layer, as
+    # compare met them): half the features (128) would leave no residual; auto takes r - 1.
+    W, b = np.random.default_rng(1).normal(size=(3, 256)), np.zeros(3)
+    train = _low_rank_features(40, 256, 40)
+    assert np.linalg.matrix_rank(train) == 40  # numpy's own rank, an independent count
+    with pytest.raises(ValueError, match="no residual outside a principal subspace of 128"):
+        ViMDetector(n_components=None).fit(train, weight=W, bias=b)
+    vim = ViMDetector().fit(train, weight=W, bias=b)  # "auto", the default
+    assert vim.n_components == "auto" and vim.n_components_ == 39
+    # the same fit as an explicit n_components of r - 1
+    explicit = ViMDetector(n_components=39).fit(train, weight=W, bias=b)
+    test = np.random.default_rng(2).normal(size=(5, 256))
+    np.testing.assert_allclose(vim.score_ood(test), explicit.score_ood(test))
+    # a rank below N // 2 but above it by the tolerance: 10 exact dimensions plus 1e-12 noise
+    noisy = _low_rank_features(40, 256, 10) + 1e-12 * np.random.default_rng(3).normal(
+        size=(40, 256)
+    )
+    assert ViMDetector().fit(noisy, weight=W, bias=b).n_components_ == 9
+
+
+def test_vim_auto_equals_half_when_the_features_have_the_rank():
+    W, b = np.random.default_rng(1).normal(size=(3, 8)), np.zeros(3)
+    train = np.random.default_rng(0).normal(size=(100, 8))
+    auto = ViMDetector().fit(train, weight=W, bias=b)
+    half = ViMDetector(n_components=None).fit(train, weight=W, bias=b)
+    assert auto.n_components_ == half.n_components_ == 4
+    assert auto.alpha_ == half.alpha_
+    np.testing.assert_array_equal(auto.residual_basis_, half.residual_basis_)
+
+
+def test_vim_auto_on_features_of_rank_one_says_what_to_do():
+    W, b = np.eye(3), np.zeros(3)
+    with pytest.raises(ValueError, match=r"span 1 dimension\(s\) .*\(ViM needs rank >= 2\)"):
+        ViMDetector().fit(_low_rank_features(20, 3, 1), weight=W, bias=b)
+
+
+@pytest.mark.parametrize("bad", ["half", "AUTO", ""])
+def test_vim_n_components_refuses_other_strings(bad):
+    with pytest.raises(ValueError, match="must be 'auto', None or an int"):
+        ViMDetector(n_components=bad).fit(np.eye(4), weight=np.eye(4), bias=np.zeros(4))

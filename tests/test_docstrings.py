@@ -39,6 +39,7 @@ NOT_API = {
     "ebmclassifier.cli": "the command line, documented by its --help",
     "ebmclassifier.experiments.bench": "the 'bench' command of the command line",
     "ebmclassifier.experiments.demo": "the 'demo' command of the command line",
+    "ebmclassifier.experiments.continual": "the 'continual' command of the command line",
 }
 
 _DIRECTIVE = re.compile(r"^\.\. (currentmodule|autodata|autosummary)::\s*(\S*)")

@@ -18,6 +18,7 @@ from ebmclassifier.metrics import (
     mce_scorer,
     ood_metrics,
     risk_coverage_curve,
+    threshold_at_tpr,
 )
 
 
@@ -221,9 +222,15 @@ def test_ood_metrics_match_references():
     assert m["auroc"] == pytest.approx(roc_auc_score(is_ood, scores))
     assert m["aupr_out"] == pytest.approx(_reference_aupr(scores, is_ood))
     assert m["aupr_in"] == pytest.approx(_reference_aupr(-scores, ~is_ood))
-    # brute force: lowest FPR over thresholds that catch >= 95% of OOD
+    # brute force, pytorch-ood's (OOD positive): lowest FPR over thresholds that flag >= 95%
+    # of the OOD samples (flagged: score >= t)
     fprs = [np.mean(scores_in >= t) for t in scores if np.mean(scores_out >= t) >= 0.95]
-    assert m["fpr95"] == pytest.approx(min(fprs))
+    assert m["fpr95_out"] == pytest.approx(min(fprs))
+    # brute force, the papers' (in-distribution positive): lowest share of OOD kept over
+    # thresholds that keep >= 95% of the in-distribution samples (kept: score <= t)
+    kept = [np.mean(scores_out <= t) for t in scores if np.mean(scores_in <= t) >= 0.95]
+    assert m["fpr95_in"] == pytest.approx(min(kept))
+    assert m["fpr95"] == m["fpr95_in"]
 
 
 def test_fpr95_constructed_case():
@@ -231,16 +238,72 @@ def test_fpr95_constructed_case():
     # scores are 0.00 .. 0.99, of which 0.91 .. 0.99 (9 of 100) are >= the threshold 0.905.
     scores_in = np.arange(100) / 100
     scores_out = np.r_[0.905 + 0.005 * np.arange(19), 0.0]
-    assert ood_metrics(scores_in, scores_out)["fpr95"] == pytest.approx(0.09)
+    assert ood_metrics(scores_in, scores_out)["fpr95_out"] == pytest.approx(0.09)
+
+
+def test_fpr95_in_constructed_case():
+    # The papers' convention (issue #26): keep 95 of the 100 in-distribution scores 0.00 ..
+    # 0.99, i.e. threshold 0.94; of the 20 OOD scores 0.50, 0.55, ..., 1.45 those <= 0.94
+    # (0.50 .. 0.90, nine of them) are kept: FPR 9 / 20.
+    scores_in = np.arange(100) / 100
+    scores_out = 0.5 + 0.05 * np.arange(20)
+    assert threshold_at_tpr(scores_in, 0.95) == pytest.approx(0.94)
+    m = ood_metrics(scores_in, scores_out)
+    assert m["fpr95_in"] == pytest.approx(9 / 20) and m["fpr95"] == m["fpr95_in"]
+    # pytorch-ood's on the same scores: flag 19 of 20 OOD scores (>= 0.55): 45 of 100 in-dist.
+    assert m["fpr95_out"] == pytest.approx(0.45)
+
+
+def test_the_two_fpr95_conventions_differ_and_mirror():
+    # OOD positive on (in, out) is in-distribution positive on the mirrored problem
+    # (-out, -in): the OOD samples become the ones to keep. Up to the tie rule, they agree.
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=400), rng.normal(1.0, 1.5, size=300)
+    assert ood_metrics(a, b)["fpr95_out"] == pytest.approx(ood_metrics(-b, -a)["fpr95_in"])
+    assert ood_metrics(a, b)["fpr95_in"] != pytest.approx(ood_metrics(a, b)["fpr95_out"])
+
+
+@pytest.mark.parametrize(
+    "scores, tpr, expected",
+    [([0.4, 0.1, 0.3, 0.2], 0.75, 0.3), ([0.4, 0.1, 0.3, 0.2], 0.76, 0.4),
+     ([0.4, 0.1, 0.3, 0.2], 0.01, 0.1), (list(range(100)), 0.9, 89), ([5.0], 0.95, 5.0)],
+)  # fmt: skip
+def test_threshold_at_tpr_is_the_kth_smallest(scores, tpr, expected):
+    # k = ceil(tpr * n): 0.75 * 4 = 3 -> 3rd smallest; 0.76 * 4 = 3.04 -> 4th; 0.9 * 100
+    # rounds to 90.00000000000001 in floating point and still means the 90th
+    t = threshold_at_tpr(scores, tpr)
+    assert t == expected
+    assert np.mean(np.asarray(scores) <= t) >= tpr  # it keeps at least tpr
+
+
+@pytest.mark.parametrize("tpr", [0, 1, 1.5, -0.1, True, "0.95", float("nan")])
+def test_threshold_at_tpr_refuses_a_bad_tpr(tpr):
+    with pytest.raises(ValueError, match="tpr must be a float in the open interval"):
+        threshold_at_tpr([0.1, 0.2], tpr)
+
+
+def test_calibrate_ood_uses_threshold_at_tpr():
+    from sklearn.datasets import make_blobs
+
+    from ebmclassifier import NGEBMClassifier
+
+    X, y = make_blobs(120, n_features=4, centers=3, random_state=0)
+    clf = NGEBMClassifier(max_epochs=2, random_state=0).fit(X[:80], y[:80])
+    for method in ("energy", "max_softmax", "approx_mass"):
+        clf.calibrate_ood(X[80:], tpr=0.9, method=method)
+        scores = clf.score_ood(X[80:], method=method)
+        assert clf.ood_threshold_ == threshold_at_tpr(scores, 0.9)
+        assert clf.ood_threshold_ == np.sort(scores)[35]  # ceil(0.9 * 40) = 36th smallest
 
 
 def test_ood_metrics_perfect_and_reversed():
     perfect = ood_metrics([0.0, 0.1, 0.2], [1.0, 2.0])
-    assert perfect == pytest.approx({"auroc": 1.0, "aupr_in": 1.0, "aupr_out": 1.0, "fpr95": 0.0})
+    assert perfect == pytest.approx({"auroc": 1.0, "aupr_in": 1.0, "aupr_out": 1.0, "fpr95": 0.0,
+                                     "fpr95_in": 0.0, "fpr95_out": 0.0})  # fmt: skip
     # oriented the wrong way: every in-distribution sample is flagged before any OOD one
     reversed_ = ood_metrics([1.0, 2.0], [0.0, 0.1, 0.2])
     assert reversed_["auroc"] == pytest.approx(0.0)
-    assert reversed_["fpr95"] == pytest.approx(1.0)
+    assert reversed_["fpr95"] == reversed_["fpr95_in"] == reversed_["fpr95_out"] == 1.0
 
 
 def test_ood_metrics_aupr_in_is_aupr_out_of_the_mirrored_problem():

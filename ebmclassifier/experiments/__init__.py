@@ -1,4 +1,5 @@
-"""The experiments behind the command line: ``demo``, ``compare`` and ``bench``.
+"""The experiments behind the command line: ``demo``, ``compare``, ``bench`` and
+``continual``.
 
 Each module declares its command once, as a :class:`~ebmclassifier.experiments._command.Command`
 named ``COMMAND`` (its options, its help, the function that runs it); :mod:`ebmclassifier.cli`
@@ -11,6 +12,6 @@ from __future__ import annotations
 
 def commands() -> list:
     """The commands of ``python -m ebmclassifier``, in the order ``--help`` lists them."""
-    from . import bench, compare, demo
+    from . import bench, compare, continual, demo
 
-    return [demo.COMMAND, compare.COMMAND, bench.COMMAND]
+    return [demo.COMMAND, compare.COMMAND, bench.COMMAND, continual.COMMAND]

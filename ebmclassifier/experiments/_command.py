@@ -53,6 +53,10 @@ class Number:
     low_open : bool, default=False
     also : tuple, default=()
         Values allowed outside the range, with what they mean (``{-1: "the whole split"}``).
+    high : number or None, default=None
+        The largest value allowed: the most a run can sensibly take.
+    why : str, default=""
+        Why ``high`` is the limit, said when a value above it is refused.
 
     Examples
     --------
@@ -61,10 +65,17 @@ class Number:
     >>> Number(int, low=1)("0")
     Traceback (most recent call last):
     argparse.ArgumentTypeError: expected an int >= 1, got '0'
+    >>> Number(int, low=1, high=100, why="seeds")("1000")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an int >= 1 and <= 100 (seeds), got '1000'
     """
 
-    def __init__(self, kind: type, low=None, *, low_open: bool = False, also: dict | None = None):
+    def __init__(
+        self, kind: type, low=None, *, low_open: bool = False, also: dict | None = None,
+        high=None, why: str = "",
+    ):  # fmt: skip
         self.kind, self.low, self.low_open, self.also = kind, low, low_open, dict(also or {})
+        self.high, self.why = high, why
         self.__name__ = kind.__name__  # argparse names the type in its own messages
 
     def describe(self) -> str:
@@ -72,6 +83,8 @@ class Number:
         what = "an int" if self.kind is int else "a finite float"
         if self.low is not None:
             what += f" {'>' if self.low_open else '>='} {self.low}"
+        if self.high is not None:
+            what += f" and <= {self.high}" + (f" ({self.why})" if self.why else "")
         return what + "".join(f" or {value} ({meaning})" for value, meaning in self.also.items())
 
     def __call__(self, text: str):
@@ -86,7 +99,7 @@ class Number:
     def _allowed(self, value) -> bool:
         if value in self.also:
             return True
-        if not math.isfinite(value):
+        if not math.isfinite(value) or (self.high is not None and value > self.high):
             return False
         return self.low is None or (value > self.low if self.low_open else value >= self.low)
 

@@ -2,15 +2,17 @@
 methods (``predict_proba``, ``score_ood``, ``calibrate_ood``) and
 :func:`~ebmclassifier.metrics.adversarial_accuracy`.
 
-Per score (the model's own ``score_ood`` methods and, for the CE model, the post-hoc detectors):
+Per score (the model's own ``score_ood`` methods and, for every model with a network of its
+own, the post-hoc detectors on its penultimate features):
 
 - ``ood``: :func:`~ebmclassifier.metrics.ood_metrics` against each OOD set;
 - ``aurc``: the area under the risk-coverage curve of the model's predictions on the test split
   when the score decides which to answer first, confidence ``-score_ood`` (for ``max_softmax``
   that is ``max_y p(y|x)``, the usual selective classifier);
-- ``ood_decisions``: the threshold ``calibrate_ood(X_cal, tpr=0.95, method=score)`` sets on the
-  held-out calibration split, the ``false_positive_rate`` (share of the in-distribution test
-  samples it flags) and, per OOD set, the ``miss_rate`` (share of the OOD samples it does not
+- ``ood_decisions``: the threshold :func:`~ebmclassifier.metrics.threshold_at_tpr` (the rule
+  of ``calibrate_ood``) sets on the scores of the held-out calibration split at
+  ``tpr=0.95``, the ``false_positive_rate`` (share of the in-distribution test samples it
+  flags) and, per OOD set, the ``miss_rate`` (share of the OOD samples it does not
   flag). A sample is flagged when its score is above the threshold (``predict_ood``'s rule).
 """
 
@@ -21,11 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.metrics import log_loss
 from skorch.callbacks import Callback
 
-from .._ood import OODDecisionMixin
 from ..detectors import penultimate_features
 from ..metrics import (
     adversarial_accuracy,
@@ -35,8 +35,9 @@ from ..metrics import (
     expected_calibration_error,
     maximum_calibration_error,
     ood_metrics,
+    threshold_at_tpr,
 )
-from .models import DETECTOR_BASE, build_detector
+from .models import build_detector
 
 #: The share of held-out in-distribution data the OOD decision threshold keeps.
 OOD_TPR = 0.95
@@ -119,32 +120,10 @@ def _ood_results(scores: dict) -> dict:
     }
 
 
-class _ScoreFunction(OODDecisionMixin, BaseEstimator):
-    """The library's ``calibrate_ood`` over a score function, for what has no such method of its
-    own: a temperature-scaled model, a post-hoc detector."""
-
-    ood_method = None
-
-    def __init__(self, score_fn=None):
-        self.score_fn = score_fn
-
-    def fit(self, X=None, y=None):
-        self.fitted_ = True
-        return self
-
-    def score_ood(self, X, method=None):
-        return np.asarray(self.score_fn(X, method))
-
-
-def _threshold(measured, method: str, own_scores, X_cal) -> float:
-    """``calibrate_ood(X_cal, tpr=OOD_TPR, method)``'s threshold: the model's own where it has
-    the method, else the same rule over the score function."""
-    model = measured.model
-    if method in own_scores and hasattr(model, "calibrate_ood"):
-        decider = model
-    else:
-        decider = _ScoreFunction(measured.score_fn).fit()
-    return float(decider.calibrate_ood(X_cal, tpr=OOD_TPR, method=method).ood_threshold_)
+def _threshold(measured, method: str, X_cal) -> float:
+    """The OOD threshold on the held-out calibration split: :func:`threshold_at_tpr` at
+    ``OOD_TPR``, the rule of ``calibrate_ood`` and of the report's FPR95 (``fpr95_in``)."""
+    return threshold_at_tpr(measured.score_fn(X_cal, method), OOD_TPR)
 
 
 def _decisions(thresholds: dict, scores: dict) -> dict:
@@ -174,16 +153,23 @@ class _Penultimate:
         return self._features[id(X)][1]
 
 
-def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> _Measured:
-    """``measured`` with the post-hoc detectors as extra scores, fitted on the fit part only."""
+def _with_detectors(
+    measured: _Measured, names: Sequence[str], split: Split
+) -> tuple[_Measured, dict]:
+    """``measured`` with the post-hoc detectors as extra scores, fitted on the fit part only,
+    and ``{detector: reason}`` for those that cannot be fitted on these features (ViM on
+    features of rank below 2, a network without ``penultimate``): the run goes on without
+    them."""
     model = measured.model
     features = _Penultimate(model)
-    detectors = {
-        name: build_detector(name, len(split.y_fit)).fit_on_features(
-            model, features(split.X_fit), split.y_fit
-        )
-        for name in names
-    }
+    detectors, unavailable = {}, {}
+    for name in names:
+        try:
+            detectors[name] = build_detector(name, len(split.y_fit)).fit_on_features(
+                model, features(split.X_fit), split.y_fit
+            )
+        except (ValueError, TypeError, np.linalg.LinAlgError) as exc:  # e.g. no penultimate
+            unavailable[name] = str(exc)
     own = measured.score_fn
 
     def score_fn(X, method):
@@ -191,7 +177,13 @@ def _with_detectors(measured: _Measured, names: Sequence[str], split: Split) -> 
             return detectors[method].score_ood(features(X))
         return own(X, method)
 
-    return replace(measured, score_fn=score_fn)
+    return replace(measured, score_fn=score_fn), unavailable
+
+
+def has_features(model) -> bool:
+    """Whether the post-hoc detectors can read ``model``'s penultimate features: a fitted
+    estimator of the library with a network of its own (``module_``)."""
+    return hasattr(model, "module_")
 
 
 def _seconds_per_epoch(estimator, fit_seconds: float, max_epochs: int) -> float:
@@ -217,7 +209,14 @@ def _calibrated(spec, fitted, calibration, max_epochs) -> _Measured:
 
     base, fit_seconds = fitted[spec.calibrates]
     start = time.perf_counter()
-    model = CalibratedClassifierCV(FrozenEstimator(base), method="temperature").fit(*calibration)
+    # The frozen model is not refitted, so scikit-learn's default 5 folds only slice the
+    # split into parts it predicts on, each class needing 5 samples: one "fold" whose test
+    # part is the whole split gives the same predictions, hence the same temperature, and
+    # works on a calibration split of any size.
+    whole = np.arange(len(calibration[1]))
+    model = CalibratedClassifierCV(
+        FrozenEstimator(base), method="temperature", cv=[(whole, whole)]
+    ).fit(*calibration)
     calibration_seconds = time.perf_counter() - start
     beta = model.calibrated_classifiers_[0].calibrators[0].beta_
 
@@ -267,6 +266,10 @@ def _trained(spec, fitted, seed, config, setup) -> _Measured:
 def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
     """One run record: the model ``spec`` at ``seed``, measured on the test split.
 
+    The post-hoc detectors (``config.detectors``) read the penultimate features of every model
+    that has a network of its own (not a temperature-scaled model, not an ensemble); one that
+    cannot be fitted on them is listed under ``unavailable`` with the reason.
+
     ``fitted`` maps a trained model's name to ``(estimator, fit seconds)``; ``split`` holds the
     seed's fit and calibration parts; ``config`` and ``setup`` are ``compare``'s.
     """
@@ -274,14 +277,14 @@ def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
         measured = _calibrated(spec, fitted, (split.X_cal, split.y_cal), setup.max_epochs)
     else:
         measured = _trained(spec, fitted, seed, config, setup)
-    methods = tuple(spec.scores)
-    if spec.name == DETECTOR_BASE and config.detectors:
-        measured = _with_detectors(measured, config.detectors, split)
-        methods += tuple(config.detectors)
+    methods, unavailable = tuple(spec.scores), {}
+    if config.detectors and has_features(measured.model):
+        measured, unavailable = _with_detectors(measured, config.detectors, split)
+        methods += tuple(d for d in config.detectors if d not in unavailable)
     model, data = measured.model, setup.data
     proba = model.predict_proba(data.X_test)
     scores = _scores(measured.score_fn, methods, data.X_test, data.ood)
-    thresholds = {m: _threshold(measured, m, spec.scores, split.X_cal) for m in methods}
+    thresholds = {m: _threshold(measured, m, split.X_cal) for m in methods}
     record = {
         "model": spec.name,
         "seed": seed,
@@ -296,6 +299,7 @@ def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
         "fit_seconds": measured.fit_seconds,
         "seconds_per_epoch": measured.seconds_per_epoch,
         "divergences": getattr(model, "n_divergences_", None),
+        "unavailable": unavailable,
         **measured.extra,
     }
     if seed == 0:

@@ -51,23 +51,25 @@ def summarise(results: dict) -> dict:
         scalars = {
             k: _stat([r.get(k) for r in runs]) for k in SCALARS + ("temperature", "divergences")
         }
+        # a detector may be unavailable at some seeds: each score over the seeds that have it
+        scores = {score: [r for r in runs if score in r["ood"]] for r in runs for score in r["ood"]}
         ood = {
             score: {
-                name: {m: _stat([r["ood"][score][name][m] for r in runs]) for m in metrics}
-                for name, metrics in sets.items()
+                name: {m: _stat([r["ood"][score][name][m] for r in have]) for m in metrics}
+                for name, metrics in have[0]["ood"][score].items()
             }
-            for score, sets in runs[0]["ood"].items()
+            for score, have in scores.items()
         }
         decisions = {
             score: {
                 "false_positive_rate": _stat([r["ood_decisions"][score]["false_positive_rate"]
-                                              for r in runs]),
+                                              for r in have]),
                 "miss_rate": {
-                    name: _stat([r["ood_decisions"][score]["miss_rate"][name] for r in runs])
-                    for name in d["miss_rate"]
+                    name: _stat([r["ood_decisions"][score]["miss_rate"][name] for r in have])
+                    for name in have[0]["ood_decisions"][score]["miss_rate"]
                 },
             }
-            for score, d in runs[0]["ood_decisions"].items()
+            for score, have in scores.items()
         }  # fmt: skip
         robust = None
         if runs[0]["robust_accuracy"] is not None:
@@ -75,7 +77,9 @@ def summarise(results: dict) -> dict:
             robust = [_stat(per_eps[:, j]) for j in range(per_eps.shape[1])]
         summary[model] = {
             "scalars": {k: v for k, v in scalars.items() if v is not None},
-            "aurc": {score: _stat([r["aurc"][score] for r in runs]) for score in runs[0]["aurc"]},
+            "aurc": {
+                score: _stat([r["aurc"][score] for r in have]) for score, have in scores.items()
+            },
             "ood": ood,
             "ood_decisions": decisions,
             "robust_accuracy": robust,
@@ -91,10 +95,22 @@ def _fmt(stat, digits: int = 3) -> str:
     return f"{stat['median']:.{digits}f} [{stat['min']:.{digits}f}, {stat['max']:.{digits}f}]"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _table(header: list[str], rows: list[list[str]], unavailable: dict | None = None) -> str:
+    """A markdown table; each of ``unavailable`` (``{label: reason}``) adds a row
+    ``label | not available: reason`` with the other cells empty."""
+    rows = rows + [
+        [label, f"not available: {_one_line(why)}"] + [""] * (len(header) - 2)
+        for label, why in (unavailable or {}).items()
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _one_line(reason: str, limit: int = 200) -> str:
+    """A reason fit for a table cell: one line, no pipes, at most ``limit`` characters."""
+    text = " ".join(str(reason).split()).replace("|", "/")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _attack_index(epsilons) -> int:
@@ -120,6 +136,8 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
     """
     epsilons = results["epsilons"]
     j = _attack_index(epsilons)
+    unavailable = results.get("unavailable", {})
+    models_out = {k: v for k, v in unavailable.items() if " / " not in k}  # whole models
     main_rows = []
     for model, s in summary.items():
         sc = s["scalars"]
@@ -136,7 +154,7 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
     main = _table(
         ["model", "accuracy", "ECE", "NLL", "AURC", f"acc. {norm} PGD eps={epsilons[j]:.3g}",
          "s / epoch", "cost x CE"],
-        main_rows,
+        main_rows, models_out,
     )  # fmt: skip
     sets = list(results["data"]["ood_sets"])
     per_score = [(f"{model} / {score}", model, score) for model, s in summary.items()
@@ -145,7 +163,7 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
         metric: _table(["model / score"] + sets, [
             [label] + [_fmt(summary[m]["ood"][score][name][metric]) for name in sets]
             for label, m, score in per_score
-        ])
+        ], unavailable)
         for metric in ("auroc", "fpr95")
     }  # fmt: skip
     decisions = _table(
@@ -153,17 +171,19 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
         [[label, _fmt(d["false_positive_rate"])] + [_fmt(d["miss_rate"][n]) for n in sets]
          for label, m, score in per_score
          for d in [summary[m]["ood_decisions"][score]]],
+        unavailable,
     )  # fmt: skip
     aurc_table = _table(
         ["model / score", "AURC"],
         [[label, _fmt(summary[m]["aurc"][score], 4)] for label, m, score in per_score],
+        unavailable,
     )
     robust_rows = [
         [model] + [_fmt(st) for st in s["robust_accuracy"]]
         for model, s in summary.items()
         if s["robust_accuracy"]
     ]
-    robust = _table(["model"] + [f"eps={e:.3g}" for e in epsilons], robust_rows)
+    robust = _table(["model"] + [f"eps={e:.3g}" for e in epsilons], robust_rows, models_out)
     return {
         "main": main,
         "aurc": aurc_table,
@@ -241,9 +261,13 @@ def _calibration_regime(summary: dict) -> str | None:
 
 def _ood_line(name: str, summary: dict) -> str | None:
     """Who detects the OOD set ``name`` best, against CE's energy and the post-hoc detectors."""
-    # each model by its best score on this set, so the sentence compares models
+    # each model by its best score of its own on this set, so the sentence compares models
+    # (the detectors on its features have their own line, _detector_lines)
     best = {
-        m: max(s["ood"].items(), key=lambda kv: kv[1][name]["auroc"]["median"])
+        m: max(
+            ((k, v) for k, v in s["ood"].items() if k in OOD_SCORES or m == "ce"),
+            key=lambda kv: kv[1][name]["auroc"]["median"],
+        )
         for m, s in summary.items()
     }
     c = {f"{m} / {score}": by_set[name]["auroc"] for m, (score, by_set) in best.items()}
@@ -275,6 +299,23 @@ def _ood_line(name: str, summary: dict) -> str | None:
             ]
             line += f"; {m} / {score} {own['median']:.3f} ({'; '.join(gaps)})"
     return line + "."
+
+
+def _detector_lines(name: str, summary: dict) -> list[str]:
+    """Per post-hoc detector: whose penultimate features serve it best on the OOD set
+    ``name`` (does energy training make the features better for it?)."""
+    detectors = {k for s in summary.values() for k in s["ood"] if k not in OOD_SCORES}
+    lines = []
+    for detector in sorted(detectors):
+        c = {
+            f"{m} features": s["ood"][detector][name]["auroc"]
+            for m, s in summary.items()
+            if detector in s["ood"]
+        }
+        text = _compare_best(c, lower=False)
+        if text:
+            lines.append(f"{detector} on each model's features, OOD AUROC on {name}: {text}.")
+    return lines
 
 
 def verdicts(results: dict, summary: dict) -> list[str]:
@@ -323,4 +364,23 @@ def verdicts(results: dict, summary: dict) -> list[str]:
         line = _ood_line(name, summary)
         if line:
             lines.append(line)
+        lines += _detector_lines(name, summary)
     return lines
+
+
+def unavailable_rows(specs, runs: list, failures: list) -> dict:
+    """``{row label: reason}`` for what could not be fitted on this data: a model none of whose
+    fits succeeded (or whose base model's did not), a detector on a model's features."""
+    measured = {r["model"] for r in runs}
+    errors = {f["model"]: f["error"] for f in reversed(failures)}  # the first seed's error
+    unavailable = {}
+    for spec in specs:
+        if spec.name in measured:
+            continue
+        base = spec.calibrates or spec.name
+        why = errors.get(base, "no fit succeeded")
+        unavailable[spec.name] = why if base == spec.name else f"its base model {base!r}: {why}"
+    for run in runs:
+        for detector, why in run.get("unavailable", {}).items():
+            unavailable.setdefault(f"{run['model']} / {detector}", why)
+    return unavailable

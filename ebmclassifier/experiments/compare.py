@@ -31,25 +31,28 @@ Every measurement goes through the estimators' public methods (``predict_proba``
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ..augment import paper_augmentation
-from ..datasets import load_named_dataset
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
-from ..protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
+from ..protocol import paper_callbacks
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import OOD_TPR, EpochBar, Split, measure
-from ._ood_sets import add_requested_ood
-from .models import DETECTOR_BASE, ModelSpec, build_detector, default_models, network_params
+from ._setup import (
+    data_summary,
+    load_setup,
+    paper_protocol_of,
+    protocol_params,
+    resolve_defaults,
+)
+from ._tables import unavailable_rows
+from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
 from .standardize import Standardizer
 
@@ -62,18 +65,6 @@ __all__ = [
     "run_comparison",
     "write_report",
 ]
-
-# Per data set: training length, learning rate (None: the estimator's) and attack radii that
-# fit its input scale. MNIST-1D: the default ConvNet reaches 87-89% test accuracy with CE at
-# the estimators' lr=1e-3 (30-50 epochs) and 91-93% at lr=3e-3 (30 epochs, 3 seeds).
-DATA_DEFAULTS = {
-    "digits": {"max_epochs": 30, "epsilons": (0.0, 0.02, 0.05, 0.1)},
-    "mnist1d": {"max_epochs": 30, "lr": 3e-3, "epsilons": (0.0, 0.05, 0.1, 0.2)},
-    "cifar10": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
-    "cifar100": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
-    "svhn": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
-    "file": {"max_epochs": 30, "epsilons": None},  # None: fractions of the input range
-}
 
 
 @dataclass
@@ -95,14 +86,17 @@ class CompareConfig:
         The estimators' ``device``.
     epsilons : sequence of float or None
         PGD radii; None takes the data set's default.
-    network : str
-        ``"default"`` or ``"wrn-D-K"``, see :func:`network_params`.
+    network : str or None
+        ``"default"``, ``"mlp"`` or ``"wrn-D-K"``, see :func:`network_params`; None takes
+        the data set's default (``"mlp"`` for MNIST-1D, the protocol's under ``protocol``,
+        else ``"default"``).
     norm : {"linf", "l2"}
     attack_steps : int
     n_attack : int or None
         How many test samples are attacked (None: all).
     calibration_size : float
-        Fraction of the training split held out for ``ce_ts``.
+        Fraction of the training split held out for ``ce_ts`` and the OOD thresholds (under
+        ``protocol="paper"``: at most the papers' ``n_valid`` = 5000 samples).
     n_bins : int
         Bins of the calibration errors.
     progress : bool
@@ -121,14 +115,18 @@ class CompareConfig:
         each an OOD set named after the file's stem, standardized like the test split.
     detectors : sequence of str
         Post-hoc detectors (names of :data:`~ebmclassifier.detectors.DETECTORS`) fitted on the
-        ``ce`` model's penultimate features of its training data; ``ce`` must be in ``models``.
+        penultimate features of each trained model with a network of its own (``ce``,
+        ``ngebm``, ``jem``; not the ``*_ts`` and ``*_ens`` models), on its training data. One
+        that cannot be fitted there is reported "not available" with the reason.
 
     protocol : {"paper"} or None
         ``"paper"``: the NG-EBM and JEM papers' CIFAR/SVHN recipe
         (:func:`~ebmclassifier.protocol.paper_protocol`): WRN-28-10, 150 epochs, Adam at 1e-4
         with warm-up and staircase (:func:`~ebmclassifier.protocol.paper_callbacks`), batches of
-        64, crop + flip + noise augmentation, the papers' NG-EBM and JEM settings. Explicit
-        ``network``, ``max_epochs``, ``lr`` and ``batch_size`` still override it.
+        64 with the last incomplete batch dropped, a held-out split of at most ``n_valid``
+        (5000) samples, crop + flip + noise augmentation, the papers' NG-EBM and JEM
+        settings. Explicit ``network``, ``max_epochs``, ``lr`` and ``batch_size`` still
+        override it.
 
     Examples
     --------
@@ -145,7 +143,7 @@ class CompareConfig:
     lr: float | None = None
     batch_size: int | None = None
     device: str = "auto"
-    network: str = "default"
+    network: str | None = None
     epsilons: Sequence[float] | None = None
     norm: str = "linf"
     attack_steps: int = 10
@@ -161,22 +159,6 @@ class CompareConfig:
     ood_files: Sequence[str] = ()
     detectors: Sequence[str] = ()
     protocol: str | None = None
-
-
-@dataclass
-class _Setup:
-    """What every seed shares: the (standardized) data and the resolved training settings."""
-
-    data: object  # a datasets.NamedDataset, its arrays standardized when ``standardizer`` is set
-    requested: dict  # held_out_classes and ood_files, see _ood_sets.add_requested_ood
-    standardizer: Standardizer | None
-    X_attack: np.ndarray  # the first test samples, in the data's own units
-    max_epochs: int
-    lr: float | None
-    epsilons: tuple
-    network: dict
-    protocol: dict | None = None  # paper_protocol(...) under --protocol paper
-    augmentation: dict | None = None  # the protocol's, in the units the models train in
 
 
 def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
@@ -197,36 +179,16 @@ def _select_models(config: CompareConfig, registry: dict[str, ModelSpec], log):
     if not selected:
         reasons = "; ".join(f"{name!r}: {reason}" for name, reason in skipped.items())
         raise ValueError(f"None of the requested models can run here ({reasons}).")
-    _check_detectors(config.detectors or (), [s.name for s in selected])
+    _check_detectors(config.detectors or ())
     return selected, skipped
 
 
-def _check_detectors(detectors: Sequence[str], models: list[str]) -> None:
+def _check_detectors(detectors: Sequence[str]) -> None:
     unknown = [d for d in detectors if d not in DETECTORS]
     if unknown:
         raise ValueError(
             f"Unknown detectors {unknown!r} in --detectors; choose from {sorted(DETECTORS)!r}."
         )
-    if detectors and DETECTOR_BASE not in models:
-        raise ValueError(
-            f"--detectors {','.join(detectors)} reads the penultimate features of the "
-            f"{DETECTOR_BASE!r} model (cross-entropy), which is not among the models "
-            f"{models!r}; add {DETECTOR_BASE} to --models."
-        )
-
-
-def _paper_protocol(config: CompareConfig, kind: str) -> dict | None:
-    """The papers' settings under ``protocol="paper"``; a ValueError for other data."""
-    if config.protocol is None:
-        return None
-    if config.protocol != "paper":
-        raise ValueError(f"Unknown protocol {config.protocol!r}; the only one is 'paper'.")
-    if kind not in PAPER_DATASETS:
-        raise ValueError(
-            f"--protocol paper is the papers' recipe for {', '.join(PAPER_DATASETS)}; "
-            f"{config.data!r} is not one of them. Drop --protocol, or use --data cifar10."
-        )
-    return paper_protocol(kind)
 
 
 def _check_configs(configs: Sequence[CompareConfig]) -> None:
@@ -235,8 +197,8 @@ def _check_configs(configs: Sequence[CompareConfig]) -> None:
     folders = {}
     for config in configs:
         kind = data_kind(config.data, config.data_dir)
-        network_params(config.network)
-        _paper_protocol(config, kind)
+        network_params(resolve_defaults(config, kind).network)
+        paper_protocol_of(config, kind)
         name = Path(str(config.data)).name  # the report's folder and key, as the loader names it
         if name in folders:
             raise ValueError(
@@ -247,109 +209,6 @@ def _check_configs(configs: Sequence[CompareConfig]) -> None:
         folders[name] = config.data
 
 
-def _load(config: CompareConfig) -> _Setup:
-    """Load the data, standardize it and resolve the data set's defaults."""
-    data = load_named_dataset(
-        config.data, data_dir=config.data_dir, max_train=config.max_train,
-        max_test=config.max_test,
-    )  # fmt: skip
-    protocol = _paper_protocol(config, data.kind)
-    if protocol is not None and config.network == "default":
-        config = replace(config, network=protocol["network"])
-    network = network_params(config.network)
-    if config.network.startswith("wrn") and data.X_train.ndim != 4:
-        raise ValueError(
-            f"--network {config.network} takes images of shape (n, C, H, W); {data.name} has "
-            f"samples of shape {data.X_train.shape[1:]}. Use --network default or mlp."
-        )
-    requested = add_requested_ood(data, config.ood_classes, config.ood_files or ())
-    _check_calibration_split(data.y_train, config.calibration_size, data.name)
-    n_attack = len(data.y_test) if config.n_attack is None else config.n_attack
-    X_attack = data.X_test[:n_attack]  # attacked in the data's own units
-    standardizer = Standardizer(data.X_train) if config.standardize else None
-    if standardizer is not None:
-        data.X_train = standardizer.transform(data.X_train)
-        data.X_test = standardizer.transform(data.X_test)
-        data.ood = {name: standardizer.transform(X) for name, X in data.ood.items()}
-    defaults = DATA_DEFAULTS[data.kind]
-    low, high = data.input_range
-    epsilons = config.epsilons or defaults["epsilons"]
-    if epsilons is None:
-        epsilons = tuple(float(f * (high - low)) for f in (0.0, 0.01, 0.02, 0.05))
-    defaults = {**defaults, **(protocol or {})}  # the papers' epochs and lr, if asked for
-    augmentation = None
-    if protocol is not None:
-        augmentation = _augmentation_in_input_units(protocol["augmentation"], config.standardize)
-    return _Setup(
-        data=data,
-        requested=requested,
-        standardizer=standardizer,
-        X_attack=X_attack,
-        max_epochs=defaults["max_epochs"] if config.max_epochs is None else config.max_epochs,
-        lr=config.lr if config.lr is not None else defaults.get("lr"),
-        epsilons=epsilons,
-        network=network,
-        protocol=protocol,
-        augmentation=augmentation,
-    )
-
-
-def _check_calibration_split(y_train, calibration_size: float, name: str) -> None:
-    """Every seed divides the training split into fit and calibration parts, stratified: each
-    class needs two samples there, and each part a sample of every class (scikit-learn's
-    rule), known before any training."""
-    classes, counts = np.unique(y_train, return_counts=True)
-    if counts.min() < 2:
-        label = classes[counts.argmin()]
-        raise ValueError(
-            f"{name}: class {label.item()!r} has {counts.min()} sample in the training split; "
-            "the per-seed calibration split (stratified, for the *_ts models and the OOD "
-            "thresholds) needs at least two of each class. Add samples of that class or drop "
-            "it (or raise --max-train)."
-        )
-    n_calibration = math.ceil(calibration_size * len(y_train))  # as train_test_split counts
-    n_fit = len(y_train) - n_calibration
-    if min(n_calibration, n_fit) < len(classes):
-        raise ValueError(
-            f"{name}: the {len(y_train)} samples of the training split give a fit part of "
-            f"{n_fit} and a calibration part of {n_calibration}, but the stratified split needs "
-            f"a sample of each of the {len(classes)} classes in each part. Add samples (or "
-            "raise --max-train)."
-        )
-
-
-def _augmentation_in_input_units(augmentation: dict, standardized: bool) -> dict:
-    """The papers' augmentation settings in the units the models train in.
-
-    The scripts add noise of standard deviation ``noise_std`` to images scaled to [-1, 1]. On
-    standardized inputs (a CIFAR channel's standard deviation is about 0.25 in [0, 1] units,
-    0.5 in [-1, 1] units) the same noise is about twice as large; on the raw [0, 1] pixels of
-    ``standardize=False``, half as large.
-    """
-    scale = 2.0 if standardized else 0.5
-    return {**augmentation, "noise_std": scale * augmentation["noise_std"]}
-
-
-def _protocol_params(
-    name: str, protocol: dict | None, augmentation: dict | None, batch_size: int | None
-) -> dict:
-    """The estimator parameters ``--protocol paper`` adds for model ``name``; ``augmentation``
-    is the protocol's in the units of the inputs (:func:`_augmentation_in_input_units`)."""
-    if protocol is None:
-        return {}
-    params = {
-        "augmentation": paper_augmentation(**augmentation),
-        "batch_size": protocol["batch_size"] if batch_size is None else batch_size,
-        "optimizer__betas": tuple(protocol["betas"]),
-        "optimizer__weight_decay": protocol["weight_decay"],
-    }
-    if name.startswith("ngebm"):
-        params["energy_var_weight"] = protocol["ngebm"]["energy_var_weight"]
-    if name.startswith("jem"):
-        params.update(protocol["jem"])
-    return params
-
-
 def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     """``((estimator, fit seconds), None)``, or ``(None, failure record)`` if the fit raised."""
     bar = EpochBar(f"{name} seed {seed}", setup.max_epochs, disable=not config.progress)
@@ -358,7 +217,7 @@ def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     params.update({k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size))
                    if v is not None})  # fmt: skip
     params.update(setup.network)
-    params.update(_protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
+    params.update(protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
     if setup.protocol is not None:
         keys = ("warmup_iters", "lr_milestones", "lr_decay")
         params["callbacks"] += paper_callbacks(**{k: setup.protocol[k] for k in keys})
@@ -388,7 +247,7 @@ def _run_seeds(config, registry, specs, setup, log) -> tuple[list, list, tuple]:
                  disable=not config.progress)  # fmt: skip
     for seed in range(config.seeds):
         split = Split(*train_test_split(
-            data.X_train, data.y_train, test_size=config.calibration_size,
+            data.X_train, data.y_train, test_size=setup.calibration_size,
             stratify=data.y_train, random_state=seed,
         ))  # fmt: skip
         fitted = {}
@@ -465,7 +324,11 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
     registry = default_models() if registry is None else registry
     selected = [_select_models(config, registry, log) for config in configs]
     _check_configs(configs)  # before the first data set is loaded
-    prepared = [(c, *models, _load(c)) for c, models in zip(configs, selected, strict=True)]
+    configs = [resolve_defaults(c, data_kind(c.data, c.data_dir)) for c in configs]
+    prepared = [
+        (c, specs, skipped, load_setup(c, any(s.calibrates for s in specs)))
+        for c, (specs, skipped) in zip(configs, selected, strict=True)
+    ]
     return [_execute(*plan, registry, log) for plan in prepared]
 
 
@@ -474,37 +337,20 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
-        "data": _data_summary(setup, n_fit, n_calibration),
+        "data": data_summary(setup, n_fit, n_calibration),
         "models": {s.name: s.description for s in specs},
         "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
         "detectors": {name: repr(build_detector(name, n_fit)) for name in (config.detectors or ())},
         "ood_tpr": OOD_TPR,
         "skipped": skipped,
         "failures": failures,
+        "unavailable": unavailable_rows(specs, runs, failures),
         "max_epochs": setup.max_epochs,
         "lr": setup.lr,
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
         "augmentation": setup.augmentation,
         "runs": runs,
-    }
-
-
-def _data_summary(setup: _Setup, n_fit: int, n_calibration: int) -> dict:
-    data = setup.data
-    low, high = data.input_range
-    return {
-        "name": data.name,
-        "n_train": n_fit,
-        "n_calibration": n_calibration,
-        "n_test": int(len(data.y_test)),
-        "n_attacked": len(setup.X_attack),
-        "input_shape": list(data.X_train.shape[1:]),
-        "input_range": [float(low), float(high)],
-        "standardized": setup.standardizer is not None,
-        "classes": np.unique(data.y_train).tolist(),
-        "ood_sets": {k: int(len(v)) for k, v in data.ood.items()},
-        **setup.requested,
     }
 
 
@@ -555,8 +401,10 @@ def _run_command(args) -> int:
 
 
 def _configs(args) -> list[CompareConfig]:
-    """One configuration per data set of ``--data``."""
+    """One configuration per data set of ``--data``; ``--detectors none`` is no detector."""
     fields = COMMAND.fields(args)
+    if list(fields.get("detectors") or ()) == ["none"]:
+        fields["detectors"] = ()
     return [CompareConfig(**{**fields, "data": data}) for data in fields["data"]]
 
 
@@ -571,6 +419,11 @@ def _check_options(args) -> None:
 
 def _list_failures(failures: list) -> str:
     return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
+
+
+#: The most a run can sensibly take: seeds, epochs (and PGD steps), samples.
+MAX_SEEDS, MAX_EPOCHS, MAX_SAMPLES = 100, 10_000, 10_000_000
+_SAMPLES_WHY = "more than any data set this command loads into memory"
 
 
 def _option(flag, help, field=None, echo="always", **kwargs) -> Option:
@@ -589,19 +442,22 @@ COMMAND = Command(
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
                 ".npz/.csv file; several, comma-separated, run one after the other, one "
-                "report section each (default digits)", "data", type=CommaList(str),
-                default="digits"),
+                "report section each (default digits,mnist1d: the main job; --data digits "
+                "for digits alone)", "data", type=CommaList(str),
+                default="digits,mnist1d"),
         _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
         _option("--models", "comma-separated, from ce, ce_ts, ce_ens, ngebm, ngebm_ts, "
                 "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
                 type=CommaList(str),
                 default=["ce", "ce_ts", "ngebm", "jem"]),
         _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds",
-                type=Number(int, low=1), default=3),
+                type=Number(int, low=1, high=MAX_SEEDS, why="each seed trains every model "
+                            "again; the report's medians need 3 to 10"), default=3),
         _option("--out", "output folder (default report/)", type=OutputPath(folder=True),
                 default="report"),
         _option("--epochs", "epochs per model (data default)", "max_epochs",
-                type=Number(int, low=1), default=None),
+                type=Number(int, low=1, high=MAX_EPOCHS, why="the papers train 150 to 200 "
+                            "epochs"), default=None),
         _option("--lr", "learning rate (data default, else the estimator's)", "lr",
                 type=Number(float, low=0, low_open=True), default=None),
         _option("--batch-size", "(estimator default)", "batch_size",
@@ -609,29 +465,32 @@ COMMAND = Command(
         _option("--device", "auto, cpu, cuda, ... (default auto)", "device", type=DeviceName(),
                 default="auto"),
         _option("--network", "default (from the data's shape), mlp (an MLP for any shape) or "
-                "wrn-D-K, e.g. wrn-28-10: a WideResNet without batch-norm, for images",
-                "network", "changed", default="default"),
+                "wrn-D-K, e.g. wrn-28-10: a WideResNet without batch-norm, for images (data "
+                "default: mlp for mnist1d, the protocol's under --protocol, else default)",
+                "network", "changed", default=None),
         _option("--epsilons", "PGD radii, comma-separated (data default)", "epsilons",
                 type=CommaList(Number(float, low=0)), default=None),
         _option("--norm", "PGD norm", "norm", choices=["linf", "l2"], default="linf"),
         _option("--attack-steps", "PGD steps (default 10)", "attack_steps",
-                type=Number(int, low=1), default=10),
+                type=Number(int, low=1, high=MAX_EPOCHS, why="PGD converges in tens of steps"),
+                default=10),
         _option("--n-attack", "test samples attacked (default 500)", "n_attack",
-                type=Number(int, low=1), default=500),
+                type=Number(int, low=1, high=MAX_SAMPLES, why=_SAMPLES_WHY), default=500),
         _option("--max-train", "subsample the training split to at most this many samples "
-                "(a smaller one is kept whole)", "max_train", type=Number(int, low=1),
+                "(a smaller one is kept whole; data default: 2000 for mnist1d, else all)",
+                "max_train", type=Number(int, low=1, high=MAX_SAMPLES, why=_SAMPLES_WHY),
                 default=None),
-        _option("--max-test", "subsample the test split", "max_test", type=Number(int, low=1),
-                default=None),
+        _option("--max-test", "subsample the test split", "max_test",
+                type=Number(int, low=1, high=MAX_SAMPLES, why=_SAMPLES_WHY), default=None),
         _option("--ood-classes", "labels to hold out of training, comma-separated; their test "
                 "samples become the OOD set 'held-out classes'", "ood_classes",
                 type=CommaList(str), default=None),
         _option("--ood", "OOD files, comma-separated: .npz (array X) or .csv, in the data's "
                 "sample shape; one OOD set each, named after the file", "ood_files",
                 type=CommaList(str), default=None, metavar="FILE"),
-        _option("--detectors", "post-hoc OOD detectors on the ce model's penultimate "
-                f"features, fitted on its training data: {','.join(DETECTORS)}",
-                "detectors", type=CommaList(str), default=None),
+        _option("--detectors", "post-hoc OOD detectors on each trained model's penultimate "
+                f"features, fitted on its training data: {','.join(DETECTORS)} (the default), "
+                "or none", "detectors", type=CommaList(str), default=",".join(DETECTORS)),
         _option("--protocol", "paper: the NG-EBM and JEM papers' CIFAR/SVHN recipe (WRN-28-10, "
                 "150 epochs, Adam 1e-4 with warm-up and staircase, batches of 64, crop + flip + "
                 "noise); --network, --epochs, --lr and --batch-size override it", "protocol",

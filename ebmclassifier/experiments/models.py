@@ -14,9 +14,6 @@ from ..nn import MLP, WideResNet, wide_resnet_blocks_per_group
 
 __all__ = ["ModelSpec", "default_models", "network_params"]
 
-#: The model whose penultimate features the post-hoc detectors (``--detectors``) read.
-DETECTOR_BASE = "ce"
-
 #: How many nets a ``*_ens`` model mixes.
 ENSEMBLE_SIZE = 5
 
@@ -191,7 +188,8 @@ def build_detector(name: str, n_train: int):
     """An unfitted post-hoc detector of :mod:`ebmclassifier.detectors` for ``--detectors``.
 
     The detectors keep their library defaults (Mahalanobis with the empirical covariance, ViM
-    with half the feature dimensions as its principal subspace) except KNN's ``k``, which
+    with ``n_components="auto"``: half the feature dimensions as its principal subspace,
+    bounded by the rank of the training features) except KNN's ``k``, which
     follows Sun et al. (2022): ``k = 50`` for CIFAR-10's 50,000 training samples and ``k``
     proportional to the training set otherwise, so ``k = max(1, round(n_train / 1000))``.
 

@@ -249,7 +249,9 @@ def _protocol_text(protocol: dict | None, applied: dict | None, standardized: bo
         f"{protocol['max_epochs']} epochs, Adam lr {protocol['lr']} (betas "
         f"{tuple(protocol['betas'])}), linear warm-up over {protocol['warmup_iters']} steps, "
         f"x{protocol['lr_decay']} at epochs {protocol['lr_milestones']}, batches of "
-        f"{protocol['batch_size']}, augmentation {augmentation}, NG-EBM {protocol['ngebm']}, "
+        f"{protocol['batch_size']} (the last incomplete batch of an epoch dropped), at most "
+        f"{protocol['n_valid']} training samples held out for calibration, augmentation "
+        f"{augmentation}, NG-EBM {protocol['ngebm']}, "
         f"JEM {protocol['jem']}; options given "
         "on the command line override the network, epochs, lr and batch size. Sources: "
         f"{protocol['sources']['ngebm_code']}, {protocol['sources']['jem_code']}.",
@@ -292,10 +294,12 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
         "",
         *[f"- `{m}`: {d}" for m, d in results["models"].items()],
         *[
-            f"- `ce / {name}`: post-hoc detector `{detector}` on the `ce` model's penultimate "
-            "features, fitted on its training data only"
+            f"- `<model> / {name}`: post-hoc detector `{detector}` on that model's penultimate "
+            "features (every trained model with a network of its own), fitted on its "
+            "training data only"
             for name, detector in results.get("detectors", {}).items()
         ],
+        *[f"- `{m}`: not available, {why}" for m, why in results.get("unavailable", {}).items()],
         *[f"- `{m}`: skipped, {why}" for m, why in results["skipped"].items()],
         *[
             f"- `{f['model']}` failed at seed {f['seed']}: `{f['error']}`"
@@ -374,28 +378,33 @@ def _detail_sections(results: dict, printed: dict) -> list[str]:
         "",
         printed["ood_auroc"],
         "",
-        "## OOD detection: FPR at 95% TPR (lower is better)",
+        "## OOD detection: FPR at 95% TPR (lower is better; the papers' convention)",
         "",
         printed["ood_fpr95"],
         "",
         "AUPR-in and AUPR-out are in results.json. Scores: `energy` E(x) = -logsumexp f(x), "
         "`max_softmax` -max p(y|x), `approx_mass` ||dE/dx||"
         + "".join(
-            f"; `ce / {name}`: post-hoc `{detector}` on the CE model's penultimate features"
+            f"; `<model> / {name}`: post-hoc `{detector}` on the model's penultimate features"
             for name, detector in results.get("detectors", {}).items()
         )
         + "."
-        + " FPR95 picks its threshold on the test and OOD samples themselves, as the papers do.",
+        + " FPR95 is the OOD papers' (Liang et al. 2018, Liu et al. 2020): in-distribution is "
+        "the positive class, and it is the share of OOD samples kept when the threshold keeps "
+        "95% of the test samples (`fpr95`, = `fpr95_in` in results.json; pytorch-ood's "
+        "FPR95TPR, OOD positive, is `fpr95_out`). It picks its threshold on the test samples "
+        "themselves, as the papers do.",
         "",
         f"## OOD decisions at a threshold calibrated to keep {results['ood_tpr']:.0%} of "
         "held-out in-distribution data",
         "",
         printed["ood_decisions"],
         "",
-        "Each model's `calibrate_ood(X_cal, tpr="
-        f"{results['ood_tpr']:g}, method=score)` on the held-out calibration split (the one "
-        "`ce_ts` is fitted on), then `predict_ood`'s rule (flagged when the score is above the "
-        "threshold). `FPR: test flagged`: share of the in-distribution test samples flagged "
+        "The threshold `metrics.threshold_at_tpr(scores, tpr="
+        f"{results['ood_tpr']:g})` (the rule of `calibrate_ood` and of FPR95's threshold) of "
+        "each score on the held-out calibration split (the one `ce_ts` is fitted on), then "
+        "`predict_ood`'s rule (flagged when the score is above the threshold). "
+        "`FPR: test flagged`: share of the in-distribution test samples flagged "
         f"(false-positive rate; {1 - results['ood_tpr']:.0%} expected). `missed: <set>`: "
         "share of that OOD set not flagged (miss rate; lower is better): what a deployed "
         "threshold, chosen without seeing any OOD data, lets through.",

@@ -10,8 +10,9 @@ from skorch import NeuralNet
 from torch import nn
 
 from .._base import EBMClassifierBase
-from .._validation import ParamChecker, module_kwargs_problem, network_kwargs
+from .._validation import ParamChecker
 from ..losses import per_sample_criterion
+from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
 from .methods import GRADIENT_ALIASES, GRADIENTS, batch_polytope_latent
 

@@ -10,8 +10,10 @@ Labels and columns: column ``k`` of ``y_proba`` is the probability of class ``cl
 Pass ``classes=estimator.classes_`` when labels are not already the column indices; without
 ``classes``, ``y_true`` must hold integer column indices ``0 .. n_columns - 1``.
 
-OOD metrics follow pytorch-ood's ``OODMetrics``: scores are oriented as ``score_ood`` (higher =
-more likely out-of-distribution) and OOD is the positive class, except for AUPR-in.
+OOD metrics take scores oriented as ``score_ood`` (higher = more likely out-of-distribution).
+AUROC and AUPR follow pytorch-ood's ``OODMetrics``; FPR at 95% TPR comes in both conventions,
+``fpr95_in`` (= ``fpr95``, the OOD papers': in-distribution positive) and ``fpr95_out``
+(pytorch-ood's: OOD positive); :func:`threshold_at_tpr` is the papers' threshold.
 
 Selective classification (:func:`risk_coverage_curve`, :func:`aurc`) takes a *confidence*,
 higher = more trusted: the classifier answers on the most confident samples and abstains on
@@ -26,7 +28,7 @@ from .calibration import (
     maximum_calibration_error,
     mce_scorer,
 )
-from .ood import ood_metrics
+from .ood import ood_metrics, threshold_at_tpr
 from .robustness import adversarial_accuracy
 from .selective import aurc, risk_coverage_curve
 
@@ -37,6 +39,7 @@ __all__ = [
     "ece_scorer",
     "mce_scorer",
     "ood_metrics",
+    "threshold_at_tpr",
     "risk_coverage_curve",
     "aurc",
     "adversarial_accuracy",

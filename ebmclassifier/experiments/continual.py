@@ -1,0 +1,491 @@
+"""Class-incremental learning, task after task: ``python -m ebmclassifier continual``.
+
+Split digits or split MNIST-1D into tasks of classes (``--tasks 0,1/2,3/4,5/6,7/8,9``), train
+each method on the tasks in turn with ``partial_fit`` (``class_incremental=True``), and measure
+after every task, on the test samples of every class seen so far and with no task identity at
+test time (the class-incremental scenario of van de Ven et al. 2019):
+
+- the accuracy matrix ``A[t, j]``: accuracy on task ``j``'s test samples after training task
+  ``t``, predictions over every class seen;
+- the average accuracy ``mean_{j<=t} A[t, j]``;
+- forgetting (Chaudhry et al. 2018): ``mean_{j<t} (max_{l<t} A[l, j] - A[t, j])``;
+- the expected calibration error on the test samples of the classes seen;
+- the AUROC of the energy ``E(x)`` as an OOD score, the classes not yet seen against those
+  seen (none after the last task).
+
+Methods: ``joint`` (a fresh fit on the union of the tasks so far: the upper bound), ``ce``
+(fine-tuning with the full cross-entropy: the lower bound), ``ce_batch`` / ``ce_k1``
+(Li et al.'s objective, all the batch's classes or one sampled negative), ``ngebm_batch``,
+``jem_batch``, and the replay variants ``*_replay`` (``--replay`` samples per class).
+The experiment reaches the estimators through their public methods only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from tqdm.auto import tqdm
+
+from ..jem import JEMClassifier
+from ..metrics import expected_calibration_error, ood_metrics
+from ..ngebm import NGEBMClassifier
+from ..nn import LabelConditionedMLP
+from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
+
+__all__ = ["METHODS", "parse_tasks", "run_continual", "summarize"]
+
+DATASETS = ("digits", "mnist1d")
+
+
+class _LayerSizes(CommaList):
+    """``"256,256"`` -> ``[256, 256]``: layer sizes, which may repeat (unlike other lists)."""
+
+    def __init__(self):
+        super().__init__(Number(int, 1))
+        self.__name__ = "comma-separated layer sizes"
+
+    def __call__(self, text: str) -> list:
+        sizes = []
+        for part in text.split(","):  # one at a time: the parent refuses repeated values
+            sizes += super().__call__(part)
+        return sizes
+
+
+#: Each method: the estimator class, its parameters, and whether it is the joint upper bound.
+METHODS: dict[str, tuple[type, dict, bool]] = {
+    "joint": (NGEBMClassifier, {"beta": 0.0}, True),
+    "ce": (NGEBMClassifier, {"beta": 0.0, "negatives": "all"}, False),
+    "ce_batch": (NGEBMClassifier, {"beta": 0.0, "negatives": "batch"}, False),
+    "ce_k1": (NGEBMClassifier, {"beta": 0.0, "negatives": 1}, False),
+    "ngebm_batch": (NGEBMClassifier, {"beta": 0.5, "negatives": "batch"}, False),
+    "ce_cond": (NGEBMClassifier, {"beta": 0.0, "negatives": "all", "cond": True}, False),
+    "ce_batch_cond": (NGEBMClassifier, {"beta": 0.0, "negatives": "batch", "cond": True}, False),
+    "jem_batch": (
+        JEMClassifier,
+        {"negatives": "batch", "sgld_steps": 10, "buffer_size": 2000, "sampler": "proximal"},
+        False,
+    ),
+    "ce_replay": (NGEBMClassifier, {"beta": 0.0, "negatives": "all", "replay": True}, False),
+    "ce_batch_replay": (
+        NGEBMClassifier,
+        {"beta": 0.0, "negatives": "batch", "replay": True},
+        False,
+    ),
+    "ce_k1_replay": (NGEBMClassifier, {"beta": 0.0, "negatives": 1, "replay": True}, False),
+    "ngebm_batch_replay": (
+        NGEBMClassifier,
+        {"beta": 0.5, "negatives": "batch", "replay": True},
+        False,
+    ),
+}
+DEFAULT_METHODS = list(METHODS)
+DEFAULT_TASKS = "0,1/2,3/4,5/6,7/8,9"
+
+
+def parse_tasks(text: str) -> list[list[int]]:
+    """``"0,1/2,3"`` -> ``[[0, 1], [2, 3]]``: tasks separated by ``/``, classes by commas.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of list of int
+
+    Raises
+    ------
+    ValueError
+        For an empty task, a label that is not an int, or a label in two tasks.
+
+    Examples
+    --------
+    >>> parse_tasks("8,9/0,1")
+    [[8, 9], [0, 1]]
+    """
+    tasks = []
+    for part in text.split("/"):
+        try:
+            labels = [int(v) for v in part.split(",") if v.strip()]
+        except ValueError:
+            raise ValueError(
+                f"--tasks: expected tasks of int labels like '0,1/2,3', got {text!r}"
+            ) from None
+        if not labels:
+            raise ValueError(f"--tasks: {text!r} has an empty task")
+        tasks.append(labels)
+    flat = [c for task in tasks for c in task]
+    if len(set(flat)) != len(flat):
+        raise ValueError(f"--tasks: {text!r} names a class in more than one task")
+    if len(tasks[0]) < 2:
+        raise ValueError(
+            f"--tasks: the first task must have at least 2 classes (a classifier needs two), "
+            f"got {tasks[0]!r}"
+        )
+    return tasks
+
+
+def _load(data: str, seed: int):
+    """``(X_train, X_test, y_train, y_test)``: standardized, flat features."""
+    if data == "digits":
+        X, y = load_digits(return_X_y=True)
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, y, test_size=0.3, stratify=y, random_state=seed
+        )
+    else:
+        from ..datasets import load_mnist1d
+
+        bunch = load_mnist1d(shape="flat")
+        X_train, X_test, y_train, y_test = bunch.X_train, bunch.X_test, bunch.y_train, bunch.y_test
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+
+def _estimator(method: str, seed: int, config: dict):
+    cls, params, _ = METHODS[method]
+    params = dict(params)
+    replay = params.pop("replay", False)
+    if params.pop("cond", False):  # the label-conditioned energy network E(x, y)
+        params["module"] = LabelConditionedMLP
+    return cls(
+        class_incremental=True,
+        replay_per_class=config["replay"] if replay else 0,
+        max_epochs=config["epochs"],
+        lr=config["lr"],
+        module__hidden_sizes=tuple(config["hidden"]),
+        random_state=seed,
+        device=config["device"],
+        **params,
+    )
+
+
+def _evaluate(clf, X_test, y_test, tasks, t) -> dict:
+    """The metrics after task ``t`` (see the module's docstring)."""
+    seen = np.isin(y_test, [c for task in tasks[: t + 1] for c in task])
+    unseen = np.isin(y_test, [c for task in tasks[t + 1 :] for c in task])
+    predicted = clf.predict(X_test[seen])
+    row = [
+        float(
+            np.mean(
+                predicted[np.isin(y_test[seen], task)] == y_test[seen][np.isin(y_test[seen], task)]
+            )
+        )
+        for task in tasks[: t + 1]
+    ]
+    proba = clf.predict_proba(X_test[seen])
+    result = {
+        "accuracy_row": row,
+        "average_accuracy": float(np.mean(row)),
+        "ece": float(expected_calibration_error(y_test[seen], proba, classes=clf.classes_)),
+        "ood_auroc": None,
+    }
+    if unseen.any():
+        scores = ood_metrics(
+            clf.score_ood(X_test[seen], "energy"), clf.score_ood(X_test[unseen], "energy")
+        )
+        result["ood_auroc"] = float(scores["auroc"])
+    return result
+
+
+def _forgetting(matrix: list[list[float]], t: int) -> float | None:
+    """``mean_{j<t} (max_{l<t} A[l, j] - A[t, j])``; None after the first task."""
+    if t == 0:
+        return None
+    return float(np.mean([max(matrix[l][j] for l in range(j, t)) - matrix[t][j] for j in range(t)]))
+
+
+def _run_stream(method, data, seed, tasks, config) -> dict:
+    X_train, X_test, y_train, y_test = config["_data"][(data, seed)]
+    joint = METHODS[method][2]
+    clf = None if joint else _estimator(method, seed, config)
+    matrix, steps = [], []
+    for t, task in enumerate(tasks):
+        if joint:  # a fresh fit on every task so far: the upper bound after task t
+            clf = _estimator(method, seed, config)
+            rows = np.isin(y_train, [c for done in tasks[: t + 1] for c in done])
+            clf.fit(X_train[rows], y_train[rows])
+        else:
+            rows = np.isin(y_train, task)
+            clf.partial_fit(X_train[rows], y_train[rows])
+        step = _evaluate(clf, X_test, y_test, tasks, t)
+        matrix.append(step.pop("accuracy_row"))
+        step["forgetting"] = _forgetting(matrix, t)
+        steps.append(step)
+    return {"method": method, "data": data, "seed": seed, "accuracy_matrix": matrix, "steps": steps}
+
+
+def run_continual(
+    data: Sequence[str] = ("digits",),
+    methods: Sequence[str] = ("ce", "ce_batch"),
+    tasks: str = DEFAULT_TASKS,
+    seeds: Sequence[int] = (0,),
+    epochs: int = 15,
+    replay: int = 20,
+    hidden: Sequence[int] = (100,),
+    lr: float = 1e-3,
+    device: str = "auto",
+    progress: bool = True,
+) -> list[dict]:
+    """Train every method on every data set's task stream, for every seed, and measure it.
+
+    Parameters
+    ----------
+    data : sequence of {"digits", "mnist1d"}, default=("digits",)
+    methods : sequence of str, default=("ce", "ce_batch")
+        Keys of :data:`METHODS`.
+    tasks : str, default="0,1/2,3/4,5/6,7/8,9"
+        See :func:`parse_tasks`.
+    seeds : sequence of int, default=(0,)
+        The estimator's ``random_state`` and, for digits, the train/test split.
+    epochs : int, default=15
+        Epochs per task (``max_epochs`` of each ``partial_fit``, and of each joint fit).
+    replay : int, default=20
+        ``replay_per_class`` of the replay methods.
+    hidden : sequence of int, default=(100,)
+        The MLP's hidden sizes.
+    lr : float, default=1e-3
+    device : str, default="auto"
+    progress : bool, default=True
+
+    Returns
+    -------
+    list of dict
+        One run per (data, seed, method): ``accuracy_matrix`` (row ``t``: the accuracies on
+        tasks ``0..t`` after task ``t``) and ``steps``, the metrics after each task.
+
+    Examples
+    --------
+    >>> runs = run_continual(methods=["ce_batch"], tasks="0,1/2,3", epochs=1, progress=False)
+    >>> len(runs[0]["accuracy_matrix"]), sorted(runs[0]["steps"][1])
+    (2, ['average_accuracy', 'ece', 'forgetting', 'ood_auroc'])
+    """
+    parsed = parse_tasks(tasks)
+    config = {"epochs": epochs, "replay": replay, "hidden": list(hidden), "lr": lr}
+    config.update(device=device, _data={})
+    for name in data:
+        for seed in seeds:
+            config["_data"][(name, seed)] = _load(name, seed)
+            labels = np.unique(config["_data"][(name, seed)][2])
+            missing = sorted(set(c for t in parsed for c in t) - set(labels.tolist()))
+            if missing:
+                raise ValueError(f"--tasks names classes {missing} that {name} does not have")
+    jobs = [(d, s, m) for d in data for s in seeds for m in methods]
+    runs = []
+    for name, seed, method in tqdm(jobs, desc="continual", disable=not progress):
+        runs.append(_run_stream(method, name, seed, parsed, config))
+    return runs
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    """Per (data, method): median, min and max over seeds of the final metrics.
+
+    Parameters
+    ----------
+    runs : list of dict
+        From :func:`run_continual`.
+
+    Returns
+    -------
+    list of dict
+        ``data``, ``method``, ``seeds`` and for each of ``average_accuracy``,
+        ``forgetting``, ``ece`` (after the last task) and ``ood_auroc`` (mean over the tasks
+        before the last) a ``(median, min, max)`` triple; ``curve``, the median average
+        accuracy after each task.
+
+    Examples
+    --------
+    >>> runs = run_continual(methods=["ce"], tasks="0,1/2,3", epochs=1, progress=False)
+    >>> row = summarize(runs)[0]
+    >>> row["method"], len(row["curve"]), len(row["average_accuracy"])
+    ('ce', 2, 3)
+    """
+    rows = []
+    for data, method in dict.fromkeys((r["data"], r["method"]) for r in runs):
+        group = [r for r in runs if r["data"] == data and r["method"] == method]
+        row = {"data": data, "method": method, "seeds": [r["seed"] for r in group]}
+        final = {
+            "average_accuracy": [r["steps"][-1]["average_accuracy"] for r in group],
+            "forgetting": [r["steps"][-1]["forgetting"] or 0.0 for r in group],
+            "ece": [r["steps"][-1]["ece"] for r in group],
+            "ood_auroc": [
+                float(np.mean([s["ood_auroc"] for s in r["steps"][:-1]]))
+                if len(r["steps"]) > 1
+                else float("nan")
+                for r in group
+            ],
+        }
+        for key, values in final.items():
+            row[key] = (float(np.median(values)), float(np.min(values)), float(np.max(values)))
+        curves = np.array([[s["average_accuracy"] for s in r["steps"]] for r in group])
+        row["curve"] = np.median(curves, axis=0).tolist()
+        rows.append(row)
+    return rows
+
+
+def format_table(summary: list[dict]) -> str:
+    """A markdown table of :func:`summarize`'s rows: median [min-max] over seeds.
+
+    Parameters
+    ----------
+    summary : list of dict
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> row = {"data": "digits", "method": "ce", "seeds": [0], "average_accuracy": (0.2,) * 3,
+    ...        "forgetting": (0.9,) * 3, "ece": (0.5,) * 3, "ood_auroc": (0.6,) * 3}
+    >>> format_table([row]).splitlines()[2].split(" | ")[:4]
+    ['| digits', 'ce', '0.200 [0.200-0.200]', '0.900 [0.900-0.900]']
+    """
+    keys = ("average_accuracy", "forgetting", "ece", "ood_auroc")
+    lines = [
+        "| data | method | final average accuracy | forgetting | ECE | OOD AUROC (unseen) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in summary:
+        cells = [f"{row[k][0]:.3f} [{row[k][1]:.3f}-{row[k][2]:.3f}]" for k in keys]
+        lines.append(f"| {row['data']} | {row['method']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(runs: list[dict], out, command: str = "") -> list[str]:
+    """Write ``report.md``, ``results.json`` and the figures into ``out``.
+
+    Parameters
+    ----------
+    runs : list of dict
+    out : str or path-like
+        An existing folder.
+    command : str, default=""
+        The command line that reproduces the run, written into the report.
+
+    Returns
+    -------
+    list of str
+        The figures' file names.
+    """
+    from ._continual_figures import accuracy_curves, accuracy_matrices
+
+    out = Path(out)
+    summary = summarize(runs)
+    figures = []
+    for data in dict.fromkeys(r["data"] for r in runs):
+        figures.append(accuracy_curves([s for s in summary if s["data"] == data], out, data))
+        figures.append(accuracy_matrices([r for r in runs if r["data"] == data], out, data))
+    (out / "results.json").write_text(
+        json.dumps({"command": command, "summary": summary, "runs": runs}, indent=1)
+    )
+    text = [
+        "# Class-incremental learning",
+        "",
+        f"`{command}`" if command else "",
+        "",
+        "Median [min-max] over seeds, after the last task; forgetting as Chaudhry et al. "
+        "(2018); OOD AUROC: the energy, the classes not yet seen against those seen, mean "
+        "over the tasks before the last.",
+        "",
+        format_table(summary),
+        "",
+    ]
+    text += [f"![{name}]({name})" for name in figures]
+    (out / "report.md").write_text("\n".join(text) + "\n")
+    return figures
+
+
+def _check(args) -> None:
+    parse_tasks(args.tasks)
+    unknown = sorted(set(args.methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"argument --methods: unknown {unknown}; choose from {list(METHODS)}")
+    bad = sorted(set(args.data) - set(DATASETS))
+    if bad:
+        raise ValueError(f"argument --data: unknown {bad}; choose from {list(DATASETS)}")
+
+
+def _run_command(args, log: Callable = print) -> int:
+    runs = run_continual(
+        args.data,
+        args.methods,
+        args.tasks,
+        range(args.seeds),
+        epochs=args.epochs,
+        replay=args.replay,
+        hidden=args.hidden,
+        lr=args.lr,
+        device=args.device,
+        progress=not args.quiet,
+    )
+    figures = write_report(runs, args.out, command=COMMAND.command_line(args))
+    log(format_table(summarize(runs)))
+    log(f"Report: {Path(args.out) / 'report.md'}, results.json and {len(figures)} figures.")
+    return 0
+
+
+COMMAND = Command(
+    name="continual",
+    help="class-incremental learning on split digits / MNIST-1D: accuracy matrix, forgetting",
+    description=(
+        "Split the data into tasks of classes, train each method task after task with "
+        "partial_fit (class_incremental=True) and report after every task the accuracy "
+        "matrix, the average accuracy over the classes seen, forgetting, ECE and the energy's "
+        "OOD AUROC on the classes not yet seen. Writes report.md, results.json and figures."
+    ),
+    options=(
+        Option(
+            "--data",
+            "comma-separated: digits, mnist1d (default: digits)",
+            {"type": CommaList(str), "default": ["digits"]},
+        ),
+        Option(
+            "--tasks",
+            f"tasks of classes, '/' between tasks (default: {DEFAULT_TASKS})",
+            {"default": DEFAULT_TASKS},
+        ),
+        Option(
+            "--methods",
+            f"comma-separated, of {', '.join(METHODS)} (default: all)",
+            {"type": CommaList(str), "default": DEFAULT_METHODS},
+        ),
+        Option("--seeds", "number of seeds (default: 5)", {"type": Number(int, 1), "default": 5}),
+        Option(
+            "--epochs", "epochs per task (default: 15)", {"type": Number(int, 1), "default": 15}
+        ),
+        Option(
+            "--replay",
+            "samples per class of the replay methods (default: 20)",
+            {"type": Number(int, 1), "default": 20},
+        ),
+        Option(
+            "--hidden",
+            "the MLP's hidden sizes (default: 100)",
+            {"type": _LayerSizes(), "default": [100]},
+        ),
+        Option(
+            "--lr",
+            "learning rate (default: 0.001)",
+            {"type": Number(float, 0, low_open=True), "default": 1e-3},
+        ),
+        Option(
+            "--device",
+            "auto, cpu or cuda[:N] (default: auto)",
+            {"type": DeviceName(), "default": "auto"},
+        ),
+        Option(
+            "--out",
+            "folder for report.md, results.json and figures (default: continual)",
+            {"type": OutputPath(folder=True), "default": "continual"},
+        ),
+        Option("--quiet", "no progress bar", {"action": "store_true"}),
+    ),
+    run=_run_command,
+    check=_check,
+)
