@@ -1,5 +1,6 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
+from ._version import __version__ as __version__  # written once, in _version.py
 from .concepts import ConceptComposition
 from .distributional_constraint import DistributionalConstraint
 from .ensemble import ProductOfExperts
@@ -8,8 +9,6 @@ from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
 from .saving import load
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "ConceptComposition",

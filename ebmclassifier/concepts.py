@@ -17,14 +17,13 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._experts import ExpertsBase
+from ._queries import compile_query, satisfying_rows
 from ._validation import ParamChecker
-from .compose import Not, class_energy, conjunction, disjunction
+from .compose import class_energy, conjunction, disjunction
 from .sampling import GaussianStart, informative_start, uniform_start
 from .sampling.langevin import SAMPLERS, run_sampler
 
 __all__ = ["ConceptComposition"]
-
-_DISJUNCTION_TYPES = (list, tuple, set, frozenset, np.ndarray)
 
 
 class ConceptComposition(ExpertsBase):
@@ -218,64 +217,8 @@ class ConceptComposition(ExpertsBase):
     # ------------------------------------------------------------------ queries
 
     def _clauses(self, concepts) -> list:
-        """Compile a query into a disjunction of conjunctions: a list of clauses, each a list
-        of ``(expert index, allowed labels as a bool ndarray)``; ValueError on a bad query."""
-        names = [name for name, _ in self.estimators]
-        if concepts is None:
-            return [[(k, np.ones(len(c), dtype=bool)) for k, c in enumerate(self.classes_)]]
-        queries = [concepts] if isinstance(concepts, dict) else concepts
-        if (
-            not isinstance(queries, list)
-            or not queries
-            or not all(isinstance(q, dict) for q in queries)
-        ):
-            raise ValueError(
-                "concepts must be None, a dict {concept name: value} (a conjunction) or a "
-                f"non-empty list of such dicts (their disjunction). Got {concepts!r}."
-            )
-        clauses = []
-        for query in queries:
-            unknown = [name for name in query if name not in names]
-            if unknown:
-                raise ValueError(
-                    f"Unknown concepts {unknown!r}; the concepts of this ConceptComposition "
-                    f"are {names!r}."
-                )
-            clause = []
-            for name, value in query.items():
-                k = names.index(name)
-                allowed = self._allowed(k, value)
-                if not allowed.any():
-                    raise ValueError(
-                        f"The value {value!r} of concept {name!r} allows no label (its labels "
-                        f"are {self.classes_[k].tolist()!r})."
-                    )
-                clause.append((k, allowed))
-            clauses.append(clause)
-        return clauses
-
-    def _allowed(self, k: int, value) -> np.ndarray:
-        """The labels of expert ``k`` that ``value`` allows, as a bool mask over ``classes_[k]``."""
-        classes = self.classes_[k].tolist()
-        if isinstance(value, np.ndarray) and value.ndim == 0:  # a numpy scalar label
-            value = value.item()
-        if isinstance(value, Not):
-            return ~self._allowed(k, value.value)
-        if isinstance(value, _DISJUNCTION_TYPES):
-            values = list(value)
-            if not values:
-                raise ValueError(
-                    f"An empty list is no value of concept {self.estimators[k][0]!r}; give at "
-                    "least one label."
-                )
-            return np.logical_or.reduce([self._allowed(k, v) for v in values])
-        allowed = np.array([label == value for label in classes], dtype=bool)
-        if not allowed.any():
-            raise ValueError(
-                f"Unknown value {value!r} of concept {self.estimators[k][0]!r}; its labels are "
-                f"{classes!r}."
-            )
-        return allowed
+        """Compile a query (:func:`~ebmclassifier._queries.compile_query`); ValueError if bad."""
+        return compile_query(concepts, [name for name, _ in self.estimators], self.classes_)
 
     def _energy_fn(self, clauses: list):
         """The composed energy of a compiled query, a function of a batch ``x``; the masks and
@@ -596,12 +539,7 @@ class ConceptComposition(ExpertsBase):
         if isinstance(start, str) and start in ("conditional", "marginal"):
             match = np.ones(len(self.combinations_), dtype=bool)
             if start == "conditional":
-                match = np.zeros_like(match)
-                for clause in clauses:
-                    in_clause = np.ones_like(match)
-                    for k, allowed in clause:
-                        in_clause &= allowed[self.combinations_[:, k]]
-                    match |= in_clause
+                match = satisfying_rows(self.combinations_, clauses)
                 if not match.any():
                     warnings.warn(
                         "No training sample has a combination of concept values that fits the "

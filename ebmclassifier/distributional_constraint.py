@@ -10,10 +10,11 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ._validation import ParamChecker
 from .distributional import check_reachable, em_priors, solve_dual
+from .saving import save_constraint
 
 __all__ = ["DistributionalConstraint"]
 
@@ -299,7 +300,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                 f"{type(self.estimator).__name__}: fit it first (a clone unfits it; wrap a "
                 "fitted one in sklearn.frozen.FrozenEstimator to keep it through clone)."
             ) from None
-        n_samples = _num_samples(X)
+        n_samples = X.shape[0] if hasattr(X, "shape") else len(X)  # arrays, frames, tensors
         if n_samples < 2:
             raise ValueError(
                 f"X must hold at least 2 samples for DistributionalConstraint.fit (the "
@@ -535,9 +536,10 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         """Write the fitted meta-estimator to one file, without pickle.
 
         A zip of JSON and the base estimator's own :func:`~ebmclassifier.saving.save` file;
-        :meth:`load` reads it back. Only ``priors`` adaptations over the library's estimators
-        (bare or in a ``FrozenEstimator``) are saved: ``constraints`` are callables, and a
-        scikit-learn base has no safe format; for those a ``ValueError`` says to pickle.
+        :func:`ebmclassifier.load` reads it back. Only ``priors`` adaptations over the
+        library's estimators (bare or in a ``FrozenEstimator``) are saved: ``constraints``
+        are callables, and a scikit-learn base has no safe format; for those a ``ValueError``
+        says to pickle.
 
         Parameters
         ----------
@@ -550,48 +552,16 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         Examples
         --------
         >>> import io
-        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier import NGEBMClassifier, load
         >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
         >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.5, 1: 0.3, 2: 0.2})
         >>> buffer = io.BytesIO()
         >>> adapted.fit(X).save(buffer)
-        >>> restored = DistributionalConstraint.load(buffer)
+        >>> restored = load(buffer, device="cpu")
         >>> np.allclose(restored.predict_proba(X), adapted.predict_proba(X))
         True
         """
-        from ._distributional_saving import save_constraint
-
         save_constraint(self, path)
-
-    @classmethod
-    def load(cls, path, **params) -> DistributionalConstraint:
-        """Rebuild a meta-estimator written by :meth:`save`; no code is read from the file.
-
-        Parameters
-        ----------
-        path : str, path-like or file object
-        **params
-            Passed to :func:`ebmclassifier.load` for the base estimator (e.g. ``device``).
-
-        Returns
-        -------
-        DistributionalConstraint
-            Fitted, with the same predictions.
-
-        Examples
-        --------
-        >>> import io
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
-        >>> adapted = DistributionalConstraint(clf.fit(X, y), priors={0: 0.5, 1: 0.3, 2: 0.2})
-        >>> buffer = io.BytesIO()
-        >>> adapted.fit(X).save(buffer)
-        >>> DistributionalConstraint.load(buffer, device="cpu").prior_.tolist()
-        [0.5, 0.3, 0.2]
-        """
-        from ._distributional_saving import load_constraint
-
-        return load_constraint(cls, path, params)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -21,13 +21,18 @@ values nor such classes (callbacks, ``train_split``, an ``augmentation``, a netw
 one's own) are not saved; pass them to :func:`load`. A file from anyone is therefore safe to
 *load*; what it computes is still the network of whoever trained it.
 
+A fitted :class:`~ebmclassifier.DistributionalConstraint` (``adapted.save(path)``, through
+:func:`save_constraint`) is a zip of ``distributional.json`` (its parameters and what ``fit``
+learned) and ``estimator.ebm``, its base estimator's own file as above; :func:`load` reads both
+kinds. What JSON cannot hold is refused at save time: ``constraints`` (user callables) and base
+estimators that :func:`save` does not write (a scikit-learn classifier, a Pipeline).
+
 Pickle (and joblib) save everything, including such parameters, but unpickling runs code from
 the file: only unpickle files you trust. See the user guide's "Saving and deploying".
 """
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
@@ -38,22 +43,29 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
+from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
-from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from ._data import TensorBatchIterator
 from ._device import resolve_device, seeded_rng
+from ._trusted import check_class_roles, class_path, loadable, trusted_class
+from ._version import __version__
 
 __all__ = ["load", "save"]
 
 FORMAT = "ebmclassifier.saving"
 FORMAT_VERSION = 1
+CONSTRAINT_FORMAT = "ebmclassifier.distributional"
+#: The members of each format's archive: its JSON metadata, then its tensors or inner file.
+_MEMBERS = {
+    FORMAT: ("metadata.json", "weights.pt"),
+    CONSTRAINT_FORMAT: ("distributional.json", "estimator.ebm"),
+}
+#: The one class a ``distributional.json`` file builds (a constant: never read from the file).
+_CONSTRAINT_CLASS = "ebmclassifier.distributional_constraint:DistributionalConstraint"
 
-#: Where a class named in a saved file may come from, and what it must be.
-_TRUSTED_PACKAGES = ("ebmclassifier", "torch", "skorch")
-_SAFE_BASES = (torch.nn.Module, torch.optim.Optimizer, Dataset, DataLoader, TensorBatchIterator)
 #: How the machine that loads reads files, not a property of the model: never taken from a file.
 _NOT_SAVED = ("torch_load_kwargs",)
 
@@ -115,15 +127,6 @@ class SavedEstimatorMixin:
 # ---------------------------------------------------------------- values <-> JSON
 
 
-def _class_path(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _loadable(cls: type, bases: tuple[type, ...] = _SAFE_BASES) -> bool:
-    """Whether :func:`load` builds ``cls``: a class of a trusted package with a safe base."""
-    return cls.__module__.split(".")[0] in _TRUSTED_PACKAGES and issubclass(cls, bases)
-
-
 def _encode(value) -> Any:
     """A parameter or fitted attribute as JSON, tagging what JSON has no type for."""
     if value is None or isinstance(value, bool | int | float | str):
@@ -137,35 +140,13 @@ def _encode(value) -> Any:
         return {tag: [_encode(v) for v in value]}
     if isinstance(value, dict):
         return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
-    if isinstance(value, type) and _loadable(value):  # what load() would refuse is not saved
-        return {"__class__": _class_path(value)}
+    if isinstance(value, type) and loadable(value):  # what load() would refuse is not saved
+        return {"__class__": class_path(value)}
     raise _NotSaved(value)
 
 
-def _trusted_class(path: str, bases: tuple[type, ...] = _SAFE_BASES) -> type:
-    """Import ``module:qualname`` if it is a class of a trusted package with a safe base."""
-    module_name, _, qualname = path.partition(":")
-    if module_name.split(".")[0] not in _TRUSTED_PACKAGES or not qualname:
-        raise ValueError(
-            f"The file names the class {path!r}; load imports classes from "
-            f"{', '.join(_TRUSTED_PACKAGES)} only."
-        )
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as err:
-        raise ValueError(
-            f"The file names the class {path!r}, which cannot be imported here ({err}); the "
-            "file may come from another version of that package."
-        ) from None
-    if not (isinstance(obj, type) and _loadable(obj, bases)):
-        raise ValueError(f"The file names {path!r}, which is not a class load() may build.")
-    return obj
-
-
 def _decode(value) -> Any:
-    """The inverse of :func:`_encode`, importing classes through :func:`_trusted_class`."""
+    """The inverse of :func:`_encode`, importing classes through :func:`trusted_class`."""
     if not isinstance(value, dict):
         if isinstance(value, list):
             raise ValueError(f"Malformed value {value!r} in the file's metadata.")
@@ -183,7 +164,7 @@ def _decode(value) -> Any:
     if tag == "__dict__":
         return {_decode(k): _decode(v) for k, v in content}
     if tag == "__class__":
-        return _trusted_class(content)
+        return trusted_class(content)
     raise ValueError(f"Unknown tag {tag!r} in the file's metadata.")
 
 
@@ -267,15 +248,13 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
     >>> np.array_equal(restored.predict_proba(X), clf.predict_proba(X))
     True
     """
-    from . import __version__
-
     check_is_fitted(estimator)
     params, unsaved = _split_params(estimator)
     attributes, tensors, states = _fitted_state(estimator, training_state)
     metadata = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "estimator": _class_path(type(estimator)),
+        "estimator": class_path(type(estimator)),
         "params": params,
         "unsaved_params": unsaved,
         "classes": _encode(np.asarray(estimator.classes_)),
@@ -301,20 +280,35 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
 # ---------------------------------------------------------------- load
 
 
-def _read(path) -> tuple[dict, bytes]:
+def _shown(path) -> str:
+    """``path`` for a message: the file's name, or what a file object is."""
+    if isinstance(path, str | os.PathLike):
+        return repr(os.fspath(path))
+    return f"<{type(path).__name__} object>"
+
+
+def _read(path, expected: str | None = None) -> tuple[str, dict, bytes]:
+    """``(format, metadata, second member)`` of a file of either format (or ``expected``)."""
     try:
         with zipfile.ZipFile(path) as archive:
-            metadata = json.loads(archive.read("metadata.json"))
-            weights = archive.read("weights.pt")
+            kind = CONSTRAINT_FORMAT if "distributional.json" in archive.namelist() else FORMAT
+            json_member, data_member = _MEMBERS[kind]
+            metadata = json.loads(archive.read(json_member))
+            data = archive.read(data_member)
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
         raise ValueError(
-            f"{os.fspath(path)!r} is not a file written by ebmclassifier.saving.save ({err})."
+            f"{_shown(path)} is not a file written by ebmclassifier.saving.save or "
+            f"DistributionalConstraint.save ({err})."
         ) from None
-    if metadata.get("format") != FORMAT or metadata.get("format_version") != FORMAT_VERSION:
+    if (
+        kind != (expected or kind)
+        or metadata.get("format") != kind
+        or (metadata.get("format_version") != FORMAT_VERSION)
+    ):
         raise ValueError(
-            f"{os.fspath(path)!r} is not a file of format {FORMAT!r} version {FORMAT_VERSION}."
+            f"{_shown(path)} is not a file of format {expected or kind!r} version {FORMAT_VERSION}."
         )
-    return metadata, weights
+    return kind, metadata, data
 
 
 def _read_weights(path, weights: bytes, device: torch.device) -> dict:
@@ -323,50 +317,9 @@ def _read_weights(path, weights: bytes, device: torch.device) -> dict:
         return torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
     except pickle.UnpicklingError as err:
         raise ValueError(
-            f"The weights in {os.fspath(path)!r} hold more than tensors, and load() unpickles "
+            f"The weights in {_shown(path)} hold more than tensors, and load() unpickles "
             f"nothing else ({str(err).splitlines()[0]})."
         ) from None
-
-
-#: What a class saved for a parameter must be, by the parameter's role; any other parameter
-#: (``module``, ``encoder``, ``module__activation``, ...) names a network or a layer.
-_ROLES = {
-    "criterion": ((torch.nn.modules.loss._Loss,), "a torch loss class, such as "
-                  "torch.nn.CrossEntropyLoss"),
-    "optimizer": ((torch.optim.Optimizer,), "a torch optimizer class, such as torch.optim.Adam"),
-    "iterator_train": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
-                       "torch.utils.data.DataLoader"),
-    "iterator_valid": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
-                       "torch.utils.data.DataLoader"),
-    "dataset": ((Dataset,), "a data set class, such as skorch.dataset.Dataset"),
-}  # fmt: skip
-_NETWORK_ROLE = ((torch.nn.Module,), "a torch.nn.Module class (a network or a layer)")
-#: torch's datapipes (file openers, readers, ...): no role's class. Deprecated by torch, so
-#: ``MapDataPipe`` may be gone; every ``IterDataPipe`` is an ``IterableDataset``.
-_NEVER_BUILT = (IterableDataset, *filter(None, [getattr(torch.utils.data, "MapDataPipe", None)]))
-
-
-def _check_class_roles(name: str, value) -> None:
-    """Every class in the saved parameter ``name`` is of the kind that parameter takes.
-
-    :func:`_trusted_class` admits any torch module, optimizer, data set or loader for any
-    parameter: ``criterion=torch.nn.Module`` loaded, ``iterator_train`` could name a
-    file-opening datapipe, and a wrong class surfaced as its constructor's error at best.
-    """
-    if isinstance(value, type):
-        bases, what = _ROLES.get(name, _NETWORK_ROLE)
-        if not issubclass(value, bases) or issubclass(value, _NEVER_BUILT):
-            raise ValueError(
-                f"The file gives the parameter {name!r} the class {_class_path(value)!r}, but "
-                f"{name} must be {what}."
-            )
-    elif isinstance(value, tuple | list):
-        for item in value:
-            _check_class_roles(name, item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_class_roles(name, key)
-            _check_class_roles(name, item)
 
 
 def _constructor_params(metadata: dict, given: dict) -> dict:
@@ -377,7 +330,7 @@ def _constructor_params(metadata: dict, given: dict) -> dict:
             continue
         try:
             params[name] = _decode(value)
-            _check_class_roles(name, params[name])
+            check_class_roles(name, params[name])
         except ValueError as err:
             raise ValueError(
                 f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)."
@@ -409,14 +362,18 @@ def _set_attributes(estimator, metadata: dict, tensors: dict) -> None:
 def load(path: str | os.PathLike, **params):
     """Rebuild an estimator written by :func:`save`, ready to predict, without the data.
 
+    The one loader of the library's files: also of a ``DistributionalConstraint.save`` file.
+
     Parameters
     ----------
-    path : str or path-like
-        A file written by :func:`save`.
+    path : str, path-like or file object
+        A file written by :func:`save` (or ``estimator.save``) or by
+        ``DistributionalConstraint.save``.
     **params
         Constructor parameters to set instead of the saved ones: those that could not be saved
         (a network class of one's own, callbacks, ...), or another ``device``. A model trained
-        on a GPU loads on a CPU-only machine with the default ``device="auto"``.
+        on a GPU loads on a CPU-only machine with the default ``device="auto"``. For a
+        ``DistributionalConstraint``, those of its base estimator.
 
     Returns
     -------
@@ -447,8 +404,15 @@ def load(path: str | os.PathLike, **params):
     >>> np.array_equal(restored.energy(X), clf.energy(X))
     True
     """
-    metadata, weights = _read(path)
-    cls = _trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
+    kind, metadata, data = _read(path)
+    if kind == CONSTRAINT_FORMAT:
+        return _load_constraint(metadata, data, params)
+    return _load_estimator(path, metadata, data, params)
+
+
+def _load_estimator(path, metadata: dict, weights: bytes, params: dict):
+    """The estimator of an ``ebmclassifier.saving`` file, read by :func:`_read`."""
+    cls = trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
     estimator = cls(**_constructor_params(metadata, params))
     estimator._check_params()
     estimator.device_ = resolve_device(estimator.device)
@@ -464,3 +428,124 @@ def load(path: str | os.PathLike, **params):
     if metadata["history"] is not None:
         estimator.history_ = History(metadata["history"])
     return estimator
+
+
+# ---------------------------------------------------------------- DistributionalConstraint
+
+
+def _plain(value):
+    """A label, share or count as a JSON value."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _pairs(value):
+    """``priors`` / ``train_priors`` as JSON: a dict becomes a list of [label, share] pairs."""
+    if isinstance(value, dict):
+        return {"pairs": [[_plain(k), float(v)] for k, v in value.items()]}
+    if value is None or isinstance(value, str):
+        return value
+    return {"array": np.asarray(value, dtype=float).tolist()}
+
+
+def _unpairs(value):
+    if isinstance(value, dict) and "pairs" in value:
+        return {k: v for k, v in value["pairs"]}
+    if isinstance(value, dict) and "array" in value:
+        return np.asarray(value["array"], dtype=float)
+    return value
+
+
+_CONSTRAINT_PARAMS = ("method", "solver", "tol", "max_iter")
+_CONSTRAINT_FITTED = ("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_")
+_CONSTRAINT_ARRAYS = ("prior_", "lambda_", "_class_offset_", "_user_lambda_")
+
+
+def _constraint_base(adapted):
+    """``(base estimator, frozen)`` of a fitted ``adapted`` that :func:`save_constraint` writes."""
+    check_is_fitted(adapted, "lambda_")
+    if adapted.constraints:
+        raise ValueError(
+            "DistributionalConstraint.save cannot write 'constraints': their phi are "
+            "callables, which a file is not allowed to hold as code. Pickle the estimator "
+            "(from a source you trust), or refit it with the constraints after loading."
+        )
+    base = adapted.estimator
+    frozen = isinstance(base, FrozenEstimator)
+    if frozen:
+        base = base.estimator
+    if not isinstance(base, SavedEstimatorMixin):
+        raise ValueError(
+            f"DistributionalConstraint.save writes the base estimator with "
+            f"ebmclassifier.saving.save, which takes the library's estimators; got a "
+            f"{type(base).__name__}. Pickle the estimator instead (from a source you trust)."
+        )
+    return base, frozen
+
+
+def save_constraint(adapted, path: str | os.PathLike) -> None:
+    """Write a fitted ``DistributionalConstraint`` (priors only, over one of our estimators).
+
+    What ``adapted.save(path)`` calls; :func:`load` reads the file back.
+
+    Parameters
+    ----------
+    adapted : DistributionalConstraint
+        Fitted, without ``constraints``, over an estimator of the library (bare or in a
+        ``FrozenEstimator``).
+    path : str, path-like or file object
+
+    Returns
+    -------
+    None
+    """
+    base, frozen = _constraint_base(adapted)
+    buffer = io.BytesIO()
+    save(base, buffer, training_state=False)
+    fitted = {name: _plain(getattr(adapted, name)) for name in _CONSTRAINT_FITTED}
+    fitted.update({k: np.asarray(getattr(adapted, k)).tolist() for k in _CONSTRAINT_ARRAYS})
+    metadata = {
+        "format": CONSTRAINT_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "params": {name: getattr(adapted, name) for name in _CONSTRAINT_PARAMS},
+        "priors": _pairs(adapted.priors),
+        "train_priors": _pairs(adapted.train_priors),
+        "frozen": frozen,
+        "classes": np.asarray(adapted.classes_).tolist(),
+        "fitted": fitted,
+    }
+    try:
+        text = json.dumps(metadata, allow_nan=True)
+    except TypeError as err:
+        raise TypeError(
+            f"DistributionalConstraint holds a value JSON cannot store ({err}); labels must be "
+            "numbers, strings or booleans. Pickle the estimator instead."
+        ) from None
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("distributional.json", text)
+        archive.writestr("estimator.ebm", buffer.getvalue())
+
+
+def _load_constraint(metadata: dict, base_file: bytes, params: dict):
+    """The ``DistributionalConstraint`` of a file read by :func:`_read`; ``params`` for its base.
+
+    Its class is imported by name, as :func:`load` imports every estimator class it builds, so
+    that this module imports nothing from the estimators (they import it, to save).
+    """
+    inner = io.BytesIO(base_file)
+    _, base_metadata, weights = _read(inner, expected=FORMAT)  # a base, never another constraint
+    base = _load_estimator(inner, base_metadata, weights, params)
+    if metadata["frozen"]:
+        base = FrozenEstimator(base)
+    cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
+    adapted = cls(
+        base,
+        priors=_unpairs(metadata["priors"]),
+        train_priors=_unpairs(metadata["train_priors"]),
+        **metadata["params"],
+    )
+    adapted._check_params()
+    adapted.classes_ = np.asarray(metadata["classes"])
+    for name, value in metadata["fitted"].items():
+        as_array = name in _CONSTRAINT_ARRAYS
+        setattr(adapted, name, np.asarray(value, dtype=float) if as_array else value)
+    return adapted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ebmclassifier import DistributionalConstraint, NGEBMClassifier
+from ebmclassifier import DistributionalConstraint, NGEBMClassifier, load
 from ebmclassifier.distributional import (
     bayes_correction,
     bbse_priors,
@@ -370,7 +371,7 @@ def test_save_and_load_without_pickle(ngebm, frozen, tmp_path):
         base, priors={0: 0.0, 1: 0.3, 2: 0.7}, train_priors=[0.2, 0.3, 0.5]
     ).fit(X)
     adapted.save(tmp_path / "adapted.ebm")
-    restored = DistributionalConstraint.load(tmp_path / "adapted.ebm")
+    restored = load(tmp_path / "adapted.ebm")
     np.testing.assert_array_equal(restored.predict_proba(X), adapted.predict_proba(X))
     np.testing.assert_array_equal(restored.energy(X), adapted.energy(X))
     assert isinstance(restored.estimator, FrozenEstimator) == frozen
@@ -393,7 +394,7 @@ def test_string_labels_and_a_saved_bayes_correction(ngebm, tmp_path):
     np.testing.assert_allclose(adapted.predict_proba(X), expected, rtol=1e-5)
     assert set(adapted.predict(X)) <= {"ant", "bee", "cat"}
     adapted.save(tmp_path / "bayes.ebm")
-    restored = DistributionalConstraint.load(tmp_path / "bayes.ebm")
+    restored = load(tmp_path / "bayes.ebm")
     np.testing.assert_array_equal(restored.predict_proba(X), adapted.predict_proba(X))
     assert restored.train_priors == adapted.train_priors and restored.method == "bayes"
     projected = DistributionalConstraint(clf, priors=priors).fit(X)
@@ -408,9 +409,9 @@ def test_save_refuses_what_needs_pickle(data, ngebm, tmp_path):
     adapted = DistributionalConstraint(net, constraints=[(_phi_random(), 0.0)]).fit(Xn)
     with pytest.raises(ValueError, match="cannot write 'constraints'"):
         adapted.save(tmp_path / "b")
-    with pytest.raises(ValueError, match="not a file written by DistributionalConstraint"):
+    with pytest.raises(ValueError, match="not a file written by .* or DistributionalConstraint"):
         (tmp_path / "c").write_bytes(b"not a zip")
-        DistributionalConstraint.load(tmp_path / "c")
+        load(tmp_path / "c")
 
 
 # ---------------------------------------------------------------- bad input
@@ -505,3 +506,17 @@ def test_early_stop_warns_with_the_residual(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DistributionalConstraint(clf, priors={0: 0.9, 1: 0.05, 2: 0.05}).fit(X)
+
+
+def test_load_refuses_a_constraint_nested_as_the_base(ngebm, tmp_path):
+    clf, X = ngebm
+    adapted = DistributionalConstraint(clf, priors={0: 0.2, 1: 0.3, 2: 0.5}).fit(X)
+    adapted.save(tmp_path / "inner.ebm")
+    with zipfile.ZipFile(tmp_path / "inner.ebm") as archive:
+        text = archive.read("distributional.json")
+    with zipfile.ZipFile(tmp_path / "nested.ebm", "w") as archive:
+        archive.writestr("distributional.json", text)
+        archive.writestr("estimator.ebm", (tmp_path / "inner.ebm").read_bytes())
+    with pytest.raises(ValueError, match="not a file of format 'ebmclassifier.saving'"):
+        load(tmp_path / "nested.ebm")
+    assert load(tmp_path / "inner.ebm").prior_.tolist() == [0.2, 0.3, 0.5]

@@ -8,71 +8,15 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
-from torch.autograd.function import once_differentiable
 
 from .._base import EBMClassifierBase
 from .._validation import ParamChecker
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
-from .methods import GRADIENT_ALIASES, GRADIENTS, polytope_latent
+from .methods import GRADIENT_ALIASES, GRADIENTS, batch_polytope_latent
 
 __all__ = ["LatentStructureClassifier"]
-
-
-class _ScaleGrad(torch.autograd.Function):
-    """Identity forward; backward multiplies the gradient by ``factor``.
-
-    ``factor`` is a number, or a Tensor that broadcasts against ``x`` (one factor per sample,
-    shape ``(n, 1, ..., 1)``), saved with ``save_for_backward``.
-    """
-
-    @staticmethod
-    def forward(ctx, x, factor):
-        if isinstance(factor, torch.Tensor):
-            ctx.save_for_backward(factor)
-            ctx.factor = None
-        else:
-            ctx.factor = factor
-        return x.view_as(x)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad):
-        factor = ctx.saved_tensors[0] if ctx.factor is None else ctx.factor
-        return grad * factor, None
-
-
-class _WeightedBaseline:
-    """The score-function baseline, updated with the weighted mean of a batch's losses."""
-
-    def __init__(self, baseline, sample_weight: torch.Tensor):
-        self.baseline = baseline
-        self.sample_weight = sample_weight
-
-    @property
-    def value(self) -> torch.Tensor:
-        return self.baseline.value
-
-    def update(self, losses: torch.Tensor) -> None:
-        self.baseline.update(losses, self.sample_weight)
-
-
-def _per_sample_factors(
-    sample_weight: torch.Tensor | None, n: int, dim: int
-) -> tuple[float | torch.Tensor, float | torch.Tensor]:
-    """The factors that turn the batch loss's gradient at ``z`` into per-sample ``dl_i/dz_i``
-    and the surrogates' per-sample gradients back into the batch loss's.
-
-    ``(n, 1/n)`` for the mean; ``(W/w_i, w_i/W)`` (0 where ``w_i = 0``) for the weighted mean
-    ``sum_i w_i l_i / W``, ``W = sum_i w_i``, shaped ``(n, 1, ..., 1)`` for ``dim`` dims.
-    """
-    if sample_weight is None:
-        return float(n), 1.0 / n
-    w = sample_weight.reshape(-1, *(1,) * (dim - 1))
-    total = sample_weight.sum()
-    to_sample = torch.where(w > 0, total / torch.where(w > 0, w, torch.ones_like(w)), 0.0)
-    return to_sample, w / torch.where(total > 0, total, torch.ones_like(total))
 
 
 def _nan_unless_finite(loss: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -434,25 +378,18 @@ verbose, **kwargs
             # gamma_fn is then the gradient that the training loss sends to z
             return per_sample_criterion(self.criterion_, model.decoder(X, z), y)
 
-        # The surrogates pull back per-sample gradients gamma_i = dl_i/dz_i (so step_size is
-        # per sample); the scaling around them turns the batch (weighted) mean into that and
-        # back. The score function's losses stay per sample; its baseline is weighted.
-        to_sample, to_batch = _per_sample_factors(sample_weight, len(X), scores.dim())
-        baseline = model.baseline
-        if sample_weight is not None:
-            baseline = _WeightedBaseline(baseline, sample_weight)
-        z = polytope_latent(
+        return batch_polytope_latent(
             model.polytope,
-            _ScaleGrad.apply(scores, to_batch),
+            scores,
             model.sizes(X),
             self.gradient,
             per_sample_loss,
+            sample_weight,
             step_size=self.step_size,
             inner_steps=self.inner_steps,
             temperature=self.temperature,
-            baseline=baseline,
+            baseline=model.baseline,
         )
-        return _ScaleGrad.apply(z, to_sample)
 
     # ------------------------------------------------------------------ the latent
 

@@ -1,6 +1,7 @@
 """One entry point for every gradient method, by name, over any latent polytope.
 
-:func:`polytope_latent` is what an estimator calls in its training step, and
+:func:`polytope_latent` is what an estimator calls in its training step (through
+:func:`batch_polytope_latent` when its loss is a batch mean), and
 :func:`polytope_latent_eval` gives the deterministic latent used at prediction time; both take
 the structure's :class:`~ebmclassifier.latent.polytope.Polytope` (the simplex, trees) and the
 batch's sizes. :func:`~ebmclassifier.latent.categorical_latent` and
@@ -39,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
 from .relaxations import GumbelStraightThrough, sample_gumbel
@@ -55,6 +57,7 @@ __all__ = [
     "GRADIENTS",
     "GRADIENT_ALIASES",
     "RELAXED_GRADIENTS",
+    "batch_polytope_latent",
     "gamma_from_loss",
     "polytope_latent",
     "polytope_latent_eval",
@@ -201,6 +204,125 @@ def polytope_latent(
     if loss_fn is None:
         raise ValueError("gradient='sfe' needs loss_fn (the per-sample losses); got None.")
     return ScoreFunction.apply(scores, loss_fn, baseline, generator, polytope, sizes)
+
+
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward; backward multiplies the gradient by ``factor``.
+
+    ``factor`` is a number, or a Tensor that broadcasts against ``x`` (one factor per sample,
+    shape ``(n, 1, ..., 1)``), saved with ``save_for_backward``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, factor):
+        if isinstance(factor, torch.Tensor):
+            ctx.save_for_backward(factor)
+            ctx.factor = None
+        else:
+            ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        factor = ctx.saved_tensors[0] if ctx.factor is None else ctx.factor
+        return grad * factor, None
+
+
+class _WeightedBaseline:
+    """The score-function baseline, updated with the weighted mean of a batch's losses."""
+
+    def __init__(self, baseline, sample_weight: torch.Tensor):
+        self.baseline = baseline
+        self.sample_weight = sample_weight
+
+    @property
+    def value(self) -> torch.Tensor:
+        return self.baseline.value
+
+    def update(self, losses: torch.Tensor) -> None:
+        self.baseline.update(losses, self.sample_weight)
+
+
+def _per_sample_factors(
+    sample_weight: torch.Tensor | None, n: int, dim: int
+) -> tuple[float | torch.Tensor, float | torch.Tensor]:
+    """The factors that turn the batch loss's gradient at ``z`` into per-sample ``dl_i/dz_i``
+    and the surrogates' per-sample gradients back into the batch loss's.
+
+    ``(n, 1/n)`` for the mean; ``(W/w_i, w_i/W)`` (0 where ``w_i = 0``) for the weighted mean
+    ``sum_i w_i l_i / W``, ``W = sum_i w_i``, shaped ``(n, 1, ..., 1)`` for ``dim`` dims.
+    """
+    if sample_weight is None:
+        return float(n), 1.0 / n
+    w = sample_weight.reshape(-1, *(1,) * (dim - 1))
+    total = sample_weight.sum()
+    to_sample = torch.where(w > 0, total / torch.where(w > 0, w, torch.ones_like(w)), 0.0)
+    return to_sample, w / torch.where(total > 0, total, torch.ones_like(total))
+
+
+@fill_docstring(PARAMETER_DOCS)
+def batch_polytope_latent(
+    polytope: Polytope,
+    scores: torch.Tensor,
+    sizes: torch.Tensor | None,
+    gradient: str,
+    loss_fn: LossFn,
+    sample_weight: torch.Tensor | None = None,
+    **options,
+) -> torch.Tensor:
+    """:func:`polytope_latent` for a training loss that is the (weighted) batch mean of ``loss_fn``.
+
+    The surrogates pull back per-sample gradients ``gamma_i = dl_i/dz_i`` (so ``step_size`` is
+    per sample), whereas the batch loss ``sum_i w_i l_i / sum_i w_i`` sends ``z_i`` the gradient
+    ``w_i/W dl_i/dz_i``: ``z`` is scaled back to per sample on its way in, and the scores'
+    gradients to the batch's on their way out. The score function's losses stay per sample;
+    its ``baseline`` follows the weighted mean of the batch losses.
+
+    Parameters
+    ----------
+    {polytope}
+    scores : Tensor of shape (B, ...)
+        Encoder scores ``s``.
+    {sizes}
+    gradient : str
+        As in :func:`polytope_latent`.
+    loss_fn : callable
+        ``loss_fn(z) -> Tensor (B,)``, the per-sample losses whose (weighted) mean is trained.
+    sample_weight : Tensor of shape (B,), optional
+        ``w``; ``None`` for the plain mean (``w_i = 1``).
+    **options
+        ``step_size``, ``inner_steps``, ``temperature``, ``baseline``, ``generator`` of
+        :func:`polytope_latent`.
+
+    Returns
+    -------
+    Tensor of shape (B, ...)
+        The latent, as :func:`polytope_latent` returns it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from ebmclassifier.latent.categorical.simplex import Simplex
+    >>> scores = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 0.5]], requires_grad=True)
+    >>> target = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    >>> def loss_fn(z):
+    ...     return ((z - target) ** 2).sum(dim=1)
+    >>> w = torch.tensor([3.0, 1.0])
+    >>> z = batch_polytope_latent(Simplex(), scores, None, "spigot", loss_fn, w)
+    >>> ((loss_fn(z) * w).sum() / w.sum()).backward()
+    >>> batch_grad, scores.grad = scores.grad.clone(), None
+    >>> loss_fn(polytope_latent(Simplex(), scores, None, "spigot", loss_fn)).sum().backward()
+    >>> torch.allclose(batch_grad, scores.grad * (w / w.sum())[:, None])  # w_i/W per sample
+    True
+    """
+    to_sample, to_batch = _per_sample_factors(sample_weight, len(scores), scores.dim())
+    if sample_weight is not None and options.get("baseline") is not None:
+        options["baseline"] = _WeightedBaseline(options["baseline"], sample_weight)
+    z = polytope_latent(
+        polytope, _ScaleGrad.apply(scores, to_batch), sizes, gradient, loss_fn, **options
+    )
+    return _ScaleGrad.apply(z, to_sample)
 
 
 @fill_docstring(PARAMETER_DOCS)

@@ -125,6 +125,21 @@ def warn_unseen_tokens(ids: np.ndarray, vocabulary: np.ndarray, *, n_named: int 
         The ids seen when the network was built, sorted, without 0.
     n_named : int, default=5
         How many of the unseen ids the message names.
+
+    Returns
+    -------
+    None
+        A ``UserWarning`` if some id is unseen; nothing otherwise.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> ids = np.array([[3, 7, 0], [9, 3, 3]])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_unseen_tokens(ids, vocabulary=np.array([3, 9]))
+    >>> str(caught[0].message)[:64]
+    'X holds 1 token id(s) that the fit which built the network did n'
     """
     unseen = np.setdiff1d(ids[ids > 0], vocabulary)  # sorted, unique
     if not len(unseen):
