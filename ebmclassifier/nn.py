@@ -82,6 +82,21 @@ class _LinearReadout(nn.Module):
         return self.last_layer(self.penultimate(x))
 
 
+def _silu_trunk(
+    n_features: int, hidden_sizes: Sequence[int], dropout: float = 0.0
+) -> tuple[list[nn.Module], int]:
+    """The fully connected SiLU layers of :class:`MLP` and :class:`LabelConditionedMLP`:
+    ``Flatten``, then ``Linear -> SiLU (-> Dropout)`` per hidden size; with the last width."""
+    layers: list[nn.Module] = [nn.Flatten()]
+    width = n_features
+    for size in hidden_sizes:
+        layers += [nn.Linear(width, size), nn.SiLU()]
+        if dropout:
+            layers.append(nn.Dropout(dropout))
+        width = size
+    return layers, width
+
+
 class MLP(_LinearReadout):
     """A multi-layer perceptron from flat features to logits.
 
@@ -119,13 +134,7 @@ class MLP(_LinearReadout):
         check.real("dropout", 0.0, 1.0)
         check.raise_if_any()
         super().__init__()
-        layers: list[nn.Module] = [nn.Flatten()]
-        width = n_features
-        for size in hidden_sizes:
-            layers += [nn.Linear(width, size), nn.SiLU()]
-            if dropout:
-                layers.append(nn.Dropout(dropout))
-            width = size
+        layers, width = _silu_trunk(n_features, hidden_sizes, dropout)
         layers.append(nn.Linear(width, n_classes))
         self.net = nn.Sequential(*layers)
 
@@ -396,11 +405,7 @@ class LabelConditionedMLP(nn.Module):
         check.integer("head_size", 1)
         check.raise_if_any()
         super().__init__()
-        layers: list[nn.Module] = [nn.Flatten()]
-        width = n_features
-        for size in hidden_sizes:
-            layers += [nn.Linear(width, size), nn.SiLU()]
-            width = size
+        layers, width = _silu_trunk(n_features, hidden_sizes)
         self.features = nn.Sequential(*layers)
         self.gates = nn.Linear(width, n_classes)  # row c: g_c, bias: b_c
         with torch.no_grad():  # start near the identity gate

@@ -29,6 +29,13 @@ def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figur
     return fig
 
 
+def check_named_dict(value, name: str, what: str) -> None:
+    """A TypeError naming ``name`` unless ``value`` is a non-empty dict (of one curve per
+    name); ``what`` says what it maps to, e.g. ``"of model name to accuracies"``."""
+    if not isinstance(value, dict) or not value:
+        raise TypeError(f"{name} must be a non-empty dict {what}. Got {type(value).__name__!r}.")
+
+
 def _bin_statistics(confidence: np.ndarray, correct: np.ndarray, n_bins: int):
     """Per equal-width confidence bin: edges, counts, accuracy and mean confidence.
 
@@ -165,11 +172,9 @@ def plot_ood_histograms(
     >>> fig.axes[0].get_xlabel()
     'OOD score (higher = more OOD)'
     """
-    if not isinstance(scores_out, dict) or not scores_out:
-        raise TypeError(
-            "scores_out must be a non-empty dict of OOD set name to scores, e.g. "
-            f"{{'uniform': scores}}. Got {type(scores_out).__name__}."
-        )
+    check_named_dict(
+        scores_out, "scores_out", "of OOD set name to scores, e.g. {'uniform': scores}"
+    )
     scores_in = np.asarray(scores_in, dtype=np.float64)
     pooled = np.concatenate(
         [scores_in] + [np.asarray(s, dtype=np.float64) for s in scores_out.values()]
@@ -224,11 +229,7 @@ def plot_accuracy_vs_epsilon(
     1
     """
     epsilons = np.asarray(epsilons, dtype=np.float64)
-    if not isinstance(accuracies, dict) or not accuracies:
-        raise TypeError(
-            "accuracies must be a non-empty dict of model name to accuracies. "
-            f"Got {type(accuracies).__name__}."
-        )
+    check_named_dict(accuracies, "accuracies", "of model name to accuracies")
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot(1, 1, 1)
     for name, acc in accuracies.items():

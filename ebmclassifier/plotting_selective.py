@@ -9,7 +9,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from .metrics import aurc, risk_coverage_curve
-from .plotting import finish_figure
+from .plotting import check_named_dict, finish_figure
 
 __all__ = ["plot_risk_coverage"]
 
@@ -51,11 +51,7 @@ def plot_risk_coverage(
     >>> [line.get_label() for line in fig.axes[0].get_lines()]
     ['softmax (AURC 0.208)', 'other (AURC 0.333)']
     """
-    if not isinstance(predictions, dict) or not predictions:
-        raise TypeError(
-            "predictions must be a non-empty dict {name: y_proba} or "
-            f"{{name: (y_pred, confidence)}}. Got {type(predictions).__name__!r}."
-        )
+    check_named_dict(predictions, "predictions", "{name: y_proba} or {name: (y_pred, confidence)}")
     fig = Figure(figsize=(6, 4.5))
     ax = fig.add_subplot()
     for name, prediction in predictions.items():

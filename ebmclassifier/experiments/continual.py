@@ -27,8 +27,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
@@ -37,6 +35,7 @@ from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
 from ..nn import LabelConditionedMLP
 from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
+from .standardize import _standardized_digits
 
 __all__ = ["METHODS", "parse_tasks", "run_continual", "summarize"]
 
@@ -134,15 +133,11 @@ def parse_tasks(text: str) -> list[list[int]]:
 def _load(data: str, seed: int):
     """``(X_train, X_test, y_train, y_test)``: standardized, flat features."""
     if data == "digits":
-        X, y = load_digits(return_X_y=True)
-        X_train, X_test, y_train, y_test = train_test_split(
-            X, y, test_size=0.3, stratify=y, random_state=seed
-        )
-    else:
-        from ..datasets import load_mnist1d
+        return _standardized_digits(seed)
+    from ..datasets import load_mnist1d
 
-        bunch = load_mnist1d(shape="flat")
-        X_train, X_test, y_train, y_test = bunch.X_train, bunch.X_test, bunch.y_train, bunch.y_test
+    bunch = load_mnist1d(shape="flat")
+    X_train, X_test, y_train, y_test = bunch.X_train, bunch.X_test, bunch.y_train, bunch.y_test
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
 from ..energy import OOD_METHODS
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
 from ._command import Command, Number, Option
+from .standardize import _standardized_digits
 
 __all__ = ["run_demo", "format_demo"]
 
@@ -27,12 +25,7 @@ MODELS = {"ce (beta=0)": 0.0, "ngebm (beta=0.5)": 0.5}
 
 
 def _digits_with_noise(seed: int):
-    X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.3, stratify=y, random_state=seed
-    )
-    scaler = StandardScaler().fit(X_train)
-    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    X_train, X_test, y_train, y_test = _standardized_digits(seed)
     rng = np.random.default_rng(seed)
     noise = rng.uniform(X_train.min(axis=0), X_train.max(axis=0), size=X_test.shape)
     return X_train, X_test, y_train, y_test, noise

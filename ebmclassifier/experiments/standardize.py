@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 __all__ = ["Standardizer"]
@@ -117,3 +119,14 @@ class _Affine(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) / self.scale
+
+
+def _standardized_digits(seed: int) -> tuple:
+    """``(X_train, X_test, y_train, y_test)`` of the digits of ``demo`` and ``continual``: a
+    stratified 70/30 split drawn with ``seed``, standardized per feature on its training part."""
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=seed
+    )
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
