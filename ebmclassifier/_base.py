@@ -27,8 +27,7 @@ from torch import nn
 
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
-from ._inference import InferenceMixin
-from ._ood import OODDecisionMixin
+from ._inference import InferenceMixin, OODDecisionMixin
 from ._skorch import SkorchNet
 from ._validation import (
     InvalidParameterError,

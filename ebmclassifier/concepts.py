@@ -17,9 +17,8 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ._experts import ExpertsBase
-from ._queries import compile_query, satisfying_rows
 from ._validation import ParamChecker
-from .compose import class_energy, conjunction, disjunction
+from .compose import class_energy, compile_query, conjunction, disjunction, satisfying_rows
 from .sampling import GaussianStart, informative_start, uniform_start
 from .sampling.langevin import SAMPLERS, run_sampler
 
@@ -217,7 +216,7 @@ class ConceptComposition(ExpertsBase):
     # ------------------------------------------------------------------ queries
 
     def _clauses(self, concepts) -> list:
-        """Compile a query (:func:`~ebmclassifier._queries.compile_query`); ValueError if bad."""
+        """Compile a query (:func:`~ebmclassifier.compose.compile_query`); ValueError if bad."""
         return compile_query(concepts, [name for name, _ in self.estimators], self.classes_)
 
     def _energy_fn(self, clauses: list):

@@ -12,8 +12,7 @@ import torch
 from sklearn.base import ClassifierMixin
 
 from ._experts import ExpertsBase
-from ._inference import InferenceMixin
-from ._ood import OODDecisionMixin
+from ._inference import InferenceMixin, OODDecisionMixin
 from ._validation import ParamChecker
 from .compose import mixture_logits, product_logits
 from .energy import OOD_METHODS

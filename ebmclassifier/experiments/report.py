@@ -12,8 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..plotting import plot_accuracy_vs_epsilon, plot_ood_histograms, plot_reliability_diagram
-from ..plotting_selective import plot_risk_coverage
+from ..plotting import (
+    plot_accuracy_vs_epsilon,
+    plot_ood_histograms,
+    plot_reliability_diagram,
+    plot_risk_coverage,
+)
 from ._tables import _NORMS, _fmt, summarise, tables, verdicts
 
 __all__ = ["write_report"]

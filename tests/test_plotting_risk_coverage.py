@@ -5,7 +5,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from ebmclassifier.metrics import aurc, risk_coverage_curve
-from ebmclassifier.plotting_selective import plot_risk_coverage
+from ebmclassifier.plotting import plot_risk_coverage
 
 
 def test_risk_coverage_figure_draws_the_curves(tmp_path):
