@@ -9,9 +9,9 @@ The pieces that :class:`~ebmclassifier.NGEBMClassifier` and
 - :func:`grow_output_layer` gives it rows for new classes, leaving every old row and every
   other weight as it was, and carries the optimizer's state over to the grown tensors;
 - :func:`reservoir_update` keeps a uniform sample of each class's stream of training samples
-  (Vitter's reservoir sampling, "Algorithm R").
+  (Vitter's reservoir sampling, "Algorithm R" [2]_).
 
-The objective that leaves absent classes alone is
+The objective that leaves absent classes alone, Li et al.'s [1]_, is
 :func:`ebmclassifier.losses.negatives_cross_entropy`.
 
 References
