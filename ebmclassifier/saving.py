@@ -49,8 +49,8 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
 
+from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
 from ._device import resolve_device, seeded_rng
-from ._trusted import check_class_roles, class_path, loadable, trusted_class
 from ._version import __version__
 
 __all__ = ["load", "save"]
