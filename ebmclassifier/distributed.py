@@ -328,7 +328,7 @@ class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
     Parameters
     ----------
     module, beta, gamma, energy_var_weight, grad_norm, fd_step, class_incremental, negatives, \
-replay_per_class, ood_method, **kwargs
+replay_per_class, generated_per_class, generated_steps, ood_method, **kwargs
         As for :class:`~ebmclassifier.NGEBMClassifier`, with two constraints:
         ``random_state`` must be an int (every process draws the same batches) and
         ``energy_var_weight`` must be 0 (a batch variance is not a mean of per-sample terms).

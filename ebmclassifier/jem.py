@@ -19,7 +19,7 @@ from ._divergence import (
     state_is_healthy,
 )
 from ._parameters import ParamChecker
-from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
+from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy
 from .exceptions import DivergenceError
 from .losses import jem_loss
@@ -97,7 +97,7 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         What to do when a training step diverges (see above).
     max_energy : float, default=1e4
         A step whose data or sample energies exceed this in absolute value counts as diverged.
-    class_incremental, negatives, replay_per_class
+    class_incremental, negatives, replay_per_class, generated_per_class, generated_steps
         Class-incremental learning, as in :class:`~ebmclassifier.NGEBMClassifier`; the
         contrastive energy term is unchanged. A new class's Gaussian of the informative chain
         start is the mean of the old classes' ones (no data is kept for it).
@@ -147,7 +147,7 @@ random_state, class_weight, verbose, **kwargs
         *EBMClassifierBase._saved_attributes,
         "sgld_step_size_",
         "n_divergences_",
-        *RESERVOIR_ATTRIBUTES,
+        *CONTINUAL_ATTRIBUTES,
     )
 
     def __init__(
@@ -168,8 +168,10 @@ random_state, class_weight, verbose, **kwargs
         on_divergence: str = "recover",
         max_energy: float = 1e4,
         class_incremental: bool = False,
-        negatives: str | int = "all",
-        replay_per_class: int = 0,
+        negatives: str | int = "auto",
+        replay_per_class: str | int = "auto",
+        generated_per_class: str | int = "auto",
+        generated_steps: int = 40,
         ood_method: str = "energy",
         **kwargs,
     ) -> None:
@@ -190,6 +192,8 @@ random_state, class_weight, verbose, **kwargs
         self.class_incremental = class_incremental
         self.negatives = negatives
         self.replay_per_class = replay_per_class
+        self.generated_per_class = generated_per_class
+        self.generated_steps = generated_steps
 
     # ------------------------------------------------------------------ parameters
 
@@ -326,6 +330,9 @@ random_state, class_weight, verbose, **kwargs
             )
         finally:
             self.module_.train(training)
+
+    def _has_energy_term(self) -> bool:
+        return self.px_weight > 0
 
     def _energy_fn(self, y: torch.Tensor | None = None):
         if y is None:

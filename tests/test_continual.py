@@ -27,7 +27,9 @@ def _task(*labels):
 
 
 def _clf(**params):
+    # no replay unless a test asks for it: the "auto" defaults are tested in test_continual_replay
     defaults = dict(class_incremental=True, max_epochs=2, random_state=0, beta=0.0)
+    defaults.update(replay_per_class=0, generated_per_class=0)
     if "module" not in params:
         defaults["module__hidden_sizes"] = (8,)
     return NGEBMClassifier(**{**defaults, **params})
