@@ -114,7 +114,8 @@ def _continual_cases(X, y, X_test, out: dict) -> None:
             class_incremental=True, max_epochs=2, random_state=0, module__hidden_sizes=(32,)
         )
         # the settings before "auto" (issue #32), so that the snapshot compares across it
-        est.set_params(negatives="all", replay_per_class=0, generated_per_class=0, **params)
+        before = dict(negatives="all", replay_per_class=0, generated_per_class=0)
+        est.set_params(**{**before, **params})
         for mask in tasks:
             est.partial_fit(X[mask], y[mask])
         _outputs(name, est, X_test, out)
