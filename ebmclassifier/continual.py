@@ -409,7 +409,6 @@ class ClassIncrementalMixin:
                 self.__dict__.pop(name, None)
         counted = np.ones(len(y), dtype=bool) if weights is None else weights > 0
         per_class = counted.sum() / max(1, len(np.unique(y[counted])))
-        own = len(y)
         if self.replay_per_class_:
             stored_X, stored_y = self._update_reservoir(X, y, counted)
             X, y, weights = self._mixed(X, y, weights, stored_X, stored_y, per_class)
@@ -422,7 +421,8 @@ class ClassIncrementalMixin:
             generated = self.generated_X_.cpu().numpy(), self.generated_y_.cpu().numpy()
             X, y, weights = self._mixed(X, y, weights, *generated, per_class)
         self._warn_one_class(y, weights)
-        self._warn_energy_term_alone(own)
+        if rehearsed is not None:
+            self._warn_energy_term_alone()
         return X, y, weights
 
     def _update_reservoir(self, X: np.ndarray, y: np.ndarray, counted: np.ndarray):
@@ -519,9 +519,9 @@ class ClassIncrementalMixin:
 
     # ------------------------------------------------------------------ warnings
 
-    def _warn_energy_term_alone(self, n_own: int) -> None:
-        """Warn at a class-incremental fit whose energy term meets restricted negatives and
-        no replay: new classes are then barely learned (docs/continual.md)."""
+    def _warn_energy_term_alone(self) -> None:
+        """Warn at a call that adds classes when the energy term meets restricted negatives
+        and no replay: the new classes are then barely learned (docs/continual.md)."""
         restricted = self.negatives_ != "all"
         replay = self.replay_per_class_ or self.generated_per_class_
         if self.class_incremental and restricted and not replay and self._has_energy_term():
@@ -535,7 +535,7 @@ class ClassIncrementalMixin:
                 "(stored samples), both on with 'auto'; or train the classification term "
                 "alone (NGEBMClassifier(beta=0), JEMClassifier(px_weight=0)).",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=5,  # the user's fit / partial_fit
             )
 
     def _warn_one_class(self, y: np.ndarray, weights) -> None:
@@ -553,7 +553,7 @@ class ClassIncrementalMixin:
                 "classes with replay_per_class > 0 or generated_per_class > 0, or use "
                 "negatives='all'.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=5,  # the user's fit / partial_fit
             )
 
 

@@ -88,13 +88,15 @@ def test_auto_parameters_refuse_other_values(bad):
 def test_energy_term_with_batch_negatives_and_no_replay_warns_with_the_alternatives():
     hurts = dict(beta=0.5, negatives="batch", replay_per_class=0, generated_per_class=0)
     pattern = r"learns new classes poorly.*generated_per_class > 0.*replay_per_class > 0.*beta=0"
-    with pytest.warns(UserWarning, match=pattern):
-        _ngebm(**hurts).partial_fit(*_task(0, 1))
+    clf = _ngebm(**hurts).partial_fit(*_task(0, 1))
+    with pytest.warns(UserWarning, match=pattern) as caught:  # at the call that adds classes
+        clf.partial_fit(*_task(2, 3))
+    assert caught[0].filename == __file__  # points at the user's call
     jem = JEMClassifier(class_incremental=True, negatives="batch", replay_per_class=0,
                         generated_per_class=0, max_epochs=1, sgld_steps=2, buffer_size=20,
-                        random_state=0)  # fmt: skip
+                        random_state=0).partial_fit(*_task(0, 1))  # fmt: skip
     with pytest.warns(UserWarning, match=pattern):
-        jem.partial_fit(*_task(0, 1))
+        jem.partial_fit(*_task(2, 3))
     quiet = [
         {**hurts, "beta": 0.0},
         {**hurts, "generated_per_class": 5},
@@ -105,7 +107,7 @@ def test_energy_term_with_batch_negatives_and_no_replay_warns_with_the_alternati
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for params in quiet:
-            _ngebm(**params).partial_fit(*_task(0, 1))
+            _ngebm(**params).partial_fit(*_task(0, 1)).partial_fit(*_task(2, 3))
         NGEBMClassifier(
             beta=0.5, negatives="batch", max_epochs=1, module__hidden_sizes=(8,), random_state=0
         ).fit(X, Y)  # fmt: skip  (not class-incremental)
