@@ -247,7 +247,8 @@ def make_estimator(method: str, seed: int, config: dict):
     """The estimator of ``method`` for one stream: class-incremental, seeded.
 
     ``config`` holds ``epochs``, ``lr``, ``device``, ``replay`` and ``generated`` (the sizes
-    of the methods whose parameter is ``None`` in :data:`METHODS`), ``network`` (``"mlp"``
+    of the methods whose parameter is ``None`` in :data:`METHODS`), ``generated_steps``,
+    ``network`` (``"mlp"``
     or ``"conv"``: the data's shape chooses the estimators' default network, an MLP for
     flat features, the ConvNet for signals and images) and ``hidden`` (the MLP's sizes, or
     None for the estimator's default).
@@ -258,6 +259,8 @@ def make_estimator(method: str, seed: int, config: dict):
     params.update(spec.extra)
     if config["network"] == "mlp" and config["hidden"] is not None:
         params["module__hidden_sizes"] = tuple(config["hidden"])
+    if issubclass(spec.estimator, (NGEBMClassifier, JEMClassifier)):
+        params.setdefault("generated_steps", config["generated_steps"])
     return spec.estimator(
         class_incremental=True,
         max_epochs=config["epochs"],

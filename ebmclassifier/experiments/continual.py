@@ -224,6 +224,7 @@ def run_continual(
     epochs: int = 15,
     replay: int = 20,
     generated: int = 100,
+    generated_steps: int = 40,
     network: str = "auto",
     hidden: Sequence[int] | None = None,
     lr: float = 1e-3,
@@ -247,6 +248,8 @@ def run_continual(
         ``replay_per_class`` of the stored-replay methods.
     generated : int, default=100
         ``generated_per_class`` of the generated-replay methods.
+    generated_steps : int, default=40
+        ``generated_steps`` of every method that generates.
     network : {"auto", "mlp", "conv"}, default="auto"
         The estimators' default network for the data's shape: ``"auto"`` gives MNIST-1D as
         ``(n, 1, 40)`` signals (the ConvNet) and the digits flat (the MLP); ``"mlp"`` flat
@@ -272,6 +275,7 @@ def run_continual(
     """
     parsed = parse_tasks(tasks)
     config = {"epochs": epochs, "replay": replay, "generated": generated, "lr": lr}
+    config["generated_steps"] = generated_steps
     config.update(device=device, network=network, _data={})
     config["hidden"] = None if hidden is None else list(hidden)
     for name in data:
@@ -499,6 +503,7 @@ def _run_command(args, log: Callable = print) -> int:
         epochs=args.epochs,
         replay=args.replay,
         generated=args.generated,
+        generated_steps=args.generated_steps,
         network=args.network,
         hidden=args.hidden,
         lr=args.lr,
@@ -552,6 +557,11 @@ COMMAND = Command(
             "--generated",
             "generated samples per old class of the *_generated methods (default: 100)",
             {"type": Number(int, 1), "default": 100},
+        ),
+        Option(
+            "--generated-steps",
+            "the sampler's steps of generated replay, in every method that generates (default: 40)",
+            {"type": Number(int, 0), "default": 40},
         ),
         Option(
             "--network",
