@@ -14,9 +14,17 @@ The pieces that :class:`~ebmclassifier.NGEBMClassifier` and
 
 ``ClassIncrementalMixin``, the estimators' face over them, fills the base's hooks
 ``_accept_new_classes`` (a continuing fit whose labels are new grows ``classes_`` and the
-output layer) and ``_add_replay`` (the per-class reservoir mixed into each fit's data), and
-validates the parameters (``class_incremental``, ``negatives``, ``replay_per_class``, which are
-the estimators' own, so that scikit-learn's ``get_params`` sees them).
+output layer) and ``_add_replay`` (the per-class reservoir and generated replay mixed into
+each fit's data), resolves ``"auto"`` (:data:`AUTO`: with ``class_incremental=True`` batch
+negatives, 20 stored and 100 generated samples per class, the best of the methods measured in
+``docs/continual.md``), warns when an energy term meets restricted negatives without replay,
+and validates the parameters (``class_incremental``, ``negatives``, ``replay_per_class``,
+``generated_per_class``, ``generated_steps``, which are the estimators' own, so that
+scikit-learn's ``get_params`` sees them). Generated replay draws the old classes from the
+model itself, by proximal SGLD (:func:`~ebmclassifier.sampling.langevin.run_sampler`) on the
+class-conditional energy ``E(x, y) = -f(x)[y]`` of [3]_, at each call that adds classes: the
+energy-based model's own rehearsal, which stores no training sample (deep generative replay,
+[4]_, with the classifier as its own generator).
 
 The objective that leaves absent classes alone, Li et al.'s [1]_, is
 :func:`ebmclassifier.losses.negatives_cross_entropy`: the estimators pass ``negatives`` to
@@ -29,6 +37,10 @@ References
    Learning". CoLLAs 2022 (arXiv:2011.12216, 2020).
 .. [2] Vitter, J. S. "Random sampling with a reservoir". ACM Transactions on Mathematical
    Software 11(1), 1985.
+.. [3] Grathwohl, W., et al. "Your Classifier is Secretly an Energy Based Model and You
+   Should Treat it Like One". ICLR 2020.
+.. [4] Shin, H., Lee, J. K., Kim, J. and Kim, J. "Continual Learning with Deep Generative
+   Replay". NeurIPS 2017.
 """
 
 from __future__ import annotations
