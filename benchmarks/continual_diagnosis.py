@@ -11,7 +11,9 @@ task ``t >= 2`` it prints, median over seeds:
 - ``within``: the accuracy on the same samples predicting among task ``t``'s two classes only
   (task-incremental): whether the new classes were learned at all;
 - the mean of the largest new-class logit and of the largest old-class logit on those
-  samples: where the new classes stand against the old ones.
+  samples: where the new classes stand against the old ones;
+
+and the final average accuracy over the five tasks.
 
     PYTHONPATH=. python benchmarks/continual_diagnosis.py --seeds 3 [--network conv]
 """
@@ -66,8 +68,9 @@ def _data(network: str):
     return X_train, X_test, bunch.y_train, bunch.y_test
 
 
-def stream(cls, beta: float, seed: int, data) -> np.ndarray:
-    """Rows t = 1..4: A[t,t], within-task accuracy, mean max new logit, mean max old logit."""
+def stream(cls, beta: float, seed: int, data) -> tuple[np.ndarray, float]:
+    """Rows t = 1..4: A[t,t], within-task accuracy, mean max new logit, mean max old logit;
+    and the final average accuracy."""
     X_train, X_test, y_train, y_test = data
     clf = cls(beta=beta, class_incremental=True, negatives="batch", replay_per_class=0,
               generated_per_class=0, max_epochs=15, random_state=seed)  # fmt: skip
@@ -87,7 +90,9 @@ def stream(cls, beta: float, seed: int, data) -> np.ndarray:
         task_il = clf.classes_[new[logits[:, new].argmax(1)]] == truth
         rows.append([class_il.mean(), task_il.mean(), logits[:, new].max(1).values.mean(),
                      logits[:, old].max(1).values.mean()])  # fmt: skip
-    return np.array(rows)
+    predicted = clf.predict(X_test)
+    final = np.mean([np.mean((predicted == y_test)[np.isin(y_test, task)]) for task in TASKS])
+    return np.array(rows), float(final)
 
 
 def main() -> None:
@@ -103,11 +108,14 @@ def main() -> None:
         "NG-EBM, energy over the batch's": (BatchEnergyNGEBM, 0.5),
     }
     print(f"split MNIST-1D, {args.network}, batch negatives, no replay; median over seeds")
-    print(f"{'':34s} {'A[t,t]':>23s} | {'within':>23s} | {'new logit':>23s} | old logit")
+    header = f"{'A[t,t]':>23s} | {'within':>23s} | {'new logit':>23s} | {'old logit':>23s}"
+    print(f"{'':34s} {header} | final")
     for name, (cls, beta) in objectives.items():
-        table = np.median([stream(cls, beta, s, data) for s in range(args.seeds)], axis=0)
+        results = [stream(cls, beta, s, data) for s in range(args.seeds)]
+        table = np.median([rows for rows, _ in results], axis=0)
         cells = [" ".join(f"{v:5.2f}" for v in table[:, k]) for k in range(4)]
-        print(f"{name:34s} " + " | ".join(cells))
+        final = np.median([final for _, final in results])
+        print(f"{name:34s} " + " | ".join(cells) + f" | {final:.3f}")
 
 
 if __name__ == "__main__":
