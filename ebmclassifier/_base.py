@@ -29,6 +29,7 @@ from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._inference import InferenceMixin, OODDecisionMixin
 from ._skorch import SkorchNet
+from ._threads import check_n_threads, choose_threads, intra_op_threads
 from ._validation import (
     InvalidParameterError,
     ParamChecker,
@@ -108,7 +109,19 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         Weights of the classes, as scikit-learn's classifiers take them: ``{label: weight}``
         (classes not named weigh 1), or ``"balanced"``, ``n_samples / (n_classes *
         np.bincount(y))``. They multiply the ``sample_weight`` of ``fit``.
+    n_threads : None, "auto" or int, default="auto"
+        torch's intra-op threads during ``fit``, ``partial_fit`` and inference, set for the
+        call and restored after it (torch's setting outside the call is left alone). ``"auto"``
+        runs on one thread when the forward pass of a batch is small (under
+        :data:`~ebmclassifier._threads.AUTO_ONE_THREAD_MACS` multiply-accumulates, which
+        covers the default networks on tabular data and small images), where more threads
+        gain nothing and, beside another busy process, slow the fit down many times; larger
+        networks keep torch's setting. An int sets that many threads; ``None`` leaves torch's
+        setting as it is. Measured in ``docs/performance.md``.
     verbose : int, default=0
+        0 prints nothing; 1 shows a progress bar over the training batches with the epoch,
+        the loss and the time left; 2 prints skorch's table of each epoch's losses and
+        duration instead.
     **kwargs
         Other skorch parameters, and ``module__*``, ``optimizer__*``, ``criterion__*``,
         ``iterator_train__*``, ``iterator_valid__*``, ``callbacks__*`` routed parameters.
@@ -146,6 +159,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         ood_method: str = "energy",
         augmentation=None,
         class_weight=None,
+        n_threads: int | str | None = "auto",
         verbose: int = 0,
         **kwargs,
     ) -> None:
@@ -168,6 +182,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         self.ood_method = ood_method
         self.augmentation = augmentation
         self.class_weight = class_weight
+        self.n_threads = n_threads
 
     # ------------------------------------------------------------------ validation
 
@@ -200,6 +215,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         ok = class_weight is None or isinstance(class_weight, Mapping)
         ok = ok or (isinstance(class_weight, str) and class_weight == "balanced")
         check.satisfies("class_weight", ok, "None, 'balanced' or a dict {label: weight}")
+        check_n_threads(check, self.n_threads)
         self._validate_own_params(check)
         check.raise_if_any()
 
@@ -432,11 +448,13 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
                     check_augmentation(self.augmentation, X_t[:8])
                 training = True  # from here on, a failure is the training's
                 self._forget_ood_threshold()  # calibrated on the scores training changes
-                self._train(
-                    X_t,
-                    torch.tensor(y, dtype=torch.long, device=self.device_),
-                    None if weights is None else torch.tensor(weights, device=self.device_),
-                )
+                threads = choose_threads(self.n_threads, self.module_, X_t, self.batch_size)
+                with intra_op_threads(threads):
+                    self._train(
+                        X_t,
+                        torch.tensor(y, dtype=torch.long, device=self.device_),
+                        None if weights is None else torch.tensor(weights, device=self.device_),
+                    )
         finally:
             if new_network and not training:
                 self.initialized_ = False

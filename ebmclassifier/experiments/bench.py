@@ -45,7 +45,7 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import Command, DeviceName, Option, OutputPath
+from ._command import THREADS, Command, DeviceName, Option, OutputPath
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
 from ._timing import compare_times, interleaved_times, summarize
@@ -373,7 +373,7 @@ COMMAND = Command(
         "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
         "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
         "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
-        "when CUDA is present. On a shared machine run it with OMP_NUM_THREADS=1."
+        "when CUDA is present. It runs on one intra-op thread unless --threads says otherwise."
     ),
     options=(
         Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
@@ -387,6 +387,7 @@ COMMAND = Command(
             "'auto' adds the GPU section when CUDA is present (default: auto)",
             {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
         ),
+        THREADS,
     ),
     run=_run_command,
 )

@@ -42,7 +42,16 @@ from sklearn.model_selection import train_test_split
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..protocol import paper_callbacks
-from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
+from ._command import (
+    THREADS,
+    CommaList,
+    Command,
+    CommandError,
+    DeviceName,
+    Number,
+    Option,
+    OutputPath,
+)
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._setup import (
     data_summary,
@@ -417,6 +426,13 @@ def _check_options(args) -> None:
     _check_configs(configs)
 
 
+def _auto_threads(args) -> int | None:
+    """``--threads auto``: one thread for the built-in data sets on the default or MLP networks;
+    torch's setting otherwise, each fit choosing by its network's size (``Command``)."""
+    small = set(args.data) <= {"digits", "mnist1d"} and args.protocol is None
+    return 1 if small and (args.network or "default") in ("default", "mlp") else None
+
+
 def _list_failures(failures: list) -> str:
     return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
 
@@ -500,7 +516,9 @@ COMMAND = Command(
                 action="store_false", dest="standardize"),
         _option("--no-progress", "hide the progress bars", "progress", "never",
                 action="store_false", dest="progress"),
+        THREADS,
     ),
     run=_run_command,
     check=_check_options,
+    auto_threads=_auto_threads,
 )  # fmt: skip

@@ -34,7 +34,7 @@ from ..jem import JEMClassifier
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
 from ..nn import LabelConditionedMLP
-from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
+from ._command import THREADS, CommaList, Command, DeviceName, Number, Option, OutputPath
 from .standardize import _standardized_digits
 
 __all__ = ["METHODS", "parse_tasks", "run_continual", "summarize"]
@@ -480,6 +480,7 @@ COMMAND = Command(
             {"type": OutputPath(folder=True), "default": "continual"},
         ),
         Option("--quiet", "no progress bar", {"action": "store_true"}),
+        THREADS,
     ),
     run=_run_command,
     check=_check,
