@@ -23,6 +23,13 @@ All the cores of a 16-core machine, quiet and beside two busy processes::
 
     python benchmarks/threads.py --threads 1,2,4,16 --busy 0,2 --rounds 3
 
+``--fit`` times the estimator instead: a default ``NGEBMClassifier(max_epochs=10)`` fit of the
+standardized digits with ``n_threads="auto"`` (the default) against ``n_threads=None`` (torch's
+setting, all the cores), in the same rounds (needs the library; ``PYTHONPATH=.`` times the
+checkout)::
+
+    PYTHONPATH=. python benchmarks/threads.py --fit --busy 0,1 --rounds 5
+
 ``os.getloadavg()`` is printed at the start and end of each block: on a shared machine a block
 whose load exceeds its busy processes by more than half a core ran beside someone else's work.
 """
@@ -105,11 +112,34 @@ def time_network(name: str, threads: list[int], rounds: int) -> dict[int, float]
     return {n: sorted(ts)[len(ts) // 2] for n, ts in times.items()}
 
 
+def time_fits(rounds: int) -> dict[str, float]:
+    """Median seconds of a default digits fit with ``n_threads="auto"`` and ``None``."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    from ebmclassifier import NGEBMClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    times: dict[str, list[float]] = {"auto": [], "None": []}
+    for r in range(rounds + 1):  # round 0 warms up
+        for name in ("auto", "None") if r % 2 else ("None", "auto"):
+            clf = NGEBMClassifier(
+                max_epochs=10, random_state=0, n_threads="auto" if name == "auto" else None
+            )
+            start = time.perf_counter()
+            clf.fit(X, y)
+            if r:
+                times[name].append(time.perf_counter() - start)
+    return {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     parser.add_argument("--busy", default="0,1,2", help="busy processes per block (default 0,1,2)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--fit", action="store_true", help="time the estimator's fit instead")
     args = parser.parse_args()
     threads = [int(n) for n in args.threads.split(",")]
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -121,7 +151,14 @@ def main() -> None:
         try:
             time.sleep(1.0)
             print(f"{n_busy} busy process(es); load average {os.getloadavg()[0]:.1f} at start")
-            for name in NETWORKS:
+            if args.fit:
+                median = time_fits(args.rounds)
+                print(
+                    f"  digits fit, 10 epochs: n_threads='auto' {median['auto']:.2f} s, "
+                    f"n_threads=None ({before} threads) {median['None']:.2f} s",
+                    flush=True,
+                )
+            for name in () if args.fit else NETWORKS:
                 median = time_network(name, threads, args.rounds)
                 cells = [
                     f"{n} thr {median[n] * 1e3:8.2f} ms ({median[n] / median[threads[0]]:.2f}x)"

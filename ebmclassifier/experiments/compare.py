@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from sklearn.model_selection import train_test_split
 
 from ..datasets.named import data_kind
@@ -61,6 +62,7 @@ from ._setup import (
     resolve_defaults,
 )
 from ._tables import unavailable_rows
+from ._timing import machine_load
 from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
 from .standardize import Standardizer
@@ -342,7 +344,9 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
 
 
 def _execute(config, specs, skipped, setup, registry, log) -> dict:
+    load = {"start": machine_load()}
     runs, failures, (n_fit, n_calibration) = _run_seeds(config, registry, specs, setup, log)
+    load.update(end=machine_load(), threads=torch.get_num_threads())
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
@@ -359,6 +363,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
         "augmentation": setup.augmentation,
+        "machine_load": load,
         "runs": runs,
     }
 
