@@ -115,11 +115,11 @@ augmentation : callable or None, default=None
 n_threads : None, "auto" or int, default="auto"
     torch's intra-op threads during ``fit``, ``partial_fit`` and inference, set for the call
     and restored after it (torch's setting outside the call is left alone). ``"auto"`` runs
-    on one thread when the forward pass of a batch is small (under 10^8 multiply-accumulates:
-    the default networks on tabular data, MNIST-1D and 8x8 images), where more threads gain
-    little and, beside another busy process, slow the fit down tens of times; larger
-    networks keep torch's setting. An int sets that many threads; ``None`` leaves torch's
-    setting as it is. Measured in :doc:`/performance`.
+    on one thread when the forward pass of a batch is small (under 100 million
+    multiply-accumulates: the default networks on tabular data, MNIST-1D and 8x8 images),
+    where more threads gain little and, beside another busy process, slow the fit down tens
+    of times; larger networks keep torch's setting. An int sets that many threads; ``None``
+    leaves torch's setting as it is. Measured in :doc:`/performance`.
 verbose : int, default=0
     0 prints nothing; 1 shows a progress bar of each ``fit`` / ``partial_fit`` (on stderr)
     with the epoch, the losses and the time left; 2 prints skorch's table of each epoch's
