@@ -3,10 +3,11 @@
 torch splits each operation (a matrix product, a convolution) over its intra-op threads, by
 default one per core. On the small networks this library trains by default the pieces are too
 small to pay for the splitting, and when another process keeps a core busy the threads wait for
-each other at every operation: measured on two cores with one of them busy, a fit of the digits'
-default MLP took 5-20x longer with two threads than with one, while on a quiet machine two
-threads gained nothing (``benchmarks/threads.py``; the table is in ``docs/performance.md``).
-Larger networks do gain from the threads on a quiet machine.
+each other at every operation: measured on two cores with one of them busy, a training step of
+the digits' default MLP or ConvNet took about 100 times longer with two threads than with one,
+while on a quiet machine the second thread gained 10-20 % (``benchmarks/threads.py``; the
+table is in ``docs/performance.md``). Larger networks gain more from threads on a quiet
+machine (1.7x on two cores, up to 6x on 16), and lose 6-25x when oversubscribed.
 
 So ``n_threads="auto"`` (the estimators' default) runs a call on one thread when the forward
 pass of one batch costs fewer than :data:`AUTO_ONE_THREAD_MACS` multiply-accumulates, and on
@@ -39,10 +40,10 @@ __all__ = [
 
 #: Below this many multiply-accumulates in the forward pass of one batch, ``n_threads="auto"``
 #: runs on one thread. Measured on two cores (``benchmarks/threads.py``, ``docs/performance.md``):
-#: the digits' default MLP (5.4 M per batch of 64) and ConvNet (80 M) gain nothing from a second
-#: thread on a quiet machine and lose 5-20x beside one busy core; a 1024x1024 MLP on 784
-#: features (250 M per batch of 128) and the ConvNet on 3x32x32 images (1,250 M per batch of 64)
-#: gain 1.3-1.8x from two threads when the machine is quiet.
+#: the digits' default MLP (5.4 M per batch of 64) and ConvNet (41 M) gain 10-20 % from a
+#: second thread on a quiet machine and lose about 100x beside one busy core; a 1024x1024 MLP on
+#: 784 features (238 M per batch of 128) and the ConvNet on 3x32x32 images (694 M per batch of
+#: 64) gain 1.7-1.8x from two threads when the machine is quiet.
 AUTO_ONE_THREAD_MACS = 100_000_000
 
 _CONVOLUTIONS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)

@@ -19,6 +19,7 @@ from ._divergence import (
     state_is_healthy,
 )
 from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
+from ._threads import choose_threads, intra_op_threads
 from ._validation import ParamChecker
 from .energy import energy
 from .exceptions import DivergenceError
@@ -591,5 +592,6 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
+        with intra_op_threads(choose_threads(self.n_threads, self.module_, x0, len(x0))):
+            samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

@@ -220,3 +220,22 @@ def test_the_threads_benchmark_times_the_library_networks_and_loss(name, library
     assert forward_macs(net, x) == forward_macs(ours, x)
     expected, _ = ngebm_loss(ours, x, y, beta=0.5)
     assert torch.allclose(bench.ngebm_exact_loss(net, x, y), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_jem_samples_on_the_chosen_threads_and_restores_the_users_setting(data, monkeypatch):
+    from ebmclassifier import JEMClassifier
+
+    X, y = data
+    clf = JEMClassifier(
+        max_epochs=1, sgld_steps=2, buffer_size=20, module__hidden_sizes=(8,), random_state=0
+    ).fit(X, y)
+    torch.set_num_threads(2)
+    seen = []
+    forward = clf.module_.forward
+    monkeypatch.setattr(
+        clf.module_, "forward", lambda x: seen.append(torch.get_num_threads()) or forward(x)
+    )
+    clf.sample(4, n_steps=2)
+    # the first forward pass is "auto" counting the network's work, before it chooses
+    assert len(seen) > 1 and set(seen[1:]) == {1}
+    assert torch.get_num_threads() == 2
