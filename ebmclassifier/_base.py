@@ -27,24 +27,22 @@ from torch import nn
 
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
+from ._docstrings import fill_docstring
 from ._inference import InferenceMixin, OODDecisionMixin
+from ._parameters import InvalidParameterError, ParamChecker, is_int
 from ._repr import ParamsReprMixin
 from ._skorch import SkorchNet
 from ._threads import check_n_threads, choose_threads, intra_op_threads
 from ._validation import (
-    InvalidParameterError,
-    ParamChecker,
     check_partial_fit_classes,
     check_sample_weight,
     check_training_data,
     check_training_params,
     check_warm_start_classes,
     check_X,
-    is_int,
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS
-from .latent.polytope import fill_docstring
 from .nn import MLP, ConvNet, check_module_kwargs, check_module_output, network_kwargs
 from .saving import SavedEstimatorMixin
 
@@ -55,7 +53,7 @@ _MAX_LR = 1e30  # the largest learning rate accepted; see _check_params
 
 #: The parameters every estimator shares, written once: each estimator's docstring names the
 #: fragments it takes (``{module}``, ``{criterion}``, ``{training}``, ``{class_weight}``,
-#: ``{engine}``), filled in by :func:`~ebmclassifier.latent.polytope.fill_docstring`.
+#: ``{engine}``), filled in by :func:`~ebmclassifier._docstrings.fill_docstring`.
 PARAMETER_DOCS = {
     "module": """\
 module : torch.nn.Module class or instance, or None, default=None

@@ -18,12 +18,12 @@ from ._divergence import (
     parameters_finite,
     state_is_healthy,
 )
-from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
+from ._docstrings import fill_docstring
+from ._parameters import ParamChecker
 from ._threads import choose_threads, intra_op_threads
-from ._validation import ParamChecker
+from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy
 from .exceptions import DivergenceError
-from .latent.polytope import fill_docstring
 from .losses import jem_loss
 from .sampling import GaussianStart, ReplayBuffer, UniformStart, informative_start
 from .sampling.langevin import SAMPLERS, run_sampler
@@ -398,8 +398,8 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             y,
             samples,
             px_weight=self.px_weight,
-            criterion=self.classification_loss,
             sample_weight=sample_weight,
+            **self._classification(),
         )
         divergence = diagnose_step(
             loss,

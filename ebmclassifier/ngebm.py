@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 
 from ._base import PARAMETER_DOCS, EBMClassifierBase
-from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
-from ._validation import ParamChecker
+from ._docstrings import fill_docstring
+from ._parameters import ParamChecker
+from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
-from .latent.polytope import fill_docstring
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 
 __all__ = ["NGEBMClassifier"]
@@ -268,6 +268,6 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             grad_norm=self.grad_norm,
             step=self.fd_step_size_,
             create_graph=training,
-            criterion=self.classification_loss,
             sample_weight=sample_weight,
+            **self._classification(),
         )

@@ -10,12 +10,12 @@ from skorch import NeuralNet
 from torch import nn
 
 from .._base import PARAMETER_DOCS, EBMClassifierBase
-from .._validation import ParamChecker
+from .._docstrings import fill_docstring
+from .._parameters import ParamChecker
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
 from .methods import GRADIENT_ALIASES, GRADIENTS, batch_polytope_latent
-from .polytope import fill_docstring
 
 __all__ = ["LatentStructureClassifier"]
 
