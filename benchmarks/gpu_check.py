@@ -25,8 +25,8 @@ The other commands run as ``sys.executable -m ...`` subprocesses and the trainin
 public estimators only, so this script depends on no private name of the library.
 ``--dry-run`` takes the same path on the CPU with a WRN-10-1 on 3x8x8 images, 2 steps of 8
 images per epoch and ``bench --quick``; ``tests/test_gpu_check.py`` runs it (without the
-bench stage, whose command ``tests/test_bench.py`` runs). ``--skip`` leaves stages out, e.g.
-to rerun one stage when the device time is short.
+bench stage, whose command ``tests/experiments/test_bench.py`` runs). ``--skip`` leaves stages
+out, e.g. to rerun one stage when the device time is short.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def stage_cuda_tests(sizes: dict, timeout: float) -> dict:
     """``pytest -m cuda`` on the test files that use the marker."""
     files = sorted(
         str(path.relative_to(ROOT))
-        for path in (ROOT / "tests").glob("test_*.py")
+        for path in (ROOT / "tests").rglob("test_*.py")
         if "pytest.mark.cuda" in path.read_text()
     )
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]

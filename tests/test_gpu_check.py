@@ -23,7 +23,8 @@ def gpu_check():
 
 def test_dry_run_writes_every_figure(gpu_check, tmp_path):
     out = tmp_path / "gpu_check.json"
-    # The bench stage runs `python -m ebmclassifier bench --quick`, which test_bench.py runs.
+    # The bench stage runs `python -m ebmclassifier bench --quick`, which
+    # tests/experiments/test_bench.py runs.
     assert gpu_check.main(["--dry-run", "--skip", "bench", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     meta = report["meta"]
@@ -33,6 +34,7 @@ def test_dry_run_writes_every_figure(gpu_check, tmp_path):
 
     tests = report["stages"]["cuda_tests"]
     assert "tests/test_augment.py" in tests["files"] and "skipped" in tests["summary"]
+    assert "tests/compose/test_concepts.py" in tests["files"]  # the folders' tests too
 
     wrn = report["stages"]["wrn_epoch"]
     assert wrn["network"] == "wrn-10-1" and wrn["image"] == [3, 8, 8]
