@@ -59,8 +59,7 @@ def _compare_best(candidates: dict, lower: bool, digits: int = 3) -> str | None:
     how = {
         "one seed": "one seed, so no spread to judge the gap by",
         "overlap": "within the seed spread",
-        "small": f"no seed overlap, but a gap of {gap:.{digits}f} is under the {CLEAR_GAP:g} "
-        "called clear",
+        "small": f"no seed overlap, but a gap of {gap:.2g}, under the {CLEAR_GAP:g} called clear",
         "clear": f"clearly: no seed overlap and a gap of at least {CLEAR_GAP:g}",
     }[gap_kind(b, s, higher=not lower)]
     return f"{best} ({b['median']:.{digits}f}) ahead of {second} ({s['median']:.{digits}f}), {how}"

@@ -38,7 +38,10 @@ def _st(median, low, high, n=3):
         # a tiny gap with no overlap (the issue's "ce / mahalanobis (1.000) ahead of ngebm /
         # approx_mass (0.999), clearly"): outside the spread, but too small to call
         ({"a": _st(1.0, 1.0, 1.0), "b": _st(0.999, 0.998, 0.9995)}, False,
-         "a (1.000) ahead of b (0.999), no seed overlap, but a gap of 0.001 is under the 0.01 "
+         "a (1.000) ahead of b (0.999), no seed overlap, but a gap of 0.001, under the 0.01 "
+         "called clear", "outside the seed spread but under 0.01"),
+        ({"a": _st(1.0, 1.0, 1.0), "b": _st(0.9994, 0.9993, 0.9995)}, False,
+         "a (1.000) ahead of b (0.999), no seed overlap, but a gap of 0.0006, under the 0.01 "
          "called clear", "outside the seed spread but under 0.01"),
         ({"a": _st(0.1, 0.1, 0.1, n=1), "b": _st(0.2, 0.2, 0.2, n=1)}, True,
          "a (0.100) ahead of b (0.200), one seed, so no spread to judge the gap by", "one seed"),
@@ -83,7 +86,7 @@ def test_no_verdict_calls_a_tiny_gap_clear(results):
     assert far == [
         "Far OOD (AUROC on the worst of uniform, inverted, permuted; each model's headline "
         "score): ce / energy (1.000) ahead of ngebm / energy (0.999), no seed overlap, but a "
-        "gap of 0.001 is under the 0.01 called clear."
+        "gap of 0.0012, under the 0.01 called clear."
     ]
     assert not any("OOD" in line and "clearly" in line for line in lines)
 
