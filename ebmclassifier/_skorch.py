@@ -38,6 +38,8 @@ skorch's hooks used, as its customization guide documents them
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
+- ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
+  progress bar added for ``verbose=1`` (:mod:`._progress`).
 
 Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
 (``tests/test_skorch.py`` fails on any other installed version)
@@ -74,6 +76,7 @@ from torch import nn
 
 from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
+from ._progress import with_progress
 from .exceptions import DivergenceError
 from .losses import criterion_mean
 
@@ -95,11 +98,30 @@ class SkorchNet(NeuralNetClassifier):
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
     cuda_dependent_attributes_ = ["input_min_", "input_max_"]
 
+    #: skorch's parameters that ``__init__`` removes (see there): no signature shows them.
+    _not_parameters = ("classes",)
+
     def __init__(self, module, **kwargs) -> None:
         super().__init__(module, **kwargs)
         # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
         # fit (or given to the first partial_fit), so it is not offered as a parameter.
         del self.classes
+
+    def get_default_callbacks(self) -> list:
+        """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
+        bar shows at ``verbose=1`` (:mod:`._progress`).
+
+        Returns
+        -------
+        list of (name, callback)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
+        ['print_log', 'progress_bar']
+        """
+        return with_progress(super().get_default_callbacks())
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping

@@ -6,7 +6,8 @@ import warnings
 
 import numpy as np
 
-from ._base import EBMClassifierBase
+from ._base import PARAMETER_DOCS, EBMClassifierBase
+from ._docstrings import fill_docstring
 from ._parameters import ParamChecker
 from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
@@ -16,6 +17,7 @@ from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 __all__ = ["NGEBMClassifier"]
 
 
+@fill_docstring(PARAMETER_DOCS)
 class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
@@ -36,9 +38,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
 
     Parameters
     ----------
-    module : torch.nn.Module class or instance, or None, default=None
-        The network, mapping inputs to logits; ``None`` picks one from the data's shape
-        (see :class:`~ebmclassifier._base.EBMClassifierBase`).
+    {module}
     beta : float, default=0.5
         Weight of the gradient-norm term. ``beta=0`` is plain cross-entropy training and skips
         the input gradient altogether.
@@ -86,13 +86,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         weight); a fresh ``fit`` empties the reservoir first.
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
-    lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, class_weight, verbose, **kwargs
-        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        Defaults: Adam, ``lr=1e-3``, 50 epochs, batches of 64, no validation split,
-        ``device="auto"``. ``class_weight`` (``None``, ``"balanced"`` or ``{label: weight}``)
-        multiplies the ``sample_weight`` of :meth:`fit`; both weigh the cross-entropy, the
-        gradient norms and the energy variance of each sample.
+    {criterion}
+    {training}
+    {class_weight}
+    {engine}
 
     Attributes
     ----------
@@ -105,6 +102,12 @@ random_state, class_weight, verbose, **kwargs
     device_ : torch.device
     fd_step_size_ : float
         The finite-difference step ``h`` in input units.
+
+    Notes
+    -----
+    Sample and class weights weigh the cross-entropy, the gradient norm and the energy
+    variance of each sample; the validation loss (with a ``train_split``) is the whole
+    objective.
 
     References
     ----------

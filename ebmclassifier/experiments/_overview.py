@@ -19,9 +19,11 @@ from ._tables import (
     _attack_index,
     _one_line,
     _table,
+    busy_machine_note,
     far_sets,
     ood_entries,
 )
+from ._timing import mark_spread
 
 #: How the OOD contenders are named in the summary table's labels.
 _OOD_LABELS = {"ce": "ce energy", "ce + detector": "best detector on ce"}
@@ -42,15 +44,16 @@ def _median(stat, digits: int = 3) -> str:
     return "n/a" if stat is None else f"{stat['median']:.{digits}f}"
 
 
+def _cost(stat) -> str:
+    """A cost ratio's median, marked unreliable when its seeds spread widely."""
+    return "n/a" if stat is None else mark_spread(_median(stat, 2), stat["min"], stat["max"])
+
+
 def _scalar_cells(
-    all_results, summaries, metric: str, keep: Callable, digits: int = 3
+    all_results, summaries, metric: str, keep: Callable, fmt: Callable = _median
 ) -> list[dict[str, str]]:
     return [
-        {
-            m: _median(s["scalars"].get(metric), digits)
-            for m, s in summary.items()
-            if keep(results, m)
-        }
+        {m: fmt(s["scalars"].get(metric)) for m, s in summary.items() if keep(results, m)}
         for results, summary in zip(all_results, summaries, strict=True)
     ]
 
@@ -90,7 +93,8 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
     Rows: ECE of every model; accuracy (a temperature-scaled model keeps its base model's);
     far-OOD AUROC on the worst far set and, with ``--ood-classes``, the AUROC on the held-out
     classes (CE's energy, the best detector on CE's features, each other model's headline
-    score); accuracy under PGD at the middle radius; training cost per epoch against CE.
+    score); accuracy under PGD at the middle radius; training cost per epoch against CE (marked
+    ``(unreliable)`` when its seeds spread widely, :func:`~._timing.mark_spread`).
 
     Parameters
     ----------
@@ -119,15 +123,15 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
     rows.append(_robust_row(all_results, summaries))
     cost = _scalar_cells(all_results, summaries, "cost_vs_ce",
                          lambda r, m: m != "ce" and m not in r.get("calibrated", {}),
-                         digits=2)  # fmt: skip
+                         fmt=_cost)  # fmt: skip
     rows.append(_row("training cost per epoch, x ce", cost))
     header = [""] + [results["data"]["name"] for results in all_results]
     return _table(header, [row for row in rows if row is not None])
 
 
 def terminal_text(all_results: Sequence[dict], printed: Sequence[dict], out) -> str:
-    """What the command prints: the summary table, each data set's key verdicts, where the
-    report is.
+    """What the command prints: the summary table, each data set's key verdicts (with what was
+    not available and whether the machine was busy), where the report is.
 
     Parameters
     ----------
@@ -157,6 +161,8 @@ def terminal_text(all_results: Sequence[dict], printed: Sequence[dict], out) -> 
         if missing:
             said.append("- Not available: " + "; ".join(
                 f"{label} ({_one_line(why, 120)})" for label, why in missing.items()))  # fmt: skip
+        note = busy_machine_note(results)
+        said += [f"- {note}"] if note else []
         if said:
             lines += [f"{results['data']['name']}:", *said, ""]
     n_figures = sum(len(tabs["figures"]) for tabs in printed)

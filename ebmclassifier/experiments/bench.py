@@ -45,10 +45,17 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import Command, DeviceName, Option, OutputPath
+from ._command import THREADS, Command, DeviceName, Option, OutputPath
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
-from ._timing import compare_times, interleaved_times, summarize
+from ._timing import (
+    busy_note,
+    compare_times,
+    interleaved_times,
+    machine_load,
+    mark_spread,
+    summarize,
+)
 
 __all__ = ["interleaved_times", "summarize", "run_bench", "format_bench"]
 
@@ -227,7 +234,7 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
     True
     """
     resolved = resolve_device(device)
-    started = time.perf_counter()
+    started, load_start = time.perf_counter(), machine_load()
     if quick:
         settings = {k: STEP_SETTINGS[k] for k in ("mlp_64", "conv_1x8x8")}
         steps = bench_steps(torch.device("cpu"), rounds=2, warmup=1, settings=settings)
@@ -260,6 +267,7 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
         "sgld": "ebmclassifier.sampling.sgld",
         "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
         "seconds": time.perf_counter() - started,
+        "load": {"start": load_start, "end": machine_load()},
     }
     return {
         "meta": meta, "steps": steps, "fit": fit, "inference": inference,
@@ -267,17 +275,24 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
     }  # fmt: skip
 
 
+def _ratio(m: dict) -> str:
+    """A ratio of :func:`summarize` (or of a step's headline clock), marked unreliable when its
+    rounds spread widely (10th to 90th percentile)."""
+    m = m[m["clock"]] if "clock" in m else m
+    return mark_spread(f"{m['ratio']:.2f}x", m["ratio_p10"], m["ratio_p90"])
+
+
 def _step_table(steps: dict) -> list[str]:
     lines = []
     for setting, row in steps.items():
         cells = ", ".join(
-            f"{name} {m['ratio']:.2f}x"
+            f"{name} {_ratio(m)}"
             for name, m in row.items()
             if isinstance(m, dict) and "clock" in m and name != "ce"
         )
         lines.append(f"  {setting:<13} CE {row['ce']['median_ms']:8.2f} ms | {cells}")
         lines.append(
-            f"  {'':<13} JEM / NG-EBM fd {row['jem_vs_ngebm_fd']['ratio']:.2f}x; fd floor "
+            f"  {'':<13} JEM / NG-EBM fd {_ratio(row['jem_vs_ngebm_fd'])}; fd floor "
             f"{row['fd_floor']:.2f}x" + "".join(f"; {k} failed" for k in row["errors"])
         )
         for dtype, cosines in row["fd_cosine_to_exact"].items():
@@ -319,9 +334,11 @@ def format_bench(result: dict) -> str:
 
     Examples
     --------
+    A quick run says what ran, without its meaningless times:
+
     >>> text = format_bench(run_bench(quick=True, device="cpu", memory=False))
-    >>> print(text.splitlines()[1])
-    Training step, ratio to the CE step (median over interleaved rounds, CPU time):
+    >>> print(text.splitlines()[1][:50])
+    Quick run: every part ran; its one or two rounds t
     >>> text.splitlines()[-1]
     'GPU: no CUDA device, section skipped.'
     """
@@ -329,6 +346,10 @@ def format_bench(result: dict) -> str:
     lines = [
         f"torch {meta['torch']}, {meta['threads']} thread(s), {meta['machine']}; "
         f"{meta['seconds']:.0f} s; JEM sampler: {meta['sgld']}",
+    ]
+    if meta["quick"]:
+        return "\n".join(lines + _quick_summary(result))
+    lines += [
         "Training step, ratio to the CE step (median over interleaved rounds, CPU time):",
         *_step_table(result["steps"]),
         "fit vs a hand-written loop, NG-EBM on digits (seconds per epoch, CPU time):",
@@ -336,14 +357,14 @@ def format_bench(result: dict) -> str:
     for mode, row in result["fit"].items():
         lines.append(
             f"  {mode:<18} fit {row['fit']['median_ms'] / 1e3:.3f} s, hand loop "
-            f"{row['hand_loop']['median_ms'] / 1e3:.3f} s -> {row['fit']['ratio']:.3f}x "
+            f"{row['hand_loop']['median_ms'] / 1e3:.3f} s -> {_ratio(row['fit'])} "
             f"(weights differ by {row['max_abs_weight_difference']:.1e})"
         )
     lines.append("Inference throughput against plain batched torch (samples/s):")
     for method, row in result["inference"].items():
         lines.append(
             f"  {method:<14} estimator {row['estimator_samples_per_s']:10.0f}, plain "
-            f"{row['plain_samples_per_s']:10.0f} -> {row['estimator']['ratio']:.3f}x the time"
+            f"{row['plain_samples_per_s']:10.0f} -> {_ratio(row['estimator'])} the time"
         )
     if result["memory"] is not None:
         lines += _memory_table(result["memory"])
@@ -354,7 +375,31 @@ def format_bench(result: dict) -> str:
         lines += _step_table(result["gpu"]["steps"])
     else:
         lines.append("GPU: no CUDA device, section skipped.")
-    return "\n".join(lines)
+    note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
+    return "\n".join(lines + ([note] if note else []))
+
+
+def _quick_summary(result: dict) -> list[str]:
+    """What a quick run checked, without its times: two rounds measure nothing."""
+    ran = {
+        setting: ", ".join(k for k, m in row.items() if isinstance(m, dict) and "clock" in m)
+        for setting, row in result["steps"].items()
+    }
+    lines = [
+        "Quick run: every part ran; its one or two rounds time nothing, so no time or ratio "
+        "is printed (the JSON keeps them). Run without --quick to measure (a few minutes).",
+        "Training steps ran: " + "; ".join(f"{k} ({v})" for k, v in ran.items()),
+    ]
+    for mode, row in result["fit"].items():
+        lines.append(
+            f"fit vs a hand-written loop, {mode}: the weights differ by "
+            f"{row['max_abs_weight_difference']:.1e}"
+        )
+    lines.append("Inference ran: " + ", ".join(result["inference"]))
+    if result["memory"] is not None:
+        lines += _memory_table(result["memory"])
+    lines.append("GPU: no CUDA device, section skipped." if result["gpu"] is None else "GPU: ran.")
+    return lines
 
 
 def _run_command(args) -> int:
@@ -373,7 +418,7 @@ COMMAND = Command(
         "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
         "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
         "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
-        "when CUDA is present. On a shared machine run it with OMP_NUM_THREADS=1."
+        "when CUDA is present. It runs on one intra-op thread unless --threads says otherwise."
     ),
     options=(
         Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
@@ -387,6 +432,7 @@ COMMAND = Command(
             "'auto' adds the GPU section when CUDA is present (default: auto)",
             {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
         ),
+        THREADS,
     ),
     run=_run_command,
 )

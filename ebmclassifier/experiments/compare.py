@@ -37,12 +37,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from sklearn.model_selection import train_test_split
 
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..recipes import paper_callbacks
-from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
+from ._command import (
+    THREADS,
+    CommaList,
+    Command,
+    CommandError,
+    DeviceName,
+    Number,
+    Option,
+    OutputPath,
+)
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._overview import terminal_text
 from ._setup import (
@@ -53,6 +63,7 @@ from ._setup import (
     resolve_defaults,
 )
 from ._tables import unavailable_rows
+from ._timing import machine_load
 from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
 from .standardize import Standardizer
@@ -334,7 +345,9 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
 
 
 def _execute(config, specs, skipped, setup, registry, log) -> dict:
+    load = {"start": machine_load()}
     runs, failures, (n_fit, n_calibration) = _run_seeds(config, registry, specs, setup, log)
+    load.update(end=machine_load(), threads=torch.get_num_threads())
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
@@ -351,6 +364,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
         "augmentation": setup.augmentation,
+        "machine_load": load,
         "runs": runs,
     }
 
@@ -408,6 +422,13 @@ def _check_options(args) -> None:
     for config in configs:
         _select_models(config, registry, log=lambda msg: None)  # the run logs the skips
     _check_configs(configs)
+
+
+def _auto_threads(args) -> int | None:
+    """``--threads auto``: one thread for the built-in data sets on the default or MLP networks;
+    torch's setting otherwise, each fit choosing by its network's size (``Command``)."""
+    small = set(args.data) <= {"digits", "mnist1d"} and args.protocol is None
+    return 1 if small and (args.network or "default") in ("default", "mlp") else None
 
 
 def _list_failures(failures: list) -> str:
@@ -494,7 +515,9 @@ COMMAND = Command(
                 action="store_false", dest="standardize"),
         _option("--no-progress", "hide the progress bars", "progress", "never",
                 action="store_false", dest="progress"),
+        THREADS,
     ),
     run=_run_command,
     check=_check_options,
+    auto_threads=_auto_threads,
 )  # fmt: skip

@@ -100,3 +100,23 @@ def test_the_table_keeps_only_the_rows_the_run_has(results, models):
     table = overview_table([only], [summarise(only)])
     assert ("training cost per epoch" in table) == (models == ("ngebm",))
     assert f"| ECE: {models[0]} |" in table
+
+
+def test_a_busy_machine_and_a_wide_cost_spread_are_said_in_the_terminal(results, tmp_path):
+    results, _ = results
+    busy = copy.deepcopy(results)
+    cpus = 2
+    busy["machine_load"] = {"start": {"cpus": cpus, "load": 3.0},
+                            "end": {"cpus": cpus, "load": 4.0}, "threads": 1}  # fmt: skip
+    for run in busy["runs"]:
+        if run["model"] == "ngebm":
+            run["cost_vs_ce"] = {0: 1.0, 1: 3.0}[run["seed"]]
+    printed = write_reports([busy], tmp_path)
+    text = terminal_text([busy], printed, tmp_path)
+    assert "| training cost per epoch, x ce: ngebm | 2.00 (unreliable) |" in text
+    assert "\n- The machine was busy: load average 3.0 at the start and 4.0 at the end" in text
+    quiet = copy.deepcopy(results)
+    quiet["machine_load"] = {"start": {"cpus": cpus, "load": 0.0},
+                             "end": {"cpus": cpus, "load": 1.0}, "threads": 1}  # fmt: skip
+    text = terminal_text([quiet], write_reports([quiet], tmp_path / "quiet"), tmp_path)
+    assert "The machine was busy" not in text
