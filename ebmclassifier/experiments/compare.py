@@ -54,6 +54,7 @@ from ._command import (
     OutputPath,
 )
 from ._measure import OOD_TPR, EpochBar, Split, measure
+from ._overview import terminal_text
 from ._setup import (
     data_summary,
     load_setup,
@@ -380,7 +381,8 @@ def _add_relative_cost(runs: list) -> None:
 
 
 def _run_command(args) -> int:
-    """Run the comparison the parsed options describe, write the report, print the tables.
+    """Run the comparison the parsed options describe, write the report, print its summary
+    (the README's table and the verdicts that matter; report.md holds every table).
 
     A fit that fails does not stop the others; the report covers those that succeeded (a data
     set none of whose fits succeeded is left out of it), and the command then fails
@@ -393,16 +395,7 @@ def _run_command(args) -> int:
     if not reported:
         raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
     printed = write_reports(reported, args.out, command=COMMAND.command_line(args))
-    for results, tabs in zip(reported, printed, strict=True):
-        if len(reported) > 1:
-            print(f"## {results['data']['name']}", end="\n\n")
-        for key in ("main", "ood_auroc", "ood_decisions", "robust"):
-            print(tabs[key], end="\n\n")
-        for line in tabs["verdicts"]:
-            print("-", line)
-        print()
-    n_figures = sum(len(tabs["figures"]) for tabs in printed)
-    print(f"Report: {Path(args.out) / 'report.md'}, results.json and {n_figures} figures.")
+    print(terminal_text(reported, printed, args.out))
     if failures:
         empty = [results["data"]["name"] for results in all_results if not results["runs"]]
         lost = f"no fit on {', '.join(empty)} succeeded, the report leaves out that data; "
@@ -457,8 +450,9 @@ COMMAND = Command(
     description=(
         "Train each model for each seed and compare accuracy, calibration, selective "
         "classification (AURC), OOD detection and decisions, robustness to PGD and training "
-        "cost. Writes report.md, results.json and PNG figures into --out and prints the tables "
-        "(median [min, max] over seeds)."
+        "cost. Prints a summary table (medians over seeds) and the verdicts that matter; "
+        "writes report.md (every table as median [min, max] over seeds, every verdict, the "
+        "figures with captions), results.json and the PNG figures into --out."
     ),
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
