@@ -25,9 +25,11 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from ._compile import compile_problem
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._inference import InferenceMixin, OODDecisionMixin
+from ._precision import PRECISIONS, full_precision, precision_problem
 from ._skorch import SkorchNet
 from ._validation import (
     InvalidParameterError,
@@ -108,6 +110,16 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         Weights of the classes, as scikit-learn's classifiers take them: ``{label: weight}``
         (classes not named weigh 1), or ``"balanced"``, ``n_samples / (n_classes *
         np.bincount(y))``. They multiply the ``sample_weight`` of ``fit``.
+    precision : {"float32", "bfloat16", "float16"}, default="float32"
+        The arithmetic of the forward passes of training, sampling and inference.
+        ``"bfloat16"`` and ``"float16"`` run them under ``torch.autocast`` (products and
+        convolutions in half precision) while the weights, their gradients and the
+        optimizer's state stay float32; ``"float16"`` scales the backward pass with a
+        ``torch.amp.GradScaler`` (attribute ``loss_scale_``: its last scale). What the
+        estimator returns is float32 in every precision. ``fit`` refuses ``"float16"`` on the
+        CPU and ``"bfloat16"`` on a GPU without it, naming what to use instead. See
+        :doc:`/performance` for what each costs and how the finite difference's step follows
+        it.
     verbose : int, default=0
     **kwargs
         Other skorch parameters, and ``module__*``, ``optimizer__*``, ``criterion__*``,
@@ -146,6 +158,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         ood_method: str = "energy",
         augmentation=None,
         class_weight=None,
+        precision: str = "float32",
         verbose: int = 0,
         **kwargs,
     ) -> None:
@@ -168,6 +181,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         self.ood_method = ood_method
         self.augmentation = augmentation
         self.class_weight = class_weight
+        self.precision = precision
 
     # ------------------------------------------------------------------ validation
 
@@ -200,8 +214,48 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         ok = class_weight is None or isinstance(class_weight, Mapping)
         ok = ok or (isinstance(class_weight, str) and class_weight == "balanced")
         check.satisfies("class_weight", ok, "None, 'balanced' or a dict {label: weight}")
+        check.choice("precision", PRECISIONS)
+        check.satisfies("compile", isinstance(self.compile, bool), "a bool")
         self._validate_own_params(check)
         check.raise_if_any()
+
+    def _check_platform(self) -> None:
+        """Refuse, before ``fit`` builds anything, what this machine cannot train.
+
+        The ``precision`` on the device (:func:`._precision.precision_problem`) and
+        ``compile=True`` where ``torch.compile`` fails (:func:`._compile.compile_problem`).
+        """
+        device = resolve_device(self.device)
+        check = ParamChecker(self)
+        name = type(self).__name__
+        problem = precision_problem(self.precision, device)
+        if problem is not None:
+            check.add(f"{name} cannot train on {device} in this precision: {problem}")
+        backend = self.get_params_for("compile").get("backend", "inductor")
+        problem = compile_problem(device, backend) if self.compile else None
+        if problem is not None:
+            check.add(
+                f"{name}(compile=True) cannot train on {device}: torch.compile fails on this "
+                f"machine ({problem}). Use compile=False."
+            )
+        check.raise_if_any()
+
+    def _in_precision(self, fn):
+        """``fn`` (a network, or a method of one) on a batch under :meth:`_autocast`, its result
+        in float32; ``fn`` itself in float32. Inference maps it, not what follows it (a
+        softmax of bfloat16 logits would not sum to 1)."""
+        if self.precision == "float32":
+            return fn
+
+        def run(xb: torch.Tensor) -> torch.Tensor:
+            with self._autocast():
+                return full_precision(fn(xb))
+
+        return run
+
+    def _network(self):
+        """``module_`` in the estimator's precision (inference's map from a batch to logits)."""
+        return self._in_precision(self.module_)
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         return check_X(self, X, reset=reset)
@@ -403,6 +457,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         training = False
         try:
             self._check_params()
+            self._check_platform()
             incremental = not new_network and self._accept_new_classes(y, classes)
             if mode == "partial" and not incremental:
                 check_partial_fit_classes(self, classes)

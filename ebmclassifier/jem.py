@@ -323,6 +323,7 @@ random_state, class_weight, verbose, **kwargs
                 low=self.input_min_,
                 high=self.input_max_,
                 clip_fraction=self.sgld_clip,
+                compile_kwargs=self.get_params_for("compile") if self.compile else None,
             )
         finally:
             self.module_.train(training)
@@ -587,5 +588,6 @@ random_state, class_weight, verbose, **kwargs
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
+        with self._autocast():  # the SGLD forward passes in the estimator's precision
+            samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()
