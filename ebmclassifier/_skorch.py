@@ -91,10 +91,6 @@ from .losses import criterion_mean
 __all__ = ["SkorchNet"]
 
 
-def _has_gradients(optimizer: torch.optim.Optimizer) -> bool:
-    return any(p.grad is not None for group in optimizer.param_groups for p in group["params"])
-
-
 class SkorchNet(NeuralNetClassifier):
     """skorch's classifier with the training step, its hooks and the overrides all share.
 
@@ -112,6 +108,8 @@ class SkorchNet(NeuralNetClassifier):
 
     #: float16's :class:`torch.amp.GradScaler` while a fit trains; None otherwise.
     _grad_scaler = None
+    #: Whether the step's gradients were scaled (and unscaled): the scaler must then step.
+    _scaled_step = False
 
     # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
@@ -454,17 +452,24 @@ class SkorchNet(NeuralNetClassifier):
         Xi = self.augment_batch(Xi)
         with self._autocast():
             loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
-        if weights and not bool(weights["sample_weight"].any()):
-            loss = loss.detach()  # no sample of the batch counts: no step, as if it were dropped
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
             self._backward(loss)
-        # Checked after the backward pass and before the optimizer step, so the weights are
-        # still good: on a GPU reading the loss waits for the device, and here that wait no
-        # longer holds back the queueing of the backward kernels. ``math.isfinite`` of the
-        # float costs a microsecond, ``torch.isfinite`` a tensor and a kernel.
-        value = loss.item()
+        # Read after the backward pass and before the optimizer step, so the weights are still
+        # good: on a GPU a read waits for the device, and here that wait no longer holds back
+        # the queueing of the backward kernels. One read per step: the loss, and with weights
+        # whether any sample of the batch counts. ``math.isfinite`` of the float costs a
+        # microsecond, ``torch.isfinite`` a tensor and a kernel.
+        if weights:
+            counts = weights["sample_weight"].any().to(loss.dtype)
+            value, counted = torch.stack([loss.detach(), counts]).tolist()
+            if not counted:  # no sample of the batch counts: no step, as if it were dropped
+                for _, parameter in self.get_all_learnable_params():
+                    parameter.grad = None
+                loss = loss.detach()
+        else:
+            value = loss.item()
         if not math.isfinite(value):
             self.handle_divergence(loss)
         # skorch's history reads the loss again (``.item()`` per batch): a CPU copy of the value
@@ -485,6 +490,7 @@ class SkorchNet(NeuralNetClassifier):
         scaler.scale(loss).backward()
         for name in self._optimizers:
             scaler.unscale_(getattr(self, name + "_"))
+        self._scaled_step = True
 
     def _step_optimizer(self, step_fn):
         """skorch's optimizer step; with float16's scaler, the scaler's step instead.
@@ -499,11 +505,11 @@ class SkorchNet(NeuralNetClassifier):
             super()._step_optimizer(step_fn)
             return
         step_fn()
-        optimizers = [getattr(self, name + "_") for name in self._optimizers]
-        if not any(_has_gradients(optimizer) for optimizer in optimizers):
+        if not self._scaled_step:
             return
-        for optimizer in optimizers:
-            scaler.step(optimizer)
+        self._scaled_step = False
+        for name in self._optimizers:
+            scaler.step(getattr(self, name + "_"))
         scaler.update()
 
     def validation_step(self, batch, **fit_params):

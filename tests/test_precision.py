@@ -292,3 +292,14 @@ def test_a_float16_jem_divergence_is_rolled_back(small_blobs, float16_on_cpu):
         clf.fit(X, y)
     assert clf.n_divergences_ == 1
     assert all(torch.isfinite(p).all() for p in clf.module_.parameters())
+
+
+def test_float16_survives_batches_without_weight_and_rejected_steps(small_blobs, float16_on_cpu):
+    X, y = small_blobs
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    weights = (y != 0).astype(float)  # the first batches weigh nothing: no step, no scaler step
+    clf = NGEBMClassifier(
+        precision="float16", batch_size=16, iterator_train__shuffle=False, **TINY
+    ).fit(X, y, sample_weight=weights)
+    assert clf.loss_scale_ > 0 and np.isfinite(clf.predict_proba(X)).all()
