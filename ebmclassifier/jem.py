@@ -104,7 +104,7 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, class_weight, verbose, **kwargs
+random_state, class_weight, precision, verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
         The validation loss (with a ``train_split``) is the cross-entropy alone: the value of
         the contrastive term estimates nothing (the log partition function is unknown).

@@ -93,7 +93,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, class_weight, verbose, **kwargs
+random_state, class_weight, precision, verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
         Defaults: Adam, ``lr=1e-3``, 50 epochs, batches of 64, no validation split,
         ``device="auto"``. ``class_weight`` (``None``, ``"balanced"`` or ``{label: weight}``)

@@ -97,7 +97,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         (the norm of the energy's input gradient) needs continuous input: it is refused for
         ``structure="dependency_tree"``, whose token ids have no gradient.
     lr, max_epochs, batch_size, optimizer, train_split, callbacks, device, random_state, \
-verbose, **kwargs
+precision, verbose, **kwargs
         Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
         ``module`` must stay None and ``module__*`` parameters are refused (the network is
         built from ``encoder`` and ``decoder``), and ``criterion`` must stay the
