@@ -303,3 +303,14 @@ def test_float16_survives_batches_without_weight_and_rejected_steps(small_blobs,
         precision="float16", batch_size=16, iterator_train__shuffle=False, **TINY
     ).fit(X, y, sample_weight=weights)
     assert clf.loss_scale_ > 0 and np.isfinite(clf.predict_proba(X)).all()
+
+
+def test_compositions_train_their_clones_in_the_experts_precision(small_blobs):
+    from ebmclassifier import ProductOfExperts
+
+    X, y = small_blobs
+    experts = [(f"e{k}", NGEBMClassifier(precision="bfloat16", **TINY)) for k in range(2)]
+    ensemble = ProductOfExperts(experts).fit(X, y)
+    assert all(est.precision == "bfloat16" for est in ensemble.estimators_)
+    proba = ensemble.predict_proba(X)
+    assert proba.dtype == np.float32 and np.allclose(proba.sum(1), 1.0, atol=1e-5)
