@@ -83,17 +83,25 @@ precision='bfloat16' on the CPU, or float32.
             "precision='bfloat16' on the CPU, or float32."
         )
     if device.type == "cuda" and precision == "bfloat16":
-        with torch.cuda.device(device):
-            supported = torch.cuda.is_bf16_supported()
-        if not supported:
+        if not _native_bf16(device):
             name = torch.cuda.get_device_name(device)
             return (
                 f"precision='bfloat16' needs a GPU with bfloat16 arithmetic, and {name} has "
                 "none; use precision='float16' (with its gradient scaler), or float32."
             )
-    if not torch.amp.is_autocast_available(device.type):
+    available = getattr(torch.amp, "is_autocast_available", lambda kind: kind in ("cpu", "cuda"))
+    if not available(device.type):
         return f"precision={precision!r} needs torch.autocast, which {device.type} lacks."
     return None
+
+
+def _native_bf16(device: torch.device) -> bool:
+    """Whether the CUDA ``device`` computes in bfloat16 natively (not emulated: slow)."""
+    with torch.cuda.device(device):
+        try:
+            return torch.cuda.is_bf16_supported(including_emulation=False)
+        except TypeError:  # a torch without emulation, hence without the argument
+            return torch.cuda.is_bf16_supported()
 
 
 def autocast(precision: str, device: torch.device) -> AbstractContextManager:

@@ -243,6 +243,7 @@ class SkorchNet(NeuralNetClassifier):
         self._grad_scaler = grad_scaler(
             self.precision, self.device_, getattr(self, "loss_scale_", None)
         )
+        self._scaled_step = False  # a fit that raised mid-step left nothing to step
         try:
             super().partial_fit(with_weights(X, sample_weight), y)
         finally:

@@ -231,7 +231,10 @@ def test_float16_on_the_cpu_is_refused_before_anything_trains(small_blobs):
 
 
 def test_bfloat16_on_a_gpu_without_it_names_float16(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: False)
+    # an emulating GPU (a V100): bf16 "supported" only when emulation counts, which is slow
+    monkeypatch.setattr(
+        torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation
+    )
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
     monkeypatch.setattr(torch.cuda, "device", lambda device: torch.no_grad())
     message = precision_problem("bfloat16", torch.device("cuda"))
