@@ -62,10 +62,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         For ``grad_norm="finite_difference"``: the step ``h`` relative to the data's scale,
         ``h = fd_step * sqrt(sum_j Var(x_j))`` (the root-mean-square distance of the training
         samples from their mean), so it means the same for raw pixels and standardized data.
-        ``"auto"`` takes the step measured for the ``precision``: 0.01 in float32, 0.1 in
-        bfloat16, 0.03 in float16, where the finite-difference gradient keeps a cosine of
-        0.99 or more to the exact one on smooth networks (a difference of two nearly equal
-        energies loses digits in half precision; see :doc:`/performance`).
+        ``"auto"`` takes the step measured for the ``precision``: 0.01 in float32, 0.05 in
+        bfloat16, 0.03 in float16, where the finite-difference gradient follows the exact one
+        best on smooth networks (a difference of two nearly equal energies loses digits in
+        half precision; see :doc:`/performance`).
     class_incremental : bool, default=False
         With ``True``, ``partial_fit`` (and a warm-started ``fit``) accepts labels that are not
         in ``classes_``: they join ``classes_`` (kept sorted, as scikit-learn keeps them, so

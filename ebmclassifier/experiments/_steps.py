@@ -213,7 +213,7 @@ def fd_gradient_agreement(
     model: torch.nn.Module,
     x: torch.Tensor,
     autocast_dtype: torch.dtype | None,
-    fd_steps: tuple[float, ...] = (0.01, 0.1),
+    fd_steps: tuple[float, ...] = (0.01, 0.05, 0.1),
 ) -> dict[str, float]:
     """Cosine between the exact float32 penalty gradient and the finite-difference one.
 
