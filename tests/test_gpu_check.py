@@ -23,12 +23,13 @@ def gpu_check():
 
 def test_dry_run_writes_every_figure(gpu_check, tmp_path):
     out = tmp_path / "gpu_check.json"
-    # The bench stage runs `python -m ebmclassifier bench --quick`, which test_bench.py runs.
-    assert gpu_check.main(["--dry-run", "--skip", "bench", "--out", str(out)]) == 0
+    # The bench stage runs `python -m ebmclassifier bench --quick`, which test_bench.py runs,
+    # and the main job `compare`, which test_compare.py runs (its stage: the test below).
+    assert gpu_check.main(["--dry-run", "--skip", "bench,main_job", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     meta = report["meta"]
     assert meta["dry_run"] is True and meta["device"] == "cpu" and meta["torch"]
-    assert list(report["stages"]) == ["cuda_tests", "wrn_epoch", "pickle_roundtrip", "main_job"]
+    assert list(report["stages"]) == ["cuda_tests", "wrn_epoch", "pickle_roundtrip"]
     assert all(stage["ok"] for stage in report["stages"].values())
 
     tests = report["stages"]["cuda_tests"]
@@ -58,9 +59,15 @@ def test_dry_run_writes_every_figure(gpu_check, tmp_path):
     }  # fmt: skip
     assert all(d < 1e-6 for d in roundtrip["max_abs_diff"].values())  # CPU to CPU here
 
-    job = report["stages"]["main_job"]
-    assert job["finished"] and job["wall_s"] > 0 and "compare" in job["command"]
+
+def test_main_job_stage_times_the_compare_command(gpu_check):
+    sizes = {**gpu_check.SIZES["dry"], "main_job": ["--help"]}  # the command, not the job
+    job = gpu_check.stage_main_job(sizes, timeout=120)
+    assert job["finished"] and job["wall_s"] > 0 and "ebmclassifier compare" in job["command"]
     assert job["ratio_to_two_cpu_cores"] == pytest.approx(job["wall_s"] / 147.0)
+    assert gpu_check.SIZES["gpu"]["main_job"] == ["--device", "cuda"]  # the main job itself
+    timed_out = gpu_check.stage_main_job(sizes, timeout=0.001)
+    assert not timed_out["finished"] and "ratio_to_two_cpu_cores" not in timed_out
 
 
 def test_refuses_to_run_without_cuda_and_unknown_stages(gpu_check, tmp_path, monkeypatch):
