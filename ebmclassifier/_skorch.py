@@ -21,8 +21,9 @@ As skorch's customization guide says of its own:
 - Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
   fitting with weights raises a ``TypeError``), ``augment_batch`` (the batch the loss sees),
   ``handle_divergence`` (what to do when a loss stops being finite), ``classification_loss``
-  (the criterion's term), and on the estimator face ``_validate_own_params`` and
-  ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``).
+  (the criterion's term of the default ``compute_loss``), and on the estimator face
+  ``_validate_own_params`` and ``initialize_module`` (call ``super()`` first, then add modules
+  ending in ``_``).
 - Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
   ``partial_fit`` and the inference methods: they hold the weights, the modes, the
   validation and the seeding that make the estimators behave as scikit-learn estimators.
@@ -37,6 +38,8 @@ skorch's hooks used, as its customization guide documents them
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
+- ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
+  progress bar added for ``verbose=1`` (:mod:`._progress`).
 
 Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
 (``tests/test_skorch.py`` fails on any other installed version)
@@ -85,6 +88,7 @@ from ._compile import compile_in_place, no_donated_buffers
 from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
 from ._precision import autocast, full_precision, grad_scaler
+from ._progress import with_progress
 from .exceptions import DivergenceError
 from .losses import criterion_mean
 
@@ -115,11 +119,30 @@ class SkorchNet(NeuralNetClassifier):
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
     cuda_dependent_attributes_ = ["input_min_", "input_max_"]
 
+    #: skorch's parameters that ``__init__`` removes (see there): no signature shows them.
+    _not_parameters = ("classes",)
+
     def __init__(self, module, **kwargs) -> None:
         super().__init__(module, **kwargs)
         # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
         # fit (or given to the first partial_fit), so it is not offered as a parameter.
         del self.classes
+
+    def get_default_callbacks(self) -> list:
+        """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
+        bar shows at ``verbose=1`` (:mod:`._progress`).
+
+        Returns
+        -------
+        list of (name, callback)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
+        ['print_log', 'progress_bar']
+        """
+        return with_progress(super().get_default_callbacks())
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping
@@ -332,8 +355,10 @@ class SkorchNet(NeuralNetClassifier):
         """The classification term, ``criterion_(logits, y)``, optionally weighted.
 
         :func:`ebmclassifier.losses.criterion_mean` of the estimator's ``criterion_``: the
-        term that the default :meth:`compute_loss` trains, and that NG-EBM and JEM weigh
-        against their energy terms.
+        term that the default :meth:`compute_loss` trains. NG-EBM and JEM weigh the same term
+        against their energy terms, built inside their losses from ``criterion_`` and
+        ``negatives`` (:func:`~ebmclassifier.losses.ngebm_loss`); to change it there, pass
+        another ``criterion``.
 
         Parameters
         ----------

@@ -7,10 +7,11 @@ from numbers import Real
 
 import numpy as np
 
-from ._base import EBMClassifierBase
-from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
+from ._base import PARAMETER_DOCS, EBMClassifierBase
+from ._docstrings import fill_docstring
+from ._parameters import ParamChecker
 from ._precision import FD_STEPS
-from ._validation import ParamChecker
+from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -18,6 +19,7 @@ from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 __all__ = ["NGEBMClassifier"]
 
 
+@fill_docstring(PARAMETER_DOCS)
 class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
@@ -38,9 +40,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
 
     Parameters
     ----------
-    module : torch.nn.Module class or instance, or None, default=None
-        The network, mapping inputs to logits; ``None`` picks one from the data's shape
-        (see :class:`~ebmclassifier._base.EBMClassifierBase`).
+    {module}
     beta : float, default=0.5
         Weight of the gradient-norm term. ``beta=0`` is plain cross-entropy training and skips
         the input gradient altogether.
@@ -92,13 +92,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         weight); a fresh ``fit`` empties the reservoir first.
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
-    lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, class_weight, precision, verbose, **kwargs
-        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        Defaults: Adam, ``lr=1e-3``, 50 epochs, batches of 64, no validation split,
-        ``device="auto"``. ``class_weight`` (``None``, ``"balanced"`` or ``{label: weight}``)
-        multiplies the ``sample_weight`` of :meth:`fit`; both weigh the cross-entropy, the
-        gradient norms and the energy variance of each sample.
+    {criterion}
+    {training}
+    {class_weight}
+    {engine}
 
     Attributes
     ----------
@@ -112,6 +109,12 @@ random_state, class_weight, precision, verbose, **kwargs
     fd_step_size_ : float
         The finite-difference step ``h`` in input units (``fd_step``, or the precision's step
         for ``"auto"``, times the data's scale).
+
+    Notes
+    -----
+    Sample and class weights weigh the cross-entropy, the gradient norm and the energy
+    variance of each sample; the validation loss (with a ``train_split``) is the whole
+    objective.
 
     References
     ----------
@@ -277,6 +280,6 @@ random_state, class_weight, precision, verbose, **kwargs
             grad_norm=self.grad_norm,
             step=self.fd_step_size_,
             create_graph=training,
-            criterion=self.classification_loss,
             sample_weight=sample_weight,
+            **self._classification(),
         )

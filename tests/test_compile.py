@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-import ebmclassifier._base as base
+import ebmclassifier._precision as precision_module
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier
 from ebmclassifier._compile import compile_in_place, no_donated_buffers
-from ebmclassifier._validation import InvalidParameterError
+from ebmclassifier._parameters import InvalidParameterError
 from ebmclassifier.sampling.langevin import run_sampler
 
 # 150 samples in batches of 32: the last batch of 22 recompiles for a dynamic batch size, the
@@ -114,7 +114,9 @@ def test_a_compiled_sgld_update_draws_the_same_samples():
 
 def test_compile_where_it_fails_is_refused_before_anything_trains(small_blobs, monkeypatch):
     X, y = small_blobs
-    monkeypatch.setattr(base, "compile_problem", lambda device, backend: "CppCompileError: no g++")
+    monkeypatch.setattr(
+        precision_module, "compile_problem", lambda device, backend: "CppCompileError: no g++"
+    )
     clf = MODES["ce"](**FAST).fit(X, y)
     clf.set_params(compile=True)
     with pytest.raises(

@@ -13,7 +13,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
-import ebmclassifier._base as base
+import ebmclassifier._precision as precision_module
 from ebmclassifier import (
     DivergenceError,
     JEMClassifier,
@@ -21,8 +21,8 @@ from ebmclassifier import (
     NGEBMClassifier,
     load,
 )
+from ebmclassifier._parameters import InvalidParameterError
 from ebmclassifier._precision import FD_STEPS, autocast, grad_scaler, precision_problem
-from ebmclassifier._validation import InvalidParameterError
 from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.experiments.bench import _hand_fit
 from ebmclassifier.losses import fd_step_size
@@ -36,7 +36,9 @@ CPU = torch.device("cpu")
 def float16_on_cpu(monkeypatch):
     """Lift the refusal of float16 on the CPU, to run the scaler's code paths here."""
     monkeypatch.setattr(
-        base, "precision_problem", lambda p, d: None if p == "float16" else precision_problem(p, d)
+        precision_module,
+        "precision_problem",
+        lambda p, d: None if p == "float16" else precision_problem(p, d),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._timing import busy_note, mark_spread
 from .models import OOD_SCORES
 
 SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
@@ -95,6 +96,12 @@ def _fmt(stat, digits: int = 3) -> str:
     return f"{stat['median']:.{digits}f} [{stat['min']:.{digits}f}, {stat['max']:.{digits}f}]"
 
 
+def _fmt_time(stat, digits: int) -> str:
+    """A timing: :func:`_fmt`, marked unreliable when its seeds spread widely."""
+    text = _fmt(stat, digits)
+    return text if stat is None else mark_spread(text, stat["min"], stat["max"])
+
+
 def _table(header: list[str], rows: list[list[str]], unavailable: dict | None = None) -> str:
     """A markdown table; each of ``unavailable`` (``{label: reason}``) adds a row
     ``label | not available: reason`` with the other cells empty."""
@@ -148,7 +155,7 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
         main_rows.append(
             [model, _fmt(sc.get("accuracy")), _fmt(sc.get("ece")), _fmt(sc.get("nll")),
              _fmt(s["aurc"].get("max_softmax"), 4), robust,
-             _fmt(sc.get("seconds_per_epoch"), 4), _fmt(sc.get("cost_vs_ce"), 2)]
+             _fmt_time(sc.get("seconds_per_epoch"), 4), _fmt_time(sc.get("cost_vs_ce"), 2)]
         )  # fmt: skip
     norm = _NORMS[results["config"]["norm"]]
     main = _table(
@@ -156,6 +163,9 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
          "s / epoch", "cost x CE"],
         main_rows, models_out,
     )  # fmt: skip
+    load = results.get("machine_load")
+    note = load and busy_note(load["start"], load["end"], load["threads"])
+    main += f"\n\n{note}" if note else ""
     sets = list(results["data"]["ood_sets"])
     per_score = [(f"{model} / {score}", model, score) for model, s in summary.items()
                  for score in s["ood"]]  # fmt: skip

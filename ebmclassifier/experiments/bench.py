@@ -48,11 +48,18 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import Command, DeviceName, Option, OutputPath
+from ._command import THREADS, Command, DeviceName, Option, OutputPath
 from ._estimator_steps import bench_estimators
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
-from ._timing import compare_times, interleaved_times, summarize
+from ._timing import (
+    busy_note,
+    compare_times,
+    interleaved_times,
+    machine_load,
+    mark_spread,
+    summarize,
+)
 
 __all__ = ["bench_estimators", "format_bench", "interleaved_times", "run_bench", "summarize"]
 
@@ -237,7 +244,7 @@ def run_bench(
     True
     """
     resolved = resolve_device(device)
-    started = time.perf_counter()
+    started, load_start = time.perf_counter(), machine_load()
     cpu = dict.fromkeys(("steps", "fit", "inference", "memory"))
     if not gpu_only:
         cpu = _cpu_sections(quick, memory)
@@ -258,6 +265,7 @@ def run_bench(
         "sgld": "ebmclassifier.sampling.sgld",
         "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
         "seconds": time.perf_counter() - started,
+        "load": {"start": load_start, "end": machine_load()},
     }
     return {"meta": meta, **cpu, "gpu": gpu}
 
@@ -287,17 +295,24 @@ def _cpu_sections(quick: bool, memory: bool) -> dict:
     }
 
 
+def _ratio(m: dict) -> str:
+    """A ratio of :func:`summarize` (or of a step's headline clock), marked unreliable when its
+    rounds spread widely (10th to 90th percentile)."""
+    m = m[m["clock"]] if "clock" in m else m
+    return mark_spread(f"{m['ratio']:.2f}x", m["ratio_p10"], m["ratio_p90"])
+
+
 def _step_table(steps: dict) -> list[str]:
     lines = []
     for setting, row in steps.items():
         cells = ", ".join(
-            f"{name} {m['ratio']:.2f}x"
+            f"{name} {_ratio(m)}"
             for name, m in row.items()
             if isinstance(m, dict) and "clock" in m and name != "ce"
         )
         lines.append(f"  {setting:<13} CE {row['ce']['median_ms']:8.2f} ms | {cells}")
         lines.append(
-            f"  {'':<13} JEM / NG-EBM fd {row['jem_vs_ngebm_fd']['ratio']:.2f}x; fd floor "
+            f"  {'':<13} JEM / NG-EBM fd {_ratio(row['jem_vs_ngebm_fd'])}; fd floor "
             f"{row['fd_floor']:.2f}x" + "".join(f"; {k} failed" for k in row["errors"])
         )
         for dtype, cosines in row["fd_cosine_to_exact"].items():
@@ -339,9 +354,11 @@ def format_bench(result: dict) -> str:
 
     Examples
     --------
+    A quick run says what ran, without its meaningless times:
+
     >>> text = format_bench(run_bench(quick=True, device="cpu", memory=False))
-    >>> print(text.splitlines()[1])
-    Training step, ratio to the CE step (median over interleaved rounds, CPU time):
+    >>> print(text.splitlines()[1][:50])
+    Quick run: every part ran; its one or two rounds t
     >>> text.splitlines()[-1]
     'GPU: no CUDA device, section skipped.'
     """
@@ -350,6 +367,8 @@ def format_bench(result: dict) -> str:
         f"torch {meta['torch']}, {meta['threads']} thread(s), {meta['machine']}; "
         f"{meta['seconds']:.0f} s; JEM sampler: {meta['sgld']}",
     ]
+    if meta["quick"] and result["steps"] is not None:
+        return "\n".join(lines + _quick_summary(result))
     if result["steps"] is not None:
         lines += _cpu_lines(result)
     if result["memory"] is not None:
@@ -362,7 +381,8 @@ def format_bench(result: dict) -> str:
         lines += _estimator_table(result["gpu"]["estimators"])
     else:
         lines.append("GPU: no CUDA device, section skipped.")
-    return "\n".join(lines)
+    note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
+    return "\n".join(lines + ([note] if note else []))
 
 
 def _cpu_lines(result: dict) -> list[str]:
@@ -374,14 +394,14 @@ def _cpu_lines(result: dict) -> list[str]:
     for mode, row in result["fit"].items():
         lines.append(
             f"  {mode:<18} fit {row['fit']['median_ms'] / 1e3:.3f} s, hand loop "
-            f"{row['hand_loop']['median_ms'] / 1e3:.3f} s -> {row['fit']['ratio']:.3f}x "
+            f"{row['hand_loop']['median_ms'] / 1e3:.3f} s -> {_ratio(row['fit'])} "
             f"(weights differ by {row['max_abs_weight_difference']:.1e})"
         )
     lines.append("Inference throughput against plain batched torch (samples/s):")
     for method, row in result["inference"].items():
         lines.append(
             f"  {method:<14} estimator {row['estimator_samples_per_s']:10.0f}, plain "
-            f"{row['plain_samples_per_s']:10.0f} -> {row['estimator']['ratio']:.3f}x the time"
+            f"{row['plain_samples_per_s']:10.0f} -> {_ratio(row['estimator'])} the time"
         )
     return lines
 
@@ -401,6 +421,29 @@ def _estimator_table(section: dict) -> list[str]:
     return lines
 
 
+def _quick_summary(result: dict) -> list[str]:
+    """What a quick run checked, without its times: two rounds measure nothing."""
+    ran = {
+        setting: ", ".join(k for k, m in row.items() if isinstance(m, dict) and "clock" in m)
+        for setting, row in result["steps"].items()
+    }
+    lines = [
+        "Quick run: every part ran; its one or two rounds time nothing, so no time or ratio "
+        "is printed (the JSON keeps them). Run without --quick to measure (a few minutes).",
+        "Training steps ran: " + "; ".join(f"{k} ({v})" for k, v in ran.items()),
+    ]
+    for mode, row in result["fit"].items():
+        lines.append(
+            f"fit vs a hand-written loop, {mode}: the weights differ by "
+            f"{row['max_abs_weight_difference']:.1e}"
+        )
+    lines.append("Inference ran: " + ", ".join(result["inference"]))
+    if result["memory"] is not None:
+        lines += _memory_table(result["memory"])
+    lines.append("GPU: no CUDA device, section skipped." if result["gpu"] is None else "GPU: ran.")
+    return lines
+
+
 def _run_command(args) -> int:
     result = run_bench(quick=args.quick, device=args.device, gpu_only=args.gpu_only)
     print(format_bench(result))
@@ -417,7 +460,7 @@ COMMAND = Command(
         "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
         "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
         "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
-        "when CUDA is present. On a shared machine run it with OMP_NUM_THREADS=1."
+        "when CUDA is present. It runs on one intra-op thread unless --threads says otherwise."
     ),
     options=(
         Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
@@ -436,6 +479,7 @@ COMMAND = Command(
             "the GPU section alone, without the CPU sections",
             {"action": "store_true"},
         ),
+        THREADS,
     ),
     run=_run_command,
 )

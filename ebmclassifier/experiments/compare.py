@@ -37,12 +37,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from sklearn.model_selection import train_test_split
 
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
-from ..protocol import paper_callbacks
-from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
+from ..recipes import paper_callbacks
+from ._command import (
+    THREADS,
+    CommaList,
+    Command,
+    CommandError,
+    DeviceName,
+    Number,
+    Option,
+    OutputPath,
+)
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._setup import (
     data_summary,
@@ -52,6 +62,7 @@ from ._setup import (
     resolve_defaults,
 )
 from ._tables import unavailable_rows
+from ._timing import machine_load
 from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
 from .standardize import Standardizer
@@ -121,8 +132,8 @@ class CompareConfig:
 
     protocol : {"paper"} or None
         ``"paper"``: the NG-EBM and JEM papers' CIFAR/SVHN recipe
-        (:func:`~ebmclassifier.protocol.paper_protocol`): WRN-28-10, 150 epochs, Adam at 1e-4
-        with warm-up and staircase (:func:`~ebmclassifier.protocol.paper_callbacks`), batches of
+        (:func:`~ebmclassifier.recipes.paper_protocol`): WRN-28-10, 150 epochs, Adam at 1e-4
+        with warm-up and staircase (:func:`~ebmclassifier.recipes.paper_callbacks`), batches of
         64 with the last incomplete batch dropped, a held-out split of at most ``n_valid``
         (5000) samples, crop + flip + noise augmentation, the papers' NG-EBM and JEM
         settings. Explicit ``network``, ``max_epochs``, ``lr`` and ``batch_size`` still
@@ -333,7 +344,9 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
 
 
 def _execute(config, specs, skipped, setup, registry, log) -> dict:
+    load = {"start": machine_load()}
     runs, failures, (n_fit, n_calibration) = _run_seeds(config, registry, specs, setup, log)
+    load.update(end=machine_load(), threads=torch.get_num_threads())
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
@@ -350,6 +363,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
         "augmentation": setup.augmentation,
+        "machine_load": load,
         "runs": runs,
     }
 
@@ -415,6 +429,13 @@ def _check_options(args) -> None:
     for config in configs:
         _select_models(config, registry, log=lambda msg: None)  # the run logs the skips
     _check_configs(configs)
+
+
+def _auto_threads(args) -> int | None:
+    """``--threads auto``: one thread for the built-in data sets on the default or MLP networks;
+    torch's setting otherwise, each fit choosing by its network's size (``Command``)."""
+    small = set(args.data) <= {"digits", "mnist1d"} and args.protocol is None
+    return 1 if small and (args.network or "default") in ("default", "mlp") else None
 
 
 def _list_failures(failures: list) -> str:
@@ -500,7 +521,9 @@ COMMAND = Command(
                 action="store_false", dest="standardize"),
         _option("--no-progress", "hide the progress bars", "progress", "never",
                 action="store_false", dest="progress"),
+        THREADS,
     ),
     run=_run_command,
     check=_check_options,
+    auto_threads=_auto_threads,
 )  # fmt: skip

@@ -9,8 +9,9 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
 
-from .._base import EBMClassifierBase
-from .._validation import ParamChecker
+from .._base import PARAMETER_DOCS, EBMClassifierBase
+from .._docstrings import fill_docstring
+from .._parameters import ParamChecker
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
@@ -26,6 +27,7 @@ def _nan_unless_finite(loss: torch.Tensor, scores: torch.Tensor) -> torch.Tensor
     return torch.where(torch.isfinite(scores).all(), loss, torch.full_like(loss, torch.nan))
 
 
+@fill_docstring(PARAMETER_DOCS)
 class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
     """Classifier ``y = g(x, z)`` with a discrete latent ``z`` chosen by an encoder ``s = f(x)``.
 
@@ -96,12 +98,14 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         The default method of :meth:`score_ood` and :meth:`score_samples`. ``"approx_mass"``
         (the norm of the energy's input gradient) needs continuous input: it is refused for
         ``structure="dependency_tree"``, whose token ids have no gradient.
-    lr, max_epochs, batch_size, optimizer, train_split, callbacks, device, random_state, \
-precision, verbose, **kwargs
-        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        ``module`` must stay None and ``module__*`` parameters are refused (the network is
-        built from ``encoder`` and ``decoder``), and ``criterion`` must stay the
-        cross-entropy (the surrogates need per-sample losses).
+    module : None, default=None
+        Must stay None: the network is built from ``encoder`` and ``decoder``, and
+        ``module__*`` parameters are refused.
+    criterion : torch.nn.CrossEntropyLoss, default=torch.nn.CrossEntropyLoss
+        Must stay the cross-entropy: the surrogates need per-sample losses.
+    {training}
+    {class_weight}
+    {engine}
 
     Attributes
     ----------
