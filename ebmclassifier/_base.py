@@ -30,6 +30,7 @@ from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._docstrings import fill_docstring
 from ._inference import InferenceMixin, OODDecisionMixin
 from ._parameters import InvalidParameterError, ParamChecker, is_int
+from ._precision import PRECISIONS, check_platform, full_precision
 from ._repr import ParamsReprMixin
 from ._skorch import SkorchNet
 from ._threads import check_n_threads, choose_threads, intra_op_threads
@@ -118,6 +119,12 @@ n_threads : None, "auto" or int, default="auto"
     where more threads gain little and, beside another busy process, slow the fit down tens
     of times; larger networks keep torch's setting. An int sets that many threads; ``None``
     leaves torch's setting as it is. Measured in :doc:`/performance`.
+precision : {"float32", "bfloat16", "float16"}, default="float32"
+    The forward passes of training, sampling and inference: ``"bfloat16"`` and ``"float16"``
+    run them under ``torch.autocast``, the weights and the optimizer's state staying
+    float32; ``"float16"`` scales the backward pass with a ``torch.amp.GradScaler``
+    (``loss_scale_``: its last scale). Outputs are float32. ``fit`` refuses ``"float16"``
+    on the CPU and ``"bfloat16"`` on a GPU without it (see :doc:`/performance`).
 verbose : int, default=0
     0 prints nothing; 1 shows a progress bar of each ``fit`` / ``partial_fit`` (on stderr)
     with the epoch, the losses and the time left; 2 prints skorch's table of each epoch's
@@ -127,8 +134,11 @@ iterator_train, iterator_valid : class, default=the library's tensor batch itera
     slices of the data's tensors on the device. ``iterator_train__*`` and
     ``iterator_valid__*`` parameters are routed to them (``iterator_valid__batch_size``).
 compile : bool, default=False
-    skorch's option: ``torch.compile`` the network (``compile__*`` parameters routed to it).
-    See :doc:`/performance` for which losses it supports.
+    ``torch.compile`` the network in place when training starts (``compile__*`` parameters
+    routed to it; ``module_`` keeps its class). It trains every first-order mode: the
+    cross-entropy, NG-EBM's finite difference, JEM with its SGLD, the latent model; ``fit``
+    refuses it for NG-EBM's exact double backward, and where ``torch.compile`` fails on the
+    machine. See :doc:`/performance`.
 dataset, predict_nonlinearity, use_caching, torch_load_kwargs
     skorch's parameters, left at skorch's defaults. The estimators' own methods do not use
     ``dataset`` or ``predict_nonlinearity`` (``predict_proba`` applies the softmax);
@@ -204,6 +214,7 @@ class EBMClassifierBase(
         augmentation=None,
         class_weight=None,
         n_threads: int | str | None = "auto",
+        precision: str = "float32",
         verbose: int = 0,
         **kwargs,
     ) -> None:
@@ -226,6 +237,7 @@ class EBMClassifierBase(
         self.ood_method = ood_method
         self.augmentation = augmentation
         self.class_weight = class_weight
+        self.precision = precision
         self.n_threads = n_threads
 
     # ------------------------------------------------------------------ validation
@@ -260,8 +272,35 @@ class EBMClassifierBase(
         ok = ok or (isinstance(class_weight, str) and class_weight == "balanced")
         check.satisfies("class_weight", ok, "None, 'balanced' or a dict {label: weight}")
         check_n_threads(check, self.n_threads)
+        check.choice("precision", PRECISIONS)
+        check.satisfies("compile", isinstance(self.compile, bool), "a bool")
         self._validate_own_params(check)
         check.raise_if_any()
+
+    def _check_platform(self) -> None:
+        """Refuse, before ``fit`` builds anything, what this machine cannot train: the
+        precision on the device, ``compile=True`` (:func:`._precision.check_platform`)."""
+        check = ParamChecker(self)
+        compile_params = self.get_params_for("compile")
+        backend = compile_params.get("backend", "inductor") if self.compile else None
+        check_platform(check, resolve_device(self.device), self.precision, backend)
+        check.raise_if_any()
+
+    def _in_precision(self, fn):
+        """``fn`` (a network or a method of one) under :meth:`_autocast`, its result in float32
+        (not what follows it: a softmax of bfloat16 logits does not sum to 1)."""
+        if self.precision == "float32":
+            return fn
+
+        def run(xb: torch.Tensor) -> torch.Tensor:
+            with self._autocast():
+                return full_precision(fn(xb))
+
+        return run
+
+    def _network(self):
+        """``module_`` in the estimator's precision (inference's map from a batch to logits)."""
+        return self._in_precision(self.module_)
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         return check_X(self, X, reset=reset)
@@ -463,6 +502,7 @@ class EBMClassifierBase(
         training = False
         try:
             self._check_params()
+            self._check_platform()
             incremental = not new_network and self._accept_new_classes(y, classes)
             if mode == "partial" and not incremental:
                 check_partial_fit_classes(self, classes)

@@ -329,8 +329,8 @@ class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
     ----------
     module, beta, gamma, energy_var_weight, grad_norm, fd_step, class_incremental, negatives, \
 replay_per_class, ood_method, criterion, optimizer, lr, max_epochs, batch_size, train_split, \
-callbacks, warm_start, class_weight, device, random_state, augmentation, n_threads, verbose, \
-iterator_train, iterator_valid, compile, dataset, predict_nonlinearity, use_caching, \
+callbacks, warm_start, class_weight, device, random_state, augmentation, n_threads, precision, \
+verbose, iterator_train, iterator_valid, compile, dataset, predict_nonlinearity, use_caching, \
 torch_load_kwargs, **kwargs
         As for :class:`~ebmclassifier.NGEBMClassifier`, with two constraints:
         ``random_state`` must be an int (every process draws the same batches) and

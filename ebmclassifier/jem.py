@@ -328,6 +328,7 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
                 low=self.input_min_,
                 high=self.input_max_,
                 clip_fraction=self.sgld_clip,
+                compile_kwargs=self.get_params_for("compile") if self.compile else None,
             )
         finally:
             self.module_.train(training)
@@ -592,6 +593,8 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        with intra_op_threads(choose_threads(self.n_threads, self.module_, x0, len(x0))):
+        threads = choose_threads(self.n_threads, self.module_, x0, len(x0))
+        # the SGLD forward passes in the estimator's precision
+        with intra_op_threads(threads), self._autocast():
             samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

@@ -27,8 +27,11 @@ of :mod:`ebmclassifier.losses`, with the library's SGLD and replay buffer
 (:mod:`ebmclassifier.sampling`), on the network ``NGEBMClassifier`` builds for the data.
 
 When CUDA is present (or ``device="cuda"``), the step benchmark also runs on the GPU, with
-variants of the CE and finite-difference steps under bf16 autocast and with ``torch.compile``
-(never the exact mode: its double backward goes through neither).
+variants under bf16 autocast (every method) and ``torch.compile`` (the first-order ones: no
+double backward through compiled code), and the estimators themselves train the default
+ConvNet on 3x32x32 images in each precision and compiled, against the library's own step on
+the same network (:func:`bench_estimators`; ``benchmarks/gpu_check.py`` runs it on WRN-28-10).
+``--gpu-only`` leaves out the CPU sections.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
 from ._command import THREADS, Command, DeviceName, Option, OutputPath
+from ._estimator_steps import bench_estimators
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
 from ._timing import (
@@ -57,7 +61,7 @@ from ._timing import (
     summarize,
 )
 
-__all__ = ["interleaved_times", "summarize", "run_bench", "format_bench"]
+__all__ = ["bench_estimators", "format_bench", "interleaved_times", "run_bench", "summarize"]
 
 
 # ---------------------------------------------------------------------- fit vs hand loop
@@ -202,7 +206,9 @@ def bench_inference(rounds: int, warmup: int = 1, copies: int = 5) -> dict:
 # ---------------------------------------------------------------------- the whole run
 
 
-def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) -> dict:
+def run_bench(
+    quick: bool = False, device: str = "auto", memory: bool = True, gpu_only: bool = False
+) -> dict:
     """Run the whole benchmark and return its figures as a JSON-ready dict.
 
     Parameters
@@ -215,13 +221,17 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
     memory : bool, default=True
         Measure the peak memory of inference (a fresh Python process per measurement: about
         ten seconds with ``quick``, a minute or two without).
+    gpu_only : bool, default=False
+        Leave out the CPU sections (``steps``, ``fit``, ``inference`` and ``memory`` are then
+        ``None``).
 
     Returns
     -------
     dict
         ``meta``, ``steps`` (CPU), ``fit``, ``inference``, ``memory`` (peak memory of
         inference over the input's size; ``None`` without ``memory``) and ``gpu`` (``None``
-        without CUDA).
+        without CUDA: the step benchmark with its variants, and ``estimators``, see
+        :func:`bench_estimators`).
 
     Examples
     --------
@@ -235,6 +245,33 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
     """
     resolved = resolve_device(device)
     started, load_start = time.perf_counter(), machine_load()
+    cpu = dict.fromkeys(("steps", "fit", "inference", "memory"))
+    if not gpu_only:
+        cpu = _cpu_sections(quick, memory)
+    gpu = None
+    if resolved.type == "cuda":
+        gpu = {
+            "device_name": torch.cuda.get_device_name(resolved),
+            "steps": bench_steps(resolved, rounds=3 if quick else 30, warmup=3, variants=True),
+            "estimators": bench_estimators(resolved, steps=5 if quick else 30),
+        }
+    meta = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "machine": platform.platform(),
+        "device": str(resolved),
+        "quick": quick,
+        "batch_size": BATCH,
+        "sgld": "ebmclassifier.sampling.sgld",
+        "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
+        "seconds": time.perf_counter() - started,
+        "load": {"start": load_start, "end": machine_load()},
+    }
+    return {"meta": meta, **cpu, "gpu": gpu}
+
+
+def _cpu_sections(quick: bool, memory: bool) -> dict:
+    """The steps, the fit, inference and its memory, on the CPU."""
     if quick:
         settings = {k: STEP_SETTINGS[k] for k in ("mlp_64", "conv_1x8x8")}
         steps = bench_steps(torch.device("cpu"), rounds=2, warmup=1, settings=settings)
@@ -250,29 +287,12 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
         fit = bench_fit(rounds=10, warmup=1, epochs=2)
         inference = bench_inference(rounds=5, warmup=1)
         sizes = (1_000_000, ("float32", "float64"), ("predict_proba", "energy", "approx_mass"))
-    memory_section = bench_memory(*sizes) if memory else None
-    gpu = None
-    if resolved.type == "cuda":
-        gpu = {
-            "device_name": torch.cuda.get_device_name(resolved),
-            "steps": bench_steps(resolved, rounds=3 if quick else 30, warmup=3, variants=True),
-        }
-    meta = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "machine": platform.platform(),
-        "device": str(resolved),
-        "quick": quick,
-        "batch_size": BATCH,
-        "sgld": "ebmclassifier.sampling.sgld",
-        "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
-        "seconds": time.perf_counter() - started,
-        "load": {"start": load_start, "end": machine_load()},
-    }
     return {
-        "meta": meta, "steps": steps, "fit": fit, "inference": inference,
-        "memory": memory_section, "gpu": gpu,
-    }  # fmt: skip
+        "steps": steps,
+        "fit": fit,
+        "inference": inference,
+        "memory": bench_memory(*sizes) if memory else None,
+    }
 
 
 def _ratio(m: dict) -> str:
@@ -347,9 +367,26 @@ def format_bench(result: dict) -> str:
         f"torch {meta['torch']}, {meta['threads']} thread(s), {meta['machine']}; "
         f"{meta['seconds']:.0f} s; JEM sampler: {meta['sgld']}",
     ]
-    if meta["quick"]:
+    if meta["quick"] and result["steps"] is not None:
         return "\n".join(lines + _quick_summary(result))
-    lines += [
+    if result["steps"] is not None:
+        lines += _cpu_lines(result)
+    if result["memory"] is not None:
+        lines += _memory_table(result["memory"])
+    if result["gpu"] is not None:
+        lines.append(
+            f"GPU ({result['gpu']['device_name']}), ratio to the float32 CE step (wall clock):"
+        )
+        lines += _step_table(result["gpu"]["steps"])
+        lines += _estimator_table(result["gpu"]["estimators"])
+    else:
+        lines.append("GPU: no CUDA device, section skipped.")
+    note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
+    return "\n".join(lines + ([note] if note else []))
+
+
+def _cpu_lines(result: dict) -> list[str]:
+    lines = [
         "Training step, ratio to the CE step (median over interleaved rounds, CPU time):",
         *_step_table(result["steps"]),
         "fit vs a hand-written loop, NG-EBM on digits (seconds per epoch, CPU time):",
@@ -366,17 +403,22 @@ def format_bench(result: dict) -> str:
             f"  {method:<14} estimator {row['estimator_samples_per_s']:10.0f}, plain "
             f"{row['plain_samples_per_s']:10.0f} -> {_ratio(row['estimator'])} the time"
         )
-    if result["memory"] is not None:
-        lines += _memory_table(result["memory"])
-    if result["gpu"] is not None:
+    return lines
+
+
+def _estimator_table(section: dict) -> list[str]:
+    lines = [
+        f"Estimators on {section['network']} {tuple(section['image'])}, batches of "
+        f"{section['batch_size']} (ms per step; fit over the library's own step):"
+    ]
+    for name, row in section["rows"].items():
+        wrapper = f", fit / own step {row['wrapper_ratio']:.3f}" if "wrapper_ratio" in row else ""
         lines.append(
-            f"GPU ({result['gpu']['device_name']}), ratio to the float32 CE step (wall clock):"
+            f"  {name:<24} {row['step_ms']:8.2f} ms, {row.get('ratio_to_ce_float32', 0):.2f}x "
+            f"float32 CE, {row.get('ratio_to_ce', 0):.2f}x its CE{wrapper}"
         )
-        lines += _step_table(result["gpu"]["steps"])
-    else:
-        lines.append("GPU: no CUDA device, section skipped.")
-    note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
-    return "\n".join(lines + ([note] if note else []))
+    lines += [f"  {name}: {why[:120]}" for name, why in section["errors"].items()]
+    return lines
 
 
 def _quick_summary(result: dict) -> list[str]:
@@ -403,7 +445,7 @@ def _quick_summary(result: dict) -> list[str]:
 
 
 def _run_command(args) -> int:
-    result = run_bench(quick=args.quick, device=args.device)
+    result = run_bench(quick=args.quick, device=args.device, gpu_only=args.gpu_only)
     print(format_bench(result))
     if args.json:
         with open(args.json, "w") as f:
@@ -431,6 +473,11 @@ COMMAND = Command(
             "--device",
             "'auto' adds the GPU section when CUDA is present (default: auto)",
             {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
+        ),
+        Option(
+            "--gpu-only",
+            "the GPU section alone, without the CPU sections",
+            {"action": "store_true"},
         ),
         THREADS,
     ),

@@ -300,6 +300,11 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
 
     # Input is checked where the base validates X, for fitting and for inference; token ids
     # are read from the user's array, not from the base's float32 copy.
+    def _compiled_modules(self) -> list[nn.Module]:
+        """``compile=True`` compiles the encoder and the decoder, which the loss calls apart;
+        the surrogate between them (MAP, projections, sampling) runs as it is."""
+        return [self.module_.encoder, self.module_.decoder]
+
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         checked = super()._validate_X(X, reset=reset)
         return self._structure().prepare_input(self, X, checked, reset)
@@ -366,7 +371,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
             with torch.no_grad():
                 logits = model(X)
             return self.classification_loss(logits, y, sample_weight), logits
-        scores = model.encoder(X)
+        scores = model.scores(X)  # float32 for the surrogates, whatever the precision
         z = self._training_latent(model, X, y, scores, sample_weight)
         logits = model.decoder(X, z)
         loss = self.classification_loss(logits, y, sample_weight)
@@ -426,7 +431,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         True
         """
         check_is_fitted(self)
-        return self._map_batches(X, lambda xb: self.module_.predict_latent(xb))
+        return self._map_batches(X, self._in_precision(self.module_.predict_latent))
 
     def transform(self, X) -> np.ndarray:
         """Latent marginals ``softmax(s(x))``: usable as a feature step of a Pipeline.
@@ -456,7 +461,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         ((60, 3), dtype('float32'), True)
         """
         check_is_fitted(self)
-        return self._map_batches(X, lambda xb: self.module_.latent_features(xb))
+        return self._map_batches(X, self._in_precision(self.module_.latent_features))
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the columns of :meth:`transform`, for ``set_output`` and pipelines.
