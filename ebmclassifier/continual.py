@@ -283,9 +283,13 @@ class ClassIncrementalMixin:
         value = getattr(self, name)
         return AUTO[bool(self.class_incremental)][name] if _is_auto(value) else value
 
+    #: The parameter that weighs the estimator's energy term besides the classification
+    #: (None: no such term).
+    _energy_weight: str | None = None
+
     def _has_energy_term(self) -> bool:
-        """Whether the loss has an energy term besides the classification (hook: False)."""
-        return False
+        """Whether the loss has an energy term besides the classification."""
+        return self._energy_weight is not None and getattr(self, self._energy_weight) > 0
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from ..metrics import expected_calibration_error, ood_metrics
 from ..plotting import plot_accuracy_matrices, plot_task_curves
-from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
+from ._command import THREADS, CommaList, Command, DeviceName, Number, Option, OutputPath
 from ._continual_methods import (
     METHODS,
     bytes_stored,
@@ -590,6 +590,7 @@ COMMAND = Command(
             {"type": OutputPath(folder=True), "default": "continual"},
         ),
         Option("--quiet", "no progress bar", {"action": "store_true"}),
+        THREADS,
     ),
     run=_run_command,
     check=_check,
