@@ -248,10 +248,9 @@ def make_estimator(method: str, seed: int, config: dict):
 
     ``config`` holds ``epochs``, ``lr``, ``device``, ``replay`` and ``generated`` (the sizes
     of the methods whose parameter is ``None`` in :data:`METHODS`), ``generated_steps``,
-    ``network`` (``"mlp"``
-    or ``"conv"``: the data's shape chooses the estimators' default network, an MLP for
-    flat features, the ConvNet for signals and images) and ``hidden`` (the MLP's sizes, or
-    None for the estimator's default).
+    ``network`` (``"mlp"`` or ``"conv"``: the data's shape chooses the estimators' default
+    network, an MLP for flat features, the ConvNet for signals and images) and ``hidden``
+    (the MLP's sizes, or None for the estimator's default).
     """
     spec = METHODS[method]
     sizes = {"replay_per_class": config["replay"], "generated_per_class": config["generated"]}
