@@ -25,7 +25,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
+from ._data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._inference import InferenceMixin, OODDecisionMixin
 from ._parameters import InvalidParameterError, ParamChecker, is_int
@@ -124,6 +124,8 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
         "input_max_",
         "ood_threshold_",
         "ood_method_",
+        "class_count_",
+        "class_prior_",
     )
 
     def __init__(
@@ -417,6 +419,7 @@ class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, S
                 # Data statistics (input range, fd step, ...) of the samples that count; a
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
+            record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network)
             seed = self.seed_ if self.random_state is not None else None
             with seeded_rng(seed, self.device_):

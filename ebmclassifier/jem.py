@@ -114,6 +114,11 @@ random_state, class_weight, verbose, **kwargs
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class, each counted with its ``sample_weight`` (``class_weight``
+        is not counted), summed over the fits since the network was built.
+    class_prior_ : ndarray of shape (n_classes,)
+        ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.
     module_ : torch.nn.Module
     replay_buffer_ : ReplayBuffer
         The persistent chains (an ``nn.Module``: it moves, pickles and resets with the net;

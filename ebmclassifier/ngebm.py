@@ -98,6 +98,11 @@ random_state, class_weight, verbose, **kwargs
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class, each counted with its ``sample_weight`` (``class_weight``
+        is not counted), summed over the fits since the network was built.
+    class_prior_ : ndarray of shape (n_classes,)
+        ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.
     module_ : torch.nn.Module
         The trained network.
     history_ : skorch.History

@@ -106,6 +106,11 @@ verbose, **kwargs
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class, each counted with its ``sample_weight`` (``class_weight``
+        is not counted), summed over the fits since the network was built.
+    class_prior_ : ndarray of shape (n_classes,)
+        ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.
     n_features_in_ : int
     module_ : CategoricalLatentModel
         ``module_.encoder``, ``module_.decoder``; ``module_(x)`` gives the prediction logits.
