@@ -10,7 +10,7 @@ with ``z(x)[y] = log p(y|x)`` (the logits up to a per-sample constant, which the
 ignores), ``a`` and ``b`` minimising the negative log-likelihood of the ``n`` held-out labels,
 
     NLL(a, b) = mean_i [logsumexp_y (a z_i[y] + b_y) - a z_i[y_i] - b_{y_i}]
-                + penalty / (2 n) ((a - 1)^2 + |b|^2).
+                + penalty / (2 n) ((a - 1)^2 + sum_y b_y^2).
 
 Plain temperature scaling (Guo et al., 2017) is ``b = 0``. The NLL is convex in ``(a, b)`` (a
 log-partition minus a linear term: the dual ``g(λ)`` of
