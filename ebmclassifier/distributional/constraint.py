@@ -296,7 +296,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             For bad parameters, an unfitted estimator, fewer than 2 samples, a ``phi`` of the
             wrong shape or non-finite values, targets no posteriors can meet (naming the
             constraint), training priors that are missing or not positive, and a
-            ``calibration_set`` that is missing, bad, or has no finite optimum.
+            ``calibration_set`` that is missing, not a labelled pair, or lacks a class.
 
         Examples
         --------
