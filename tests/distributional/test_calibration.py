@@ -30,7 +30,7 @@ from ebmclassifier.distributional import (
 )
 from ebmclassifier.distributional.calibration import _nll
 
-FIXTURES = Path(__file__).parent / "fixtures" / "saved"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "saved"
 
 
 def _held_out(seed=0, n=300, n_classes=4, scale=3.0):
