@@ -1,9 +1,10 @@
 """The stand-in comparison several compare test files read (never modified: copy it first)."""
 
 import pytest
-from compare_stand_ins import stand_in_registry
 
 from ebmclassifier.experiments.compare import CompareConfig, run_comparison
+
+from .compare_stand_ins import stand_in_registry
 
 
 @pytest.fixture(scope="session")

@@ -5,13 +5,14 @@ import zipfile
 
 import numpy as np
 import pytest
-from compare_stand_ins import (
-    stand_in_registry,
-)
 
 from ebmclassifier import cli
 from ebmclassifier.experiments.compare import (
     CompareConfig,
+)
+
+from .compare_stand_ins import (
+    stand_in_registry,
 )
 
 

@@ -5,10 +5,6 @@ import json
 
 import numpy as np
 import pytest
-from compare_stand_ins import (
-    RecordingNGEBM,
-    tiny_ce,
-)
 
 from ebmclassifier.datasets import load_named_dataset
 from ebmclassifier.experiments.compare import (
@@ -18,6 +14,11 @@ from ebmclassifier.experiments.compare import (
     default_models,
     run_comparison,
     write_report,
+)
+
+from .compare_stand_ins import (
+    RecordingNGEBM,
+    tiny_ce,
 )
 
 

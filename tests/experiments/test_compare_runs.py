@@ -3,10 +3,6 @@ network option, ensembles (a small stand-in estimator where the real ones are no
 
 import numpy as np
 import pytest
-from compare_stand_ins import (
-    SoftmaxRegression,
-    stand_in_registry,
-)
 
 from ebmclassifier.experiments.compare import (
     CompareConfig,
@@ -16,6 +12,11 @@ from ebmclassifier.experiments.compare import (
     write_report,
 )
 from ebmclassifier.experiments.report import summarise
+
+from .compare_stand_ins import (
+    SoftmaxRegression,
+    stand_in_registry,
+)
 
 
 def test_runs_and_skips(results):

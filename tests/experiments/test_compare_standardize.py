@@ -3,10 +3,6 @@
 import numpy as np
 import pytest
 import torch
-from compare_stand_ins import (
-    SoftmaxRegression,
-    recording_registry,
-)
 
 from ebmclassifier.attacks import pgd_attack
 from ebmclassifier.datasets import load_named_dataset
@@ -16,6 +12,11 @@ from ebmclassifier.experiments.compare import (
     run_comparison,
 )
 from ebmclassifier.metrics import adversarial_accuracy
+
+from .compare_stand_ins import (
+    SoftmaxRegression,
+    recording_registry,
+)
 
 
 def test_standardizer_is_per_feature_for_flat_data_and_per_channel_for_images():
