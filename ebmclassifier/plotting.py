@@ -7,12 +7,11 @@ safe on headless machines and in loops), returns it, and saves a PNG when given 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ._atomic import save_figure
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [
@@ -31,7 +30,7 @@ def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figur
         ax.legend(fontsize="small")
         fig.tight_layout()
     if path is not None:
-        fig.savefig(os.fspath(path), dpi=100)
+        save_figure(fig, path, dpi=100)
     return fig
 
 

@@ -8,6 +8,8 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from .._atomic import save_figure
+
 __all__ = ["accuracy_curves", "accuracy_matrices"]
 
 
@@ -37,7 +39,7 @@ def accuracy_curves(summary: list[dict], out: Path, data: str) -> str:
     ax.set_title(f"split {data}: median over seeds")
     ax.legend(fontsize=7)
     name = f"continual_{data}_curves.png"
-    fig.savefig(out / name, dpi=120)
+    save_figure(fig, out / name, dpi=120)
     return name
 
 
@@ -76,5 +78,5 @@ def accuracy_matrices(runs: list[dict], out: Path, data: str) -> str:
         ax.set_ylabel("after task")
     fig.colorbar(image, ax=fig.axes, shrink=0.6)
     name = f"continual_{data}_matrices.png"
-    fig.savefig(out / name, dpi=120)
+    save_figure(fig, out / name, dpi=120)
     return name

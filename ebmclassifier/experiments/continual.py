@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
+from .._atomic import write_file
 from ..jem import JEMClassifier
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
@@ -376,8 +377,9 @@ def write_report(runs: list[dict], out, command: str = "") -> list[str]:
     for data in dict.fromkeys(r["data"] for r in runs):
         figures.append(accuracy_curves([s for s in summary if s["data"] == data], out, data))
         figures.append(accuracy_matrices([r for r in runs if r["data"] == data], out, data))
-    (out / "results.json").write_text(
-        json.dumps({"command": command, "summary": summary, "runs": runs}, indent=1)
+    write_file(
+        out / "results.json",
+        json.dumps({"command": command, "summary": summary, "runs": runs}, indent=1),
     )
     text = [
         "# Class-incremental learning",
@@ -392,7 +394,7 @@ def write_report(runs: list[dict], out, command: str = "") -> list[str]:
         "",
     ]
     text += [f"![{name}]({name})" for name in figures]
-    (out / "report.md").write_text("\n".join(text) + "\n")
+    write_file(out / "report.md", "\n".join(text) + "\n")
     return figures
 
 

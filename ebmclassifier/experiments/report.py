@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import write_file
 from ..plotting import (
     plot_accuracy_vs_epsilon,
     plot_ood_histograms,
@@ -170,9 +171,9 @@ def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, di
         *_detail_sections(results, printed),
     ]
     text = "\n".join(md)
-    (out / "report.md").write_text(text)
+    write_file(out / "report.md", text)
     payload = _jsonable({**results, "summary": summary, "environment": env, "command": command})
-    (out / "results.json").write_text(json.dumps(payload, indent=2))
+    write_file(out / "results.json", json.dumps(payload, indent=2))
     return printed, text, payload
 
 
@@ -217,10 +218,10 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
         section = [f"#{line}" if line.startswith("#") else line for line in text.splitlines()]
         md += [line.replace("](", f"]({name}/") if line.startswith("![") else line
                for line in section if not line.startswith("Command: ")]  # fmt: skip
-    (out / "report.md").write_text("\n".join(md))
+    write_file(out / "report.md", "\n".join(md))
     datasets = {name: payload for name, (_, _, payload) in zip(names, written, strict=True)}
     payload = {"command": command, "environment": _environment(), "datasets": datasets}
-    (out / "results.json").write_text(json.dumps(payload, indent=2))
+    write_file(out / "results.json", json.dumps(payload, indent=2))
     return [printed for printed, _, _ in written]
 
 
