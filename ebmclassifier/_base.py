@@ -28,6 +28,7 @@ from torch import nn
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._inference import InferenceMixin, OODDecisionMixin
+from ._resume import ResumableMixin
 from ._skorch import SkorchNet
 from ._validation import (
     InvalidParameterError,
@@ -60,7 +61,9 @@ _FIT_MODES = {
 }
 
 
-class EBMClassifierBase(InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, SkorchNet):
+class EBMClassifierBase(
+    InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, ResumableMixin, SkorchNet
+):
     """Shared base of the energy-based classifiers (not to be used directly).
 
     Parameters

@@ -13,6 +13,7 @@ from ._data import split_weights
 from ._device import available_memory
 from ._divergence import (
     Divergence,
+    ResumableRollbackMixin,
     RollbackPolicy,
     diagnose_step,
     parameters_finite,
@@ -32,7 +33,7 @@ __all__ = ["JEMClassifier"]
 GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
-class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
+class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
     The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the

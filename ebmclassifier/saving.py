@@ -202,20 +202,26 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
             attributes[name] = _encode(value)
     for name, value in vars(estimator).items():
         if name.endswith("_") and isinstance(value, torch.nn.Module):
-            states[name] = _cpu(value.state_dict())
+            states[name] = value.state_dict()
     if training_state:
-        states["optimizer_"] = _cpu(estimator.optimizer_.state_dict())
-    return attributes, tensors, states
+        states["optimizer_"] = estimator.optimizer_.state_dict()
+        # what a resumed fit needs besides these (ebmclassifier._resume); restored last
+        states["training_state_"] = estimator.training_state_.state_dict(checkpoint=False)
+    return attributes, tensors, _cpu(states, {})
 
 
-def _cpu(obj):
-    """A copy of a nested state with every tensor on the CPU."""
+def _cpu(obj, memo: dict):
+    """A copy of a nested state with every tensor on the CPU, a tensor seen twice copied once
+    (so that a snapshot equal to the weights is stored once)."""
     if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
+        key = (obj.data_ptr(), obj.dtype, tuple(obj.shape), tuple(obj.stride()), obj.device)
+        if key not in memo:
+            memo[key] = obj.detach().cpu()
+        return memo[key]
     if isinstance(obj, dict):
-        return {k: _cpu(v) for k, v in obj.items()}
+        return {k: _cpu(v, memo) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return type(obj)(_cpu(v) for v in obj)
+        return type(obj)(_cpu(v, memo) for v in obj)
     return obj
 
 

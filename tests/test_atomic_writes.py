@@ -307,3 +307,21 @@ def test_the_library_writes_files_only_through_atomic_write():
             for hit in _direct_writes(path):
                 found.setdefault(str(path.relative_to(PACKAGE)), []).append(hit)
     assert {k: len(v) for k, v in found.items()} == ALLOWED, found
+
+
+def test_a_failed_checkpoint_write_leaves_the_previous_files(two_models, tmp_path, monkeypatch):
+    X, old, new = two_models
+    files = {key: tmp_path / name for key, name in [("f_params", "params.pt"),
+             ("f_history", "history.json"), ("f_training_state", "training_state.pt")]}  # fmt: skip
+    old.save_params(**files)
+    before = {key: path.read_bytes() for key, path in files.items()}
+    with monkeypatch.context() as patch:
+        FAILURES["write fails half-way"](patch)
+        with pytest.raises(OSError, match="No space left"):
+            new.save_params(**files)
+    assert {key: path.read_bytes() for key, path in files.items()} == before
+    _only(tmp_path, "params.pt", "history.json", "training_state.pt")
+    new.save_params(**files)
+    restored = NGEBMClassifier(**FAST).fit(X[:30], np.arange(30) % 3)
+    restored.load_params(**files)
+    np.testing.assert_array_equal(restored.predict_proba(X), new.predict_proba(X))
