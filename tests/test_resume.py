@@ -236,3 +236,69 @@ def test_checkpoint_files_of_two_epochs_are_refused(small_blobs, tmp_path):
     with pytest.raises(ValueError, match="does not match the other checkpoint files: it was "
                        "written after epoch 3, the history after epoch 4"):  # fmt: skip
         resumed.fit(X, y)
+
+
+# ---------------------------------------------------------------- a class-incremental stream
+
+STREAM_EPOCHS = (3, 4)  # epochs of the calls on task 1 (fit) and task 2 (partial_fit)
+STREAM = {
+    "ngebm": lambda **kw: NGEBMClassifier(
+        module__hidden_sizes=(8,),
+        batch_size=16,
+        random_state=0,
+        class_incremental=True,
+        replay_per_class=5,
+        **kw,
+    ),  # fmt: skip
+    "jem": lambda **kw: JEMClassifier(
+        module__hidden_sizes=(8,),
+        batch_size=16,
+        random_state=0,
+        class_incremental=True,
+        replay_per_class=5,
+        sgld_steps=3,
+        buffer_size=40,
+        **kw,
+    ),  # fmt: skip
+}
+
+
+def _tasks(X, y):
+    first = y != 2
+    return [(X[first], y[first]), (X[~first], y[~first])]
+
+
+def _stream(clf, tasks, start: int = 0):
+    """Train on the tasks from ``start``: ``fit`` on the first, ``partial_fit`` on the others."""
+    for t in range(start, len(tasks)):
+        clf.set_params(max_epochs=STREAM_EPOCHS[t])
+        clf.fit(*tasks[t]) if t == 0 else clf.partial_fit(*tasks[t])
+    return clf
+
+
+@pytest.mark.parametrize("kill", [2, 4, 6])  # in the first call, then twice in the second
+@pytest.mark.parametrize("name", sorted(STREAM))
+def test_a_killed_class_incremental_stream_with_replay_resumes_bitwise(
+    small_blobs, tmp_path, name, kill
+):
+    X, y = small_blobs
+    tasks = _tasks(X, y)
+    uninterrupted = _stream(STREAM[name](), tasks)
+    assert len(uninterrupted.reservoir_y_) == 15  # the replay really stores every class
+    path = tmp_path / "run.ebm"
+    with pytest.raises(KeyError, match="killed"):
+        _stream(STREAM[name](callbacks=[SaveEachEpoch(path), Kill(kill)]), tasks)
+    with torch.random.fork_rng():
+        torch.manual_seed(987)
+        resumed = load(path, callbacks=[SaveEachEpoch(path)])
+        task = 0 if kill < STREAM_EPOCHS[0] else 1
+        done = kill - sum(STREAM_EPOCHS[:task])  # epochs of the interrupted call
+        resumed.set_params(max_epochs=STREAM_EPOCHS[task] - done).partial_fit(*tasks[task])
+        _stream(resumed, tasks, start=task + 1)
+    assert len(resumed.history) == len(uninterrupted.history) == sum(STREAM_EPOCHS)
+    for (key, a), b in zip(resumed.module_.state_dict().items(),
+                           uninterrupted.module_.state_dict().values(), strict=True):  # fmt: skip
+        assert torch.equal(a, b), key
+    for attribute in ("reservoir_X_", "reservoir_y_", "reservoir_seen_"):
+        assert torch.equal(getattr(resumed, attribute), getattr(uninterrupted, attribute))
+    np.testing.assert_array_equal(resumed.predict_proba(X), uninterrupted.predict_proba(X))
