@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=15)
     args = parser.parse_args()
-    from ebmclassifier.experiments.continual import run_continual, summarize
+    from ebmclassifier.experiments.continual import run_continual, summarize_runs
 
     seeds = range(args.seeds)
     for name, replay in (("naive (hand-written)", 0), ("replay 20/class (hand-written)", 20)):
@@ -101,7 +101,7 @@ def main() -> None:
     runs = run_continual(
         ["digits"], ["ce", "ce_replay"], seeds=seeds, epochs=args.epochs, progress=False
     )
-    for row in summarize(runs):
+    for row in summarize_runs(runs):
         median, low, high = row["average_accuracy"]
         print(f"{row['method'] + ' (ebmclassifier)':34s} {median:.3f} [{low:.3f}-{high:.3f}]")
 

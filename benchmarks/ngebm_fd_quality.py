@@ -17,7 +17,7 @@ from sklearn.metrics import roc_auc_score
 
 from ebmclassifier import NGEBMClassifier
 from ebmclassifier.energy import OOD_METHODS
-from ebmclassifier.experiments.demo import _digits_with_noise
+from ebmclassifier.experiments.demo import digits_with_noise
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for seed in range(args.seeds):
-        X_train, X_test, y_train, y_test, noise = _digits_with_noise(seed)
+        X_train, X_test, y_train, y_test, noise = digits_with_noise(seed)
         for mode in ("exact", "finite_difference"):
             start = time.process_time()
             clf = NGEBMClassifier(grad_norm=mode, max_epochs=args.epochs, random_state=seed)

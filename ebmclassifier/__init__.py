@@ -1,9 +1,8 @@
 """Energy-based classifiers as scikit-learn estimators."""
 
 from ._version import __version__ as __version__  # written once, in _version.py
-from .concepts import ConceptComposition
-from .distributional_constraint import DistributionalConstraint
-from .ensemble import ProductOfExperts
+from .compose import ConceptComposition, ProductOfExperts
+from .distributional import DistributionalConstraint
 from .exceptions import DivergenceError
 from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-__all__ = ["atomic_write", "save_figure", "write_file"]
+__all__ = ["atomic_write", "write_file"]
 
 
 def _fsync_folder(folder: str) -> None:
@@ -97,27 +97,3 @@ def write_file(path: str | os.PathLike, data: str | bytes) -> None:
     """
     with atomic_write(path, "w" if isinstance(data, str) else "wb") as file:
         file.write(data)
-
-
-def save_figure(figure, path, **savefig_kwargs) -> None:
-    """``figure.savefig`` through :func:`atomic_write`, in the format of ``path``'s suffix.
-
-    Parameters
-    ----------
-    figure : matplotlib.figure.Figure
-    path : str, path-like or file object
-        A file object is written directly.
-    **savefig_kwargs
-        Passed to ``savefig`` (``dpi``, ...).
-
-    Returns
-    -------
-    None
-    """
-    if not isinstance(path, str | os.PathLike):
-        figure.savefig(path, **savefig_kwargs)
-        return
-    suffix = os.path.splitext(os.fspath(path))[1].lstrip(".")
-    savefig_kwargs.setdefault("format", suffix or None)
-    with atomic_write(path) as file:
-        figure.savefig(file, **savefig_kwargs)

@@ -28,18 +28,16 @@ from torch import nn
 from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._inference import InferenceMixin, OODDecisionMixin
+from ._parameters import InvalidParameterError, ParamChecker, is_int
 from ._resume import ResumableMixin
 from ._skorch import SkorchNet
 from ._validation import (
-    InvalidParameterError,
-    ParamChecker,
     check_partial_fit_classes,
     check_sample_weight,
     check_training_data,
     check_training_params,
     check_warm_start_classes,
     check_X,
-    is_int,
 )
 from .augment import check_augmentation
 from .energy import OOD_METHODS

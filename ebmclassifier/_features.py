@@ -13,13 +13,8 @@ from torch import nn
 
 from ._device import module_device
 from ._inference import map_batches
-from ._validation import (
-    ParamChecker,
-    as_numpy,
-    check_sample_shape,
-    is_int,
-    without_negative_strides,
-)
+from ._parameters import ParamChecker, is_int
+from ._validation import as_numpy, check_sample_shape, without_negative_strides
 
 __all__ = ["last_layer_parameters", "penultimate_features"]
 

@@ -21,8 +21,9 @@ As skorch's customization guide says of its own:
 - Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
   fitting with weights raises a ``TypeError``), ``augment_batch`` (the batch the loss sees),
   ``handle_divergence`` (what to do when a loss stops being finite), ``classification_loss``
-  (the criterion's term), and on the estimator face ``_validate_own_params`` and
-  ``initialize_module`` (call ``super()`` first, then add modules ending in ``_``).
+  (the criterion's term of the default ``compute_loss``), and on the estimator face
+  ``_validate_own_params`` and ``initialize_module`` (call ``super()`` first, then add modules
+  ending in ``_``).
 - Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
   ``partial_fit`` and the inference methods: they hold the weights, the modes, the
   validation and the seeding that make the estimators behave as scikit-learn estimators.
@@ -246,8 +247,10 @@ class SkorchNet(NeuralNetClassifier):
         """The classification term, ``criterion_(logits, y)``, optionally weighted.
 
         :func:`ebmclassifier.losses.criterion_mean` of the estimator's ``criterion_``: the
-        term that the default :meth:`compute_loss` trains, and that NG-EBM and JEM weigh
-        against their energy terms.
+        term that the default :meth:`compute_loss` trains. NG-EBM and JEM weigh the same term
+        against their energy terms, built inside their losses from ``criterion_`` and
+        ``negatives`` (:func:`~ebmclassifier.losses.ngebm_loss`); to change it there, pass
+        another ``criterion``.
 
         Parameters
         ----------

@@ -1,21 +1,17 @@
-"""Validation at the public boundary: parameters, and the data of the estimators.
+"""Validation at the public boundary of the estimators: their data, weights and training parameters.
 
-One checker family for the whole package. :class:`ParamChecker` collects every problem with
-the parameters of an estimator (``ParamChecker(estimator)``) or of a function
-(``ParamChecker.of({"n_steps": n_steps}, owner="sgld")``) and raises them together, in
-scikit-learn's wording; the error is an :class:`InvalidParameterError`, both a ``ValueError``
-and a ``TypeError``, as scikit-learn's is. :func:`check_X` and :func:`check_training_data`
-validate the input of the estimators once, with scikit-learn's own ``validate_data``, so the
-inner code trusts its types; :func:`check_sample_weight` turns ``sample_weight`` and the
-``class_weight`` parameter into one weight per sample.
+:func:`check_X` and :func:`check_training_data` validate the input of the estimators once, with
+scikit-learn's own ``validate_data``, so the inner code trusts its types;
+:func:`check_sample_weight` turns ``sample_weight`` and the ``class_weight`` parameter into one
+weight per sample; :func:`check_training_params` checks the parameters every estimator shares.
+The parameter checker itself, ``ParamChecker``, knows no scikit-learn and
+lives in ``_parameters.py``, so that the functional core can check its own arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from itertools import pairwise
 from math import prod
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
@@ -26,9 +22,9 @@ from sklearn.utils.validation import validate_data
 from skorch.callbacks import Callback
 from torch import nn
 
+from ._parameters import ParamChecker, is_real
+
 __all__ = [
-    "InvalidParameterError",
-    "ParamChecker",
     "check_X",
     "check_partial_fit_classes",
     "check_sample_weight",
@@ -36,145 +32,7 @@ __all__ = [
     "check_training_data",
     "check_training_params",
     "check_warm_start_classes",
-    "is_int",
 ]
-
-
-class InvalidParameterError(ValueError, TypeError):
-    """A parameter has a bad type or value (a ``ValueError`` and a ``TypeError``)."""
-
-
-def is_int(value) -> bool:
-    """An integer, and not a bool (``True`` is no batch size)."""
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and value == value
-
-
-class ParamChecker:
-    """Collect messages about bad parameters, then raise them together.
-
-    Messages follow scikit-learn's template: "The 'beta' parameter of NGEBMClassifier must be
-    a float in the range [0, 1]. Got -0.1 instead." Without an owner (a function's own
-    arguments): "n_steps must be an int >= 0. Got -1 instead."
-
-    Parameters
-    ----------
-    estimator : object
-        Whose attributes are checked; its class names the owner.
-    """
-
-    def __init__(self, estimator) -> None:
-        self.owner = type(estimator).__name__
-        self.values = None
-        self.estimator = estimator
-        self.messages: list[str] = []
-
-    @classmethod
-    def of(cls, values: dict, owner: str | None = None) -> ParamChecker:
-        """A checker of plain values, e.g. a function's arguments, by name."""
-        checker = cls(None)
-        checker.owner, checker.values = owner, dict(values)
-        return checker
-
-    def _value(self, name: str):
-        if self.values is not None:
-            return self.values[name]
-        return getattr(self.estimator, name)
-
-    def _subject(self, name: str) -> str:
-        if self.owner is None:
-            return name
-        return f"The {name!r} parameter of {self.owner}"
-
-    def satisfies(self, name: str, ok: bool, expected: str) -> None:
-        """Record that ``name`` must be ``expected`` unless ``ok`` (any constraint of one's own)."""
-        if not ok:
-            value = self._value(name)
-            self.messages.append(
-                f"{self._subject(name)} must be {expected}. Got {value!r} instead."
-            )
-
-    def real(
-        self,
-        name: str,
-        low: float | None = None,
-        high: float | None = None,
-        *,
-        allow_none: bool = False,
-        low_open: bool = False,
-        finite: bool = True,
-    ) -> None:
-        """Check a real number in [low, high] (``(low, high]`` if ``low_open``), not NaN.
-
-        ``inf`` and ``-inf`` are refused unless ``finite=False``: a parameter that means
-        something at infinity says so in its docstring and passes ``finite=False``.
-        """
-        value = self._value(name)
-        if value is None and allow_none:
-            return
-        ok = _is_real(value) and not (finite and abs(value) == float("inf"))
-        if ok and low is not None:
-            ok = value > low if low_open else value >= low
-        if ok and high is not None:
-            ok = value <= high
-        if ok and isinstance(value, Integral) and abs(value) >= 2**63:
-            # torch takes a Python int beyond int64 in no arithmetic ("int too big to convert")
-            self.messages.append(
-                f"{self._subject(name)} must be a float or an int of 64 bits. Got {value!r} "
-                f"instead; pass it as a float, {float(value)!r}."
-            )
-            return
-        unbounded = low is None or high is None
-        left = "(" if low_open or low is None else "["
-        right = ")" if high is None and finite else "]"
-        lo = "-inf" if low is None else low
-        hi = "inf" if high is None else high
-        kind = "finite float" if finite and unbounded else "float"
-        what = f"a {kind} in the range {left}{lo}, {hi}{right}"
-        self.satisfies(name, ok, what + (" or None" if allow_none else ""))
-
-    def integer(self, name: str, low: int | None = None, *, allow_none: bool = False) -> None:
-        """Check an integer >= low (not a bool)."""
-        value = self._value(name)
-        if value is None and allow_none:
-            return
-        ok = is_int(value) and (low is None or value >= low)
-        what = "an int" if low is None else f"an int >= {low}"
-        self.satisfies(name, ok, what + (" or None" if allow_none else ""))
-
-    def int_sequence(self, name: str, low: int = 1, *, increasing: bool = False) -> None:
-        """Check a sequence of integers >= low (layer sizes); it may be empty.
-
-        ``increasing``: strictly increasing too (the epochs of a schedule). A one-shot iterator
-        such as a generator is refused: checking it would consume it.
-        """
-        value = self._value(name)
-        try:
-            items = None if isinstance(value, str | bytes | Iterator) else list(value)
-        except TypeError:  # not iterable
-            items = None
-        ok = items is not None and all(is_int(v) and v >= low for v in items)
-        if ok and increasing:
-            ok = all(a < b for a, b in pairwise(items))
-        what = "a strictly increasing sequence" if increasing else "a sequence"
-        self.satisfies(name, ok, f"{what} of ints >= {low}")
-
-    def choice(self, name: str, options: tuple) -> None:
-        """Check membership in a set of options."""
-        ok = self._value(name) in options
-        self.satisfies(name, ok, "one of " + ", ".join(repr(o) for o in options))
-
-    def add(self, message: str) -> None:
-        """Add a message of one's own (for constraints between parameters)."""
-        self.messages.append(message)
-
-    def raise_if_any(self) -> None:
-        """Raise an :class:`InvalidParameterError` with every message, if there is any."""
-        if self.messages:
-            raise InvalidParameterError("\n".join(self.messages))
 
 
 def _is_callback(item) -> bool:
@@ -473,7 +331,7 @@ def _class_weights(estimator, y: np.ndarray, *, partial: bool) -> np.ndarray | N
             f"the classes are {classes!r}."
         )
     per_class = np.array([class_weight.get(label, 1.0) for label in classes], dtype=object)
-    ok = [_is_real(w) and 0 <= w < float("inf") for w in per_class]
+    ok = [is_real(w) and 0 <= w < float("inf") for w in per_class]
     if not all(ok):
         bad = {label: w for label, w, good in zip(classes, per_class, ok, strict=True) if not good}
         raise ValueError(

@@ -19,8 +19,8 @@ from ._divergence import (
     parameters_finite,
     state_is_healthy,
 )
-from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
-from ._validation import ParamChecker
+from ._parameters import ParamChecker
+from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy
 from .exceptions import DivergenceError
 from .losses import jem_loss
@@ -394,8 +394,8 @@ random_state, class_weight, verbose, **kwargs
             y,
             samples,
             px_weight=self.px_weight,
-            criterion=self.classification_loss,
             sample_weight=sample_weight,
+            **self._classification(),
         )
         divergence = diagnose_step(
             loss,

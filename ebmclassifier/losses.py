@@ -259,6 +259,88 @@ def _classification_term(
     return criterion(logits, y, sample_weight)
 
 
+def negatives_cross_entropy(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    negatives: str | int = "batch",
+    sample_weight: torch.Tensor | None = None,
+    criterion: Criterion = cross_entropy,
+) -> torch.Tensor:
+    """The cross-entropy whose normalising term covers only some classes (Li et al. 2020).
+
+        L_i = -f(x_i)[y_i] + log sum_{c in {y_i} + N_i} exp f(x_i)[c],
+
+    the contrastive objective of energy-based continual learning [1]_ with ``E(x, c) =
+    -f(x)[c]``: it lowers the energy of the true class and raises that of the negatives
+    ``N_i`` only, so classes outside every ``N_i`` get no gradient from the normalising term.
+
+    - ``negatives="all"``: ``N_i`` is every other class, the usual cross-entropy
+      (``criterion(logits, y)`` itself);
+    - ``"batch"``: the classes of the batch's samples (those of positive weight), the
+      objective of [1]_ with all current classes;
+    - an int ``k >= 1``: ``k`` classes drawn per sample, uniformly without replacement, from
+      the batch's classes other than ``y_i`` (torch's random state; ``k=1`` is [1]_'s single
+      negative). Where fewer are available, all of them (as ``"batch"``); a sample without
+      any has the loss 0.
+
+    The excluded logits are set to ``-inf`` before ``criterion``, so a class-weighted
+    criterion keeps its weights and ``sample_weight`` its meaning (:func:`weighted_mean`).
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, n_classes)
+    y : Tensor of shape (n,)
+        int64 labels in ``0..n_classes-1``.
+    negatives : {"all", "batch"} or int, default="batch"
+    sample_weight : Tensor of shape (n,) or None, default=None
+    criterion : callable, default=:func:`cross_entropy`
+        A softmax cross-entropy on logits, ``criterion(logits, y)``, and
+        ``criterion(logits, y, sample_weight)`` with weights (not one that averages over
+        every log-probability, such as label smoothing: the excluded ones are ``-inf``). The
+        estimators pass their ``criterion_`` averaged by :func:`criterion_mean`.
+
+    Returns
+    -------
+    scalar Tensor
+
+    References
+    ----------
+    .. [1] Li, S., Du, Y., van de Ven, G. M. and Mordatch, I. "Energy-Based Models for
+       Continual Learning". CoLLAs 2022 (arXiv:2011.12216), eq. 4.
+
+    Examples
+    --------
+    Classes 0 and 1 in the batch, class 2 absent: its logit is left out of the sum.
+
+    >>> import torch
+    >>> logits = torch.tensor([[1.0, 0.0, 5.0], [0.0, 2.0, 5.0]], requires_grad=True)
+    >>> y = torch.tensor([0, 1])
+    >>> loss = negatives_cross_entropy(logits, y, "batch")
+    >>> expected = torch.nn.functional.cross_entropy(logits[:, :2], y)
+    >>> bool(torch.isclose(loss, expected))
+    True
+    >>> loss.backward()
+    >>> logits.grad[:, 2].tolist()  # no push on the absent class
+    [0.0, 0.0]
+    """
+    if negatives == "all":
+        return _classification_term(criterion, logits, y, sample_weight)
+    n, n_classes = logits.shape
+    counted = y if sample_weight is None else y[sample_weight > 0]
+    present = torch.zeros(n_classes, dtype=torch.bool, device=logits.device)
+    present[counted] = True
+    own = F.one_hot(y, n_classes).bool()
+    if negatives == "batch":
+        keep = own | present
+    else:
+        candidates = present & ~own
+        scores = torch.rand(n, n_classes, device=logits.device).masked_fill(~candidates, -1.0)
+        drawn = scores.topk(min(int(negatives), n_classes), dim=1).indices
+        keep = own | (torch.zeros_like(own).scatter_(1, drawn, True) & candidates)
+    restricted = logits.masked_fill(~keep, float("-inf"))
+    return _classification_term(criterion, restricted, y, sample_weight)
+
+
 def fd_step_size(X, fd_step: float = 0.01) -> float:
     """The step ``h`` of the finite-difference gradient norm, scaled to the data.
 
@@ -318,6 +400,7 @@ def ngebm_loss(
     step: float | None = None,
     create_graph: bool = True,
     criterion: Criterion = cross_entropy,
+    negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The NG-EBM loss of one batch ([1]_, the Approximate Mass of [2]_ as the penalty).
@@ -360,7 +443,11 @@ def ngebm_loss(
     criterion : callable, default=:func:`cross_entropy`
         The classification term, ``criterion(logits, y)``, the batch mean; called as
         ``criterion(logits, y, sample_weight)`` when there are weights, and then it must
-        return the weighted mean (as :func:`cross_entropy` does).
+        return the weighted mean (as :func:`cross_entropy` does). The estimators pass their
+        ``criterion_`` averaged by :func:`criterion_mean`.
+    negatives : {"all", "batch"} or int, default="all"
+        The classes the classification term's normalising term covers
+        (:func:`negatives_cross_entropy`); the energy terms are over every class.
     sample_weight : Tensor of shape (n,) or None, default=None
         Non-negative weights of the samples (see the module's notes on sample weights).
 
@@ -403,7 +490,7 @@ def ngebm_loss(
     if beta == 0:
         # Plain cross-entropy: no input gradient, no double backward.
         logits = module(x)
-        loss = gamma * _classification_term(criterion, logits, y, sample_weight)
+        loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
         if energy_var_weight:
             variance = _weighted_variance(energy(logits), sample_weight)
             loss = loss + energy_var_weight * variance
@@ -414,7 +501,7 @@ def ngebm_loss(
         if step is None:
             raise ValueError("grad_norm='finite_difference' needs the step h; see fd_step_size.")
         norms, energies, logits = energy_grad_norm_finite_difference(module, x, step)
-    loss = gamma * _classification_term(criterion, logits, y, sample_weight)
+    loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
     loss = loss + beta * weighted_mean(norms, sample_weight)
     if energy_var_weight:
         loss = loss + energy_var_weight * _weighted_variance(energies, sample_weight)
@@ -429,6 +516,7 @@ def jem_loss(
     *,
     px_weight: float = 1.0,
     criterion: Criterion = cross_entropy,
+    negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The JEM loss of one batch, given samples of the model ([1]_, eq. 2 and 4).
@@ -461,8 +549,9 @@ def jem_loss(
     px_weight : float, default=1.0
         Weight of the generative term.
     criterion : callable, default=:func:`cross_entropy`
-        The classification term, ``criterion(logits, y)``; ``criterion(logits, y,
-        sample_weight)`` when there are weights (see :func:`ngebm_loss`).
+        The classification term, as in :func:`ngebm_loss`.
+    negatives : {"all", "batch"} or int, default="all"
+        As in :func:`ngebm_loss`.
     sample_weight : Tensor of shape (n,) or None, default=None
         Non-negative weights of the data (not of the samples).
 
@@ -496,87 +585,6 @@ def jem_loss(
     logits = logits_all[:n]
     energies = energy(logits_all)
     e_data, e_samples = energies[:n], energies[n:]
-    classification = _classification_term(criterion, logits, y, sample_weight)
+    classification = negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
     contrast = weighted_mean(e_data, sample_weight) - e_samples.mean()
     return classification + px_weight * contrast, logits, e_data, e_samples
-
-
-def negatives_cross_entropy(
-    logits: torch.Tensor,
-    y: torch.Tensor,
-    negatives: str | int = "batch",
-    sample_weight: torch.Tensor | None = None,
-    criterion: Criterion = cross_entropy,
-) -> torch.Tensor:
-    """The cross-entropy whose normalising term covers only some classes (Li et al. 2020).
-
-        L_i = -f(x_i)[y_i] + log sum_{c in {y_i} + N_i} exp f(x_i)[c],
-
-    the contrastive objective of energy-based continual learning [1]_ with ``E(x, c) =
-    -f(x)[c]``: it lowers the energy of the true class and raises that of the negatives
-    ``N_i`` only, so classes outside every ``N_i`` get no gradient from the normalising term.
-
-    - ``negatives="all"``: ``N_i`` is every other class, the usual cross-entropy
-      (``criterion(logits, y)`` itself);
-    - ``"batch"``: the classes of the batch's samples (those of positive weight), the
-      objective of [1]_ with all current classes;
-    - an int ``k >= 1``: ``k`` classes drawn per sample, uniformly without replacement, from
-      the batch's classes other than ``y_i`` (torch's random state; ``k=1`` is [1]_'s single
-      negative). Where fewer are available, all of them (as ``"batch"``); a sample without
-      any has the loss 0.
-
-    The excluded logits are set to ``-inf`` before ``criterion``, so a class-weighted
-    criterion keeps its weights and ``sample_weight`` its meaning (:func:`weighted_mean`).
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n, n_classes)
-    y : Tensor of shape (n,)
-        int64 labels in ``0..n_classes-1``.
-    negatives : {"all", "batch"} or int, default="batch"
-    sample_weight : Tensor of shape (n,) or None, default=None
-    criterion : callable, default=:func:`cross_entropy`
-        A softmax cross-entropy on logits, ``criterion(logits, y)``, and
-        ``criterion(logits, y, sample_weight)`` with weights (not one that averages over
-        every log-probability, such as label smoothing: the excluded ones are ``-inf``).
-
-    Returns
-    -------
-    scalar Tensor
-
-    References
-    ----------
-    .. [1] Li, S., Du, Y., van de Ven, G. M. and Mordatch, I. "Energy-Based Models for
-       Continual Learning". CoLLAs 2022 (arXiv:2011.12216), eq. 4.
-
-    Examples
-    --------
-    Classes 0 and 1 in the batch, class 2 absent: its logit is left out of the sum.
-
-    >>> import torch
-    >>> logits = torch.tensor([[1.0, 0.0, 5.0], [0.0, 2.0, 5.0]], requires_grad=True)
-    >>> y = torch.tensor([0, 1])
-    >>> loss = negatives_cross_entropy(logits, y, "batch")
-    >>> expected = torch.nn.functional.cross_entropy(logits[:, :2], y)
-    >>> bool(torch.isclose(loss, expected))
-    True
-    >>> loss.backward()
-    >>> logits.grad[:, 2].tolist()  # no push on the absent class
-    [0.0, 0.0]
-    """
-    if negatives == "all":
-        return _classification_term(criterion, logits, y, sample_weight)
-    n, n_classes = logits.shape
-    counted = y if sample_weight is None else y[sample_weight > 0]
-    present = torch.zeros(n_classes, dtype=torch.bool, device=logits.device)
-    present[counted] = True
-    own = F.one_hot(y, n_classes).bool()
-    if negatives == "batch":
-        keep = own | present
-    else:
-        candidates = present & ~own
-        scores = torch.rand(n, n_classes, device=logits.device).masked_fill(~candidates, -1.0)
-        drawn = scores.topk(min(int(negatives), n_classes), dim=1).indices
-        keep = own | (torch.zeros_like(own).scatter_(1, drawn, True) & candidates)
-    restricted = logits.masked_fill(~keep, float("-inf"))
-    return _classification_term(criterion, restricted, y, sample_weight)

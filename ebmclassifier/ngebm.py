@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 
 from ._base import EBMClassifierBase
-from ._incremental import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
-from ._validation import ParamChecker
+from ._parameters import ParamChecker
+from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -265,6 +265,6 @@ random_state, class_weight, verbose, **kwargs
             grad_norm=self.grad_norm,
             step=self.fd_step_size_,
             create_graph=training,
-            criterion=self.classification_loss,
             sample_weight=sample_weight,
+            **self._classification(),
         )

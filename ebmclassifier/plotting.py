@@ -1,5 +1,6 @@
-"""Figures for the comparison report: reliability diagrams, OOD score histograms, robustness,
-risk-coverage curves.
+"""Figures of the reports: reliability diagrams, OOD score histograms, robustness,
+risk-coverage curves (``compare``), accuracy curves and matrices of continual learning
+(``continual``).
 
 Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot state, so it is
 safe on headless machines and in loops), returns it, and saves a PNG when given ``path``.
@@ -7,11 +8,14 @@ safe on headless machines and in loops), returns it, and saves a PNG when given 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ._atomic import save_figure
+from ._atomic import atomic_write
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [
@@ -19,18 +23,26 @@ __all__ = [
     "plot_ood_histograms",
     "plot_accuracy_vs_epsilon",
     "plot_risk_coverage",
+    "plot_task_curves",
+    "plot_accuracy_matrices",
 ]
 
 
 def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
-    """Title, legend and layout of a one-panel figure (``ax``), then save it to ``path``."""
+    """Title, legend and layout of a one-panel figure (``ax``), then save it to ``path``.
+
+    The one way the reports save a figure (a PNG at 100 dpi).
+    """
     if ax is not None:
         if title is not None:
             ax.set_title(title)
         ax.legend(fontsize="small")
         fig.tight_layout()
-    if path is not None:
-        save_figure(fig, path, dpi=100)
+    if isinstance(path, str | os.PathLike):  # replaced at once, whole or not at all
+        with atomic_write(path) as file:
+            fig.savefig(file, format=os.path.splitext(path)[1].lstrip(".") or None, dpi=100)
+    elif path is not None:  # a file object
+        fig.savefig(path, dpi=100)
     return fig
 
 
@@ -308,3 +320,93 @@ def plot_risk_coverage(
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     return finish_figure(fig, path, ax, title)
+
+
+def plot_task_curves(
+    curves: dict[str, list[float]],
+    *,
+    styles: dict[str, str] | None = None,
+    title: str | None = None,
+    path=None,
+) -> Figure:
+    """Average accuracy over the classes seen against the number of tasks learned, per method.
+
+    Parameters
+    ----------
+    curves : dict of str to list of float
+        Method name -> its average accuracy after each task (all of one length).
+    styles : dict of str to str or None, default=None
+        Method name -> matplotlib line style (``"-"`` for a method not named).
+    title : str or None, default=None
+    path : str, path-like or None, default=None
+        Where to save the PNG.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_task_curves({"joint": [0.9, 0.8], "naive": [0.9, 0.4]}, styles={"joint": "--"})
+    >>> [line.get_label() for line in fig.axes[0].lines]
+    ['joint', 'naive']
+    """
+    check_named_dict(curves, "curves", "of method name to accuracies")
+    styles = styles or {}
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.add_subplot()
+    colors = colormaps["tab20"].colors
+    n_tasks = len(next(iter(curves.values())))
+    for i, (method, curve) in enumerate(curves.items()):
+        color = colors[(2 * i) % 20 + (2 * i) // 20]
+        ax.plot(range(1, len(curve) + 1), curve, styles.get(method, "-"), marker="o",
+                label=method, color=color)  # fmt: skip
+    ax.set_xticks(range(1, n_tasks + 1))
+    ax.set_xlabel("number of tasks learned")
+    ax.set_ylabel("average accuracy (classes seen)")
+    ax.set_ylim(0, 1)
+    if title is not None:
+        ax.set_title(title)
+    ax.legend(fontsize=7)
+    return finish_figure(fig, path)
+
+
+def plot_accuracy_matrices(matrices: dict[str, np.ndarray], *, path=None) -> Figure:
+    """One heat map per method of an accuracy matrix: task evaluated against task learned.
+
+    Parameters
+    ----------
+    matrices : dict of str to ndarray of shape (n_tasks, n_tasks)
+        Method name -> ``A[t, j]``, the accuracy on task ``j`` after learning task ``t``
+        (lower triangle; the rest is not drawn as numbers).
+    path : str, path-like or None, default=None
+        Where to save the PNG.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        One panel per method, then the colour bar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = plot_accuracy_matrices({"naive": np.array([[0.9, np.nan], [0.1, 0.95]])})
+    >>> fig.axes[0].get_title(), [text.get_text() for text in fig.axes[0].texts]
+    ('naive', ['0.90', '0.10', '0.95'])
+    """
+    check_named_dict(matrices, "matrices", "of method name to accuracy matrices")
+    cols = min(len(matrices), 3)
+    rows = -(-len(matrices) // cols)
+    fig = Figure(figsize=(3.2 * cols, 3 * rows), layout="constrained")
+    for i, (method, matrix) in enumerate(matrices.items()):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        image = ax.imshow(matrix, vmin=0, vmax=1, cmap="viridis")
+        for t in range(len(matrix)):
+            for j in range(t + 1):
+                ax.text(j, t, f"{matrix[t, j]:.2f}", ha="center", va="center", fontsize=6,
+                        color="white" if matrix[t, j] < 0.6 else "black")  # fmt: skip
+        ax.set_title(method, fontsize=9)
+        ax.set_xlabel("task evaluated")
+        ax.set_ylabel("after task")
+    fig.colorbar(image, ax=fig.axes, shrink=0.6)
+    return finish_figure(fig, path)

@@ -52,9 +52,9 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
 
+from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
 from ._atomic import atomic_write
 from ._device import resolve_device, seeded_rng
-from ._trusted import check_class_roles, class_path, loadable, trusted_class
 from ._version import __version__
 
 __all__ = ["load", "save"]
@@ -68,7 +68,7 @@ _MEMBERS = {
     CONSTRAINT_FORMAT: ("distributional.json", "estimator.ebm"),
 }
 #: The one class a ``distributional.json`` file builds (a constant: never read from the file).
-_CONSTRAINT_CLASS = "ebmclassifier.distributional_constraint:DistributionalConstraint"
+_CONSTRAINT_CLASS = "ebmclassifier.distributional.constraint:DistributionalConstraint"
 
 #: How the machine that loads reads files, not a property of the model: never taken from a file.
 _NOT_SAVED = ("torch_load_kwargs",)
@@ -491,11 +491,6 @@ def _unpairs(value):
     return value
 
 
-_CONSTRAINT_PARAMS = ("method", "solver", "tol", "max_iter")
-_CONSTRAINT_FITTED = ("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_")
-_CONSTRAINT_ARRAYS = ("prior_", "lambda_", "_class_offset_", "_user_lambda_")
-
-
 def _constraint_base(adapted):
     """``(base estimator, frozen)`` of a fitted ``adapted`` that :func:`save_constraint` writes."""
     check_is_fitted(adapted, "lambda_")
@@ -538,12 +533,12 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     base, frozen = _constraint_base(adapted)
     buffer = io.BytesIO()
     save(base, buffer, training_state=False)
-    fitted = {name: _plain(getattr(adapted, name)) for name in _CONSTRAINT_FITTED}
-    fitted.update({k: np.asarray(getattr(adapted, k)).tolist() for k in _CONSTRAINT_ARRAYS})
+    fitted = {name: _plain(getattr(adapted, name)) for name in adapted._saved_attributes}
+    fitted.update({k: np.asarray(getattr(adapted, k)).tolist() for k in adapted._saved_arrays})
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
-        "params": {name: getattr(adapted, name) for name in _CONSTRAINT_PARAMS},
+        "params": {name: getattr(adapted, name) for name in adapted._saved_params},
         "priors": _pairs(adapted.priors),
         "train_priors": _pairs(adapted.train_priors),
         "frozen": frozen,
@@ -581,6 +576,6 @@ def _load_constraint(metadata: dict, base_file: bytes, params: dict):
     adapted._check_params()
     adapted.classes_ = np.asarray(metadata["classes"])
     for name, value in metadata["fitted"].items():
-        as_array = name in _CONSTRAINT_ARRAYS
+        as_array = name in cls._saved_arrays
         setattr(adapted, name, np.asarray(value, dtype=float) if as_array else value)
     return adapted

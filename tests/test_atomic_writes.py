@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from ebmclassifier import DistributionalConstraint, NGEBMClassifier, _atomic, load, saving
-from ebmclassifier._atomic import atomic_write, save_figure, write_file
+from ebmclassifier._atomic import atomic_write, write_file
+from ebmclassifier.plotting import finish_figure
 
 FAST = dict(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
 PACKAGE = Path(__file__).resolve().parents[1] / "ebmclassifier"
@@ -164,7 +165,7 @@ def test_a_save_keeps_the_mode_of_the_file_it_replaces_and_follows_a_link(two_mo
     _only(tmp_path, "real.ebm", "link.ebm", "fresh.ebm")
 
 
-def test_write_file_and_save_figure_replace_whole_or_not_at_all(tmp_path, monkeypatch):
+def test_write_file_and_finish_figure_replace_whole_or_not_at_all(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
     path = tmp_path / "report.md"
@@ -176,14 +177,14 @@ def test_write_file_and_save_figure_replace_whole_or_not_at_all(tmp_path, monkey
     assert path.read_text(encoding="utf-8") == "old report ✓\n"
     figure = Figure()
     figure.add_subplot().plot([0, 1], [1, 0])
-    save_figure(figure, tmp_path / "curve.png", dpi=20)
-    save_figure(figure, tmp_path / "curve.svg")
+    finish_figure(figure, tmp_path / "curve.png")
+    finish_figure(figure, tmp_path / "curve.svg")
     assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in (tmp_path / "curve.svg").read_bytes()[:500]
     with monkeypatch.context() as patch:
         patch.setattr(_atomic.os, "replace", _raise_enospc)
         with pytest.raises(OSError):
-            save_figure(figure, tmp_path / "curve.svg", dpi=20)
+            finish_figure(figure, tmp_path / "curve.svg")
     _only(tmp_path, "report.md", "curve.png", "curve.svg")
     with pytest.raises(ValueError, match="mode must be 'wb' or 'w'"):
         with atomic_write(path, "a"):
@@ -302,8 +303,9 @@ def _direct_writes(path: Path) -> list[str]:
 
 
 # In place on purpose: a pickle in a temporary folder of the memory benchmark, the kernel's
-# clear_refs file, and the zip archive that _write_archive builds inside atomic_write.
-ALLOWED = {"experiments/_memory.py": 2, "saving.py": 1}
+# clear_refs file, the zip archive that _write_archive builds inside atomic_write, and the
+# figure that finish_figure saves inside atomic_write (or into a file object it is given).
+ALLOWED = {"experiments/_memory.py": 2, "saving.py": 1, "plotting.py": 2}
 
 
 def test_the_library_writes_files_only_through_atomic_write():

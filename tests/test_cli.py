@@ -459,8 +459,8 @@ def test_demo_prepares_each_seeds_data_once_for_both_models(monkeypatch):
     from ebmclassifier.metrics import ood_metrics
 
     prepared = []
-    original = demo._digits_with_noise
-    monkeypatch.setattr(demo, "_digits_with_noise", lambda seed: prepared.append(seed) or
+    original = demo.digits_with_noise
+    monkeypatch.setattr(demo, "digits_with_noise", lambda seed: prepared.append(seed) or
                         original(seed))  # fmt: skip
     rows = demo.run_demo(seeds=(0, 1), max_epochs=1, progress=False)
     assert prepared == [0, 1]  # it was [0, 0, 1, 1]: once per model

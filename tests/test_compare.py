@@ -950,7 +950,7 @@ def test_protocol_paper_noise_is_in_the_units_the_models_train_in(tmp_path, stan
     # on [0, 1] pixels; --no-standardize used to double it as well (0.06, four times too much).
     from ebmclassifier.augment import GaussianNoise
     from ebmclassifier.experiments.report import _protocol_text
-    from ebmclassifier.protocol import paper_protocol
+    from ebmclassifier.recipes import paper_protocol
 
     _cifar10_files(tmp_path / "cifar")
     built = {}

@@ -314,7 +314,7 @@ def test_the_digits_run_is_one_option_away_and_mnist1d_keeps_its_convnet_on_requ
 
 
 def test_protocol_paper_holds_out_n_valid_and_drops_the_last_batch():
-    from ebmclassifier.protocol import paper_protocol
+    from ebmclassifier.recipes import paper_protocol
 
     protocol = paper_protocol("cifar10")
     config = compare.CompareConfig(data="cifar10", protocol="paper")

@@ -15,9 +15,9 @@ from ebmclassifier import (
     LatentStructureClassifier,
     NGEBMClassifier,
 )
-from ebmclassifier import concepts as concepts_module
-from ebmclassifier._validation import InvalidParameterError
+from ebmclassifier._parameters import InvalidParameterError
 from ebmclassifier.compose import Not, conjunction
+from ebmclassifier.compose import concepts as concepts_module
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.sampling import GaussianStart
 

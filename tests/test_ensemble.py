@@ -17,7 +17,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ebmclassifier import LatentStructureClassifier, NGEBMClassifier, ProductOfExperts
-from ebmclassifier import ensemble as ensemble_module
+from ebmclassifier.compose import product as product_module
 from ebmclassifier.compose import product_logits
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.energy import OOD_METHODS
@@ -121,7 +121,7 @@ def test_weights_go_to_the_device_once_per_call(experts, small_blobs, monkeypatc
         seen.append(weights)
         return product_logits(logits, weights)
 
-    monkeypatch.setattr(ensemble_module, "product_logits", recording_product_logits)
+    monkeypatch.setattr(product_module, "product_logits", recording_product_logits)
     ProductOfExperts(experts, batch_size=50).fit(X, y).predict_proba(X)
     assert len(seen) == 3 and all(w is seen[0] for w in seen)
 

@@ -7,7 +7,14 @@
 - no private name (``_x``, not a dunder) is imported from a module of another package directory;
 - no import cycle among the package's modules, counting the imports inside functions;
 - no library file over 600 lines, no function over 60 code lines (the distinct line numbers of
-  its body's AST nodes, its docstring and other string constants excepted).
+  its body's AST nodes, its docstring and other string constants excepted);
+- the functional core (``CORE``) reaches no scikit-learn or skorch, through any chain of the
+  package's imports, lazy ones too;
+- a wing's core is used by the faces in its own folder only (``WINGS``): a face over it sits
+  beside it, not in the root;
+- one home per name: no public function or class is defined at the top of two modules;
+- one way of saving figures: only ``plotting.py`` calls ``savefig``;
+- no benchmark or example imports a private name or a private module of the package.
 
 Each rule is a function of a package directory, so that a test can show it flags a synthetic bad
 package written to ``tmp_path``.
@@ -23,6 +30,23 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ebmclassifier"
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 60
 GENERIC_LATENT = ("surrogates", "relaxations", "score_function", "methods", "polytope", "networks")
+#: The functional core, on tensors and arrays: modules (or package folders, with all below).
+CORE = (
+    "energy",
+    "losses",
+    "sampling",
+    "compose.energies",
+    "distributional.posteriors",
+    *(f"latent.{name}" for name in GENERIC_LATENT),
+    "latent.categorical.simplex",
+    "latent.trees",
+)
+#: The estimators' libraries, which the core never reaches.
+ESTIMATOR_LIBRARIES = ("sklearn", "skorch")
+#: Each wing (a package folder holding a capability's core and its faces) and its core module.
+WINGS = {"compose": "energies", "distributional": "posteriors"}
+#: The one module that saves figures.
+FIGURE_HOME = "plotting"
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -180,6 +204,111 @@ def long_functions(root: Path) -> list[str]:
     ]
 
 
+def _in(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def core_reaching(root: Path, core=CORE, libraries=ESTIMATOR_LIBRARIES) -> list[str]:
+    """``core -> ... -> module imports library`` for each core module that reaches a library.
+
+    The chain follows the package's imports (a package's ``__init__`` only where it is
+    imported by name, as ``from ..sampling import sgld``).
+    """
+    modules, edges = _modules(root), _edges(root)
+    prefixes = tuple(f"{root.name}.{c}" for c in core)
+    direct = {
+        name: sorted({base.split(".")[0] for base, _, _ in _imports(name, path)} & set(libraries))
+        for name, path in modules.items()
+    }
+    found = []
+    for start in sorted(m for m in modules if _in(m, prefixes)):
+        paths, queue = {start: [start]}, [start]
+        while queue:
+            current = queue.pop(0)
+            if direct[current]:
+                chain = " -> ".join(paths[current])
+                found.append(f"{chain} imports {', '.join(direct[current])}")
+                break
+            for target in sorted(edges[current]):
+                if target not in paths:
+                    paths[target] = [*paths[current], target]
+                    queue.append(target)
+    return found
+
+
+def _top_level_names(path: Path) -> set[str]:
+    return {
+        node.name
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+def wing_core_used_outside(root: Path, wings=WINGS) -> list[str]:
+    """Imports of a wing's core (the module, or a name it defines) from outside the wing."""
+    modules = _modules(root)
+    found = []
+    for wing, core in wings.items():
+        package, core_module = f"{root.name}.{wing}", f"{root.name}.{wing}.{core}"
+        if core_module not in modules:
+            found.append(f"{core_module} is missing")
+            continue
+        names = _top_level_names(modules[core_module])
+        for name, path in modules.items():
+            if _in(name, (package,)):
+                continue
+            for base, imported, line in _imports(name, path):
+                full = f"{base}.{imported}" if imported else base
+                if core_module in (base, full) or (base == package and imported in names):
+                    found.append(f"{name}:{line} uses {core_module} from outside {package}")
+    return found
+
+
+def duplicate_public_names(root: Path) -> list[str]:
+    """Public functions and classes defined at the top of more than one module."""
+    homes: dict[str, list[str]] = {}
+    for name, path in _modules(root).items():
+        for defined in sorted(_top_level_names(path)):
+            if not defined.startswith("_"):
+                homes.setdefault(defined, []).append(name)
+    return [f"{n}: {', '.join(where)}" for n, where in sorted(homes.items()) if len(where) > 1]
+
+
+def figure_savers(root: Path, home: str = FIGURE_HOME) -> list[str]:
+    """Calls of ``.savefig`` outside the module that saves the figures."""
+    return [
+        f"{name}:{node.lineno}"
+        for name, path in _modules(root).items()
+        if name != f"{root.name}.{home}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "savefig"
+    ]
+
+
+def private_imports_from_outside(folders: list[Path], package: str) -> list[str]:
+    """Imports of ``package``'s private names or private modules by files outside it."""
+    found = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    bases, names = [node.module], [alias.name for alias in node.names]
+                elif isinstance(node, ast.Import):
+                    bases, names = [alias.name for alias in node.names], []
+                else:
+                    continue
+                for base in bases:
+                    if base.split(".")[0] != package:
+                        continue
+                    private = [p for p in base.split(".") + names if p.startswith("_")]
+                    private = [p for p in private if not p.startswith("__")]
+                    if private:
+                        found.append(f"{path.name}:{node.lineno} {base}: {', '.join(private)}")
+    return found
+
+
 # ---------------------------------------------------------------- the package
 
 
@@ -205,6 +334,30 @@ def test_no_file_over_600_lines():
 
 def test_no_function_over_60_code_lines():
     assert long_functions(PACKAGE) == []
+
+
+def test_the_functional_core_reaches_no_estimator_library():
+    assert core_reaching(PACKAGE) == []
+
+
+def test_a_wing_core_is_used_by_the_faces_beside_it():
+    assert wing_core_used_outside(PACKAGE) == []
+
+
+def test_one_home_per_public_name():
+    assert duplicate_public_names(PACKAGE) == []
+
+
+def test_only_plotting_saves_figures():
+    assert figure_savers(PACKAGE) == []
+
+
+def test_benchmarks_and_examples_import_no_private_name():
+    root = PACKAGE.parent
+    assert (
+        private_imports_from_outside([root / "benchmarks", root / "examples"], "ebmclassifier")
+        == []
+    )
 
 
 # ---------------------------------------------------------------- each rule can fail
@@ -288,4 +441,74 @@ def test_the_checker_flags_a_long_file_and_a_long_function(tmp_path):
     assert long_files(package) == [f"pkg.big: {MAX_FILE_LINES + 1} lines"]
     assert long_functions(package) == [
         f"pkg.funcs.long (line 1): {MAX_FUNCTION_LINES + 1} code lines"
+    ]
+
+
+def test_the_checker_flags_a_core_reaching_an_estimator_library(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "_checks.py": "import sklearn\n",
+            "energy.py": "def f():\n    from ._checks import x\n    return x\n",
+            "losses.py": "from .energy import f\n",
+            "sampling/langevin.py": "import torch\n",  # clean
+            "ngebm.py": "import skorch\nfrom .losses import f\n",  # a face: allowed
+        },
+    )
+    assert core_reaching(package, core=("energy", "losses", "sampling")) == [
+        "pkg.energy -> pkg._checks imports sklearn",
+        "pkg.losses -> pkg.energy -> pkg._checks imports sklearn",
+    ]
+
+
+def test_the_checker_flags_a_face_away_from_its_wing_core(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "compose/energies.py": "def product():\n    return 1\n",
+            "compose/product.py": "from .energies import product\n",  # beside: allowed
+            "compose/__init__.py": "from .energies import product\n",
+            "ensemble.py": "from .compose import product\n",
+            "mixture.py": "from .compose.energies import product\n",
+            "cli.py": "from .compose import Other\n",  # not a core name
+        },
+    )
+    assert wing_core_used_outside(package, wings={"compose": "energies"}) == [
+        "pkg.ensemble:1 uses pkg.compose.energies from outside pkg.compose",
+        "pkg.mixture:1 uses pkg.compose.energies from outside pkg.compose",
+    ]
+
+
+def test_the_checker_flags_a_name_with_two_homes(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "report.py": "def write_report():\n    pass\n\ndef _helper():\n    pass\n",
+            "continual.py": "def write_report():\n    pass\n\ndef _helper():\n    pass\n",
+            "compare.py": "from .report import write_report\n",  # a re-export: one home
+        },
+    )
+    assert duplicate_public_names(package) == ["write_report: pkg.continual, pkg.report"]
+
+
+def test_the_checker_flags_a_figure_saved_outside_plotting(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "plotting.py": "def finish(fig, path):\n    fig.savefig(path)\n",
+            "figures.py": "def curves(fig, path):\n    fig.savefig(path, dpi=120)\n",
+        },
+    )
+    assert figure_savers(package) == ["pkg.figures:2"]
+
+
+def test_the_checker_flags_a_private_import_from_a_benchmark(tmp_path):
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "a.py").write_text("from pkg.demo import _digits\nfrom pkg.demo import digits\n")
+    (bench / "b.py").write_text("import pkg._trusted\nfrom pkg import __version__\n")
+    (bench / "c.py").write_text("from other import _x\n")  # another package: not ours
+    assert private_imports_from_outside([bench], "pkg") == [
+        "a.py:1 pkg.demo: _digits",
+        "b.py:1 pkg._trusted: _trusted",
     ]

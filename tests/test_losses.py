@@ -110,6 +110,22 @@ def test_ngebm_loss_rejects_unknown_modes():
         ngebm_loss(net, x, y, grad_norm="finite_difference")
 
 
+def test_negatives_restrict_the_classification_term_of_both_losses_only():
+    # y holds classes 0 and 1 only: under "batch" the logits of 2 and 3 leave the softmax,
+    # computed here by hand on the two kept columns; the energy terms stay over every class.
+    net, (x, _) = _net(), _batch()
+    y = torch.tensor([0, 1, 1, 0, 1, 0])
+    restricted_ce = F.cross_entropy(net(x)[:, :2], y)
+    loss, _ = ngebm_loss(net, x, y, beta=0.3, negatives="batch")
+    by_hand = 0.7 * restricted_ce + 0.3 * _norms_by_loop(net, x).mean()
+    torch.testing.assert_close(loss, by_hand)
+    torch.testing.assert_close(_param_grad(net, loss), _param_grad(net, by_hand))
+    samples = torch.randn(4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    loss, *_ = jem_loss(net, x, y, samples, negatives="batch")
+    by_hand = restricted_ce + _energy(net, x).mean() - _energy(net, samples).mean()
+    torch.testing.assert_close(loss, by_hand)
+
+
 def test_jem_loss_is_cross_entropy_plus_the_contrastive_term():
     net, (x, y) = _net(), _batch()
     samples = torch.randn(9, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))

@@ -8,9 +8,9 @@ from sklearn.datasets import make_blobs
 from skorch.callbacks import Callback, LRScheduler
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier._validation import InvalidParameterError
+from ebmclassifier._parameters import InvalidParameterError
 from ebmclassifier.augment import paper_augmentation
-from ebmclassifier.protocol import PAPER_DATASETS, paper_callbacks, paper_protocol
+from ebmclassifier.recipes import PAPER_DATASETS, paper_callbacks, paper_protocol
 
 
 class LearningRateProbe(Callback):

@@ -15,7 +15,7 @@ from skorch.callbacks import Callback, Checkpoint, LoadInitState
 
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier, load
 from ebmclassifier._divergence import Divergence
-from ebmclassifier.protocol import paper_callbacks
+from ebmclassifier.recipes import paper_callbacks
 
 EPOCHS = 6
 COMMON = dict(max_epochs=EPOCHS, batch_size=32, random_state=0)

@@ -15,7 +15,7 @@ from sklearn.model_selection import train_test_split
 from ..augment import paper_augmentation
 from ..datasets import load_named_dataset
 from ..datasets.named import data_kind
-from ..protocol import PAPER_DATASETS, paper_protocol
+from ..recipes import PAPER_DATASETS, paper_protocol
 from ._ood_sets import add_requested_ood
 from .models import network_params
 from .standardize import Standardizer

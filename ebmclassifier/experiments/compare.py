@@ -41,7 +41,7 @@ from sklearn.model_selection import train_test_split
 
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
-from ..protocol import paper_callbacks
+from ..recipes import paper_callbacks
 from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._setup import (
@@ -121,8 +121,8 @@ class CompareConfig:
 
     protocol : {"paper"} or None
         ``"paper"``: the NG-EBM and JEM papers' CIFAR/SVHN recipe
-        (:func:`~ebmclassifier.protocol.paper_protocol`): WRN-28-10, 150 epochs, Adam at 1e-4
-        with warm-up and staircase (:func:`~ebmclassifier.protocol.paper_callbacks`), batches of
+        (:func:`~ebmclassifier.recipes.paper_protocol`): WRN-28-10, 150 epochs, Adam at 1e-4
+        with warm-up and staircase (:func:`~ebmclassifier.recipes.paper_callbacks`), batches of
         64 with the last incomplete batch dropped, a held-out split of at most ``n_valid``
         (5000) samples, crop + flip + noise augmentation, the papers' NG-EBM and JEM
         settings. Explicit ``network``, ``max_epochs``, ``lr`` and ``batch_size`` still

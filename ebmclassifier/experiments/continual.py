@@ -22,7 +22,6 @@ The experiment reaches the estimators through their public methods only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -30,15 +29,23 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
-from .._atomic import write_file
 from ..jem import JEMClassifier
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
 from ..nn import LabelConditionedMLP
+from ..plotting import plot_accuracy_matrices, plot_task_curves
 from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
+from .report import save_report
 from .standardize import _standardized_digits
 
-__all__ = ["METHODS", "parse_tasks", "run_continual", "summarize"]
+__all__ = [
+    "METHODS",
+    "format_table",
+    "parse_tasks",
+    "run_continual",
+    "summarize_runs",
+    "write_continual_report",
+]
 
 DATASETS = ("digits", "mnist1d")
 
@@ -278,7 +285,7 @@ def run_continual(
     return runs
 
 
-def summarize(runs: list[dict]) -> list[dict]:
+def summarize_runs(runs: list[dict]) -> list[dict]:
     """Per (data, method): median, min and max over seeds of the final metrics.
 
     Parameters
@@ -297,7 +304,7 @@ def summarize(runs: list[dict]) -> list[dict]:
     Examples
     --------
     >>> runs = run_continual(methods=["ce"], tasks="0,1/2,3", epochs=1, progress=False)
-    >>> row = summarize(runs)[0]
+    >>> row = summarize_runs(runs)[0]
     >>> row["method"], len(row["curve"]), len(row["average_accuracy"])
     ('ce', 2, 3)
     """
@@ -325,7 +332,7 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 
 def format_table(summary: list[dict]) -> str:
-    """A markdown table of :func:`summarize`'s rows: median [min-max] over seeds.
+    """A markdown table of :func:`summarize_runs`'s rows: median [min-max] over seeds.
 
     Parameters
     ----------
@@ -353,14 +360,50 @@ def format_table(summary: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_report(runs: list[dict], out, command: str = "") -> list[str]:
+def _median_matrices(runs: list[dict]) -> dict[str, np.ndarray]:
+    """Method -> its accuracy matrix, the median over seeds (NaN above the diagonal)."""
+    matrices = {}
+    for method in dict.fromkeys(r["method"] for r in runs):
+        stack = [r["accuracy_matrix"] for r in runs if r["method"] == method]
+        n = len(stack[0])
+        matrix = np.full((len(stack), n, n), np.nan)
+        for s, m in enumerate(stack):
+            for t, row in enumerate(m):
+                matrix[s, t, : len(row)] = row
+        matrices[method] = np.median(matrix, axis=0)
+    return matrices
+
+
+def _figures(runs: list[dict], summary: list[dict], out: Path) -> list[str]:
+    """Per data set, the accuracy curves and the accuracy matrices; their file names."""
+    names = []
+    for data in dict.fromkeys(r["data"] for r in runs):
+        rows = [s for s in summary if s["data"] == data]
+        curves = {row["method"]: row["curve"] for row in rows}
+        styles = {m: "--" if m == "joint" else ":" if "replay" in m else "-" for m in curves}
+        name = f"continual_{data}_curves.png"
+        plot_task_curves(curves, styles=styles, title=f"split {data}: median over seeds",
+                         path=out / name)  # fmt: skip
+        names.append(name)
+        name = f"continual_{data}_matrices.png"
+        plot_accuracy_matrices(_median_matrices([r for r in runs if r["data"] == data]),
+                               path=out / name)  # fmt: skip
+        names.append(name)
+    return names
+
+
+def write_continual_report(runs: list[dict], out, command: str = "") -> list[str]:
     """Write ``report.md``, ``results.json`` and the figures into ``out``.
+
+    Through the reports' one writer (:func:`~ebmclassifier.experiments.report.save_report`)
+    and the figures of :mod:`ebmclassifier.plotting`.
 
     Parameters
     ----------
     runs : list of dict
+        From :func:`run_continual`.
     out : str or path-like
-        An existing folder.
+        The folder; created if needed.
     command : str, default=""
         The command line that reproduces the run, written into the report.
 
@@ -368,19 +411,22 @@ def write_report(runs: list[dict], out, command: str = "") -> list[str]:
     -------
     list of str
         The figures' file names.
-    """
-    from ._continual_figures import accuracy_curves, accuracy_matrices
 
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> runs = run_continual(methods=["ce"], tasks="0,1/2,3", epochs=1, progress=False)
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     figures = write_continual_report(runs, out)
+    ...     files = sorted(path.name for path in Path(out).iterdir())
+    >>> files
+    ['continual_digits_curves.png', 'continual_digits_matrices.png', 'report.md', 'results.json']
+    """
     out = Path(out)
-    summary = summarize(runs)
-    figures = []
-    for data in dict.fromkeys(r["data"] for r in runs):
-        figures.append(accuracy_curves([s for s in summary if s["data"] == data], out, data))
-        figures.append(accuracy_matrices([r for r in runs if r["data"] == data], out, data))
-    write_file(
-        out / "results.json",
-        json.dumps({"command": command, "summary": summary, "runs": runs}, indent=1),
-    )
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_runs(runs)
+    figures = _figures(runs, summary, out)
     text = [
         "# Class-incremental learning",
         "",
@@ -394,7 +440,8 @@ def write_report(runs: list[dict], out, command: str = "") -> list[str]:
         "",
     ]
     text += [f"![{name}]({name})" for name in figures]
-    write_file(out / "report.md", "\n".join(text) + "\n")
+    payload = {"command": command, "summary": summary, "runs": runs}
+    save_report(out, "\n".join(text) + "\n", payload)
     return figures
 
 
@@ -421,8 +468,8 @@ def _run_command(args, log: Callable = print) -> int:
         device=args.device,
         progress=not args.quiet,
     )
-    figures = write_report(runs, args.out, command=COMMAND.command_line(args))
-    log(format_table(summarize(runs)))
+    figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))
+    log(format_table(summarize_runs(runs)))
     log(f"Report: {Path(args.out) / 'report.md'}, results.json and {len(figures)} figures.")
     return 0
 

@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..compose import ProductOfExperts
 from ..detectors import DETECTORS, KNNDetector
-from ..ensemble import ProductOfExperts
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP, WideResNet, wide_resnet_blocks_per_group

@@ -1,7 +1,10 @@
-"""report.md, results.json and figures from the runs of ``compare``.
+"""The reports of the commands: report.md, results.json and figures.
 
-Every number is summarised over seeds as ``median [min, max]``; the tables and the verdicts
-come from :mod:`ebmclassifier.experiments._tables`.
+:func:`save_report` writes the two files of every command's report (``compare``,
+``continual``); the figures are drawn and saved by :mod:`ebmclassifier.plotting`. The rest of
+this module is ``compare``'s report: every number summarised over seeds as
+``median [min, max]``, the tables and the verdicts from
+:mod:`ebmclassifier.experiments._tables`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..plotting import (
 )
 from ._tables import _NORMS, _fmt, summarise, tables, verdicts
 
-__all__ = ["write_report"]
+__all__ = ["save_report", "write_report"]
 
 
 def _jsonable(obj):
@@ -34,6 +37,39 @@ def _jsonable(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     return obj
+
+
+def save_report(out, markdown: str, payload: dict) -> None:
+    """Write a command's report into the folder ``out``: ``report.md`` and ``results.json``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The folder; created if needed. Each file is replaced at once, whole or not at all.
+    markdown : str
+        The text of ``report.md``.
+    payload : dict
+        The content of ``results.json``; numpy values become plain ones and keys starting
+        with ``_`` (the arrays kept for the figures) are left out.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     save_report(out, "# A report", {"accuracy": np.float32(0.5), "_arrays": [1]})
+    ...     json.loads(Path(out, "results.json").read_text())
+    {'accuracy': 0.5}
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_jsonable(payload), indent=2)  # before writing: nothing half-written
+    write_file(out / "report.md", markdown)
+    write_file(out / "results.json", text)
 
 
 def write_figures(results: dict, out: Path) -> list[str]:
@@ -124,7 +160,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
     results : dict
         From :func:`~ebmclassifier.experiments.compare.run_comparison`.
     out : str or path-like
-        The folder; created if needed.
+        The folder; created if needed. Each file is replaced at once, whole or not at all.
     command : str, default=""
         The command line that reproduces the run, quoted in the report.
 
@@ -157,7 +193,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
 def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, dict]:
     """:func:`write_report`'s work; also returns the text of report.md and the JSON payload
     of results.json, as written, for :func:`write_reports` to combine."""
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # for the figures, drawn before the report
     summary = summarise(results)
     printed = {
         **tables(results, summary),
@@ -171,9 +207,8 @@ def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, di
         *_detail_sections(results, printed),
     ]
     text = "\n".join(md)
-    write_file(out / "report.md", text)
     payload = _jsonable({**results, "summary": summary, "environment": env, "command": command})
-    write_file(out / "results.json", json.dumps(payload, indent=2))
+    save_report(out, text, payload)
     return printed, text, payload
 
 
@@ -218,10 +253,9 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
         section = [f"#{line}" if line.startswith("#") else line for line in text.splitlines()]
         md += [line.replace("](", f"]({name}/") if line.startswith("![") else line
                for line in section if not line.startswith("Command: ")]  # fmt: skip
-    write_file(out / "report.md", "\n".join(md))
     datasets = {name: payload for name, (_, _, payload) in zip(names, written, strict=True)}
     payload = {"command": command, "environment": _environment(), "datasets": datasets}
-    write_file(out / "results.json", json.dumps(payload, indent=2))
+    save_report(out, "\n".join(md), payload)
     return [printed for printed, _, _ in written]
 
 

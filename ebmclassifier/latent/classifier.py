@@ -10,7 +10,7 @@ from skorch import NeuralNet
 from torch import nn
 
 from .._base import EBMClassifierBase
-from .._validation import ParamChecker
+from .._parameters import ParamChecker
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES

@@ -32,20 +32,15 @@ References
 
 from __future__ import annotations
 
-import re
-import textwrap
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import TypeVar
 
 import torch
 
 __all__ = ["Polytope", "draw_rows"]
 
-_Documented = TypeVar("_Documented")
-
 #: The parameters that every method over a polytope takes, written once: a docstring holds a
-#: line ``{polytope}`` or ``{sizes}`` where :func:`fill_docstring` puts their text.
+#: line ``{polytope}`` or ``{sizes}`` where ``fill_docstring`` (``_docstrings.py``) puts their
+#: text.
 PARAMETER_DOCS = {
     "polytope": """\
 polytope : Polytope
@@ -56,47 +51,6 @@ sizes : Tensor or None
     What ``polytope`` needs of the batch besides the scores: None for the simplex, the
     sentence lengths (B,) for trees.""",
 }
-
-_PLACEHOLDER = re.compile(r"^( *)\{(\w+)\}$", re.MULTILINE)
-
-
-def fill_docstring(fragments: dict[str, str]) -> Callable[[_Documented], _Documented]:
-    """Decorator: each docstring line ``{name}`` becomes ``fragments[name]``, indented as it.
-
-    Shared parameter text is so written once (:data:`PARAMETER_DOCS`; the tree algorithms
-    share ``scores`` and ``lengths`` the same way) and read where it is used, by ``help``,
-    numpydoc and Sphinx alike, since the docstring is filled when the module is imported.
-
-    Parameters
-    ----------
-    fragments : dict of str to str
-        Text by name, unindented; a placeholder without a fragment is a ``KeyError``.
-
-    Returns
-    -------
-    callable
-        Fills the docstring of the function or class it decorates and returns it.
-
-    Examples
-    --------
-    >>> def half(x):
-    ...     return x / 2
-    >>> half.__doc__ = "Half of ``x``.\\n\\n    {x}\\n"
-    >>> print(fill_docstring({"x": "x : float\\n    A number."})(half).__doc__)
-    Half of ``x``.
-    <BLANKLINE>
-        x : float
-            A number.
-    <BLANKLINE>
-    """
-
-    def fill(documented: _Documented) -> _Documented:
-        documented.__doc__ = _PLACEHOLDER.sub(
-            lambda m: textwrap.indent(fragments[m.group(2)], m.group(1)), documented.__doc__
-        )
-        return documented
-
-    return fill
 
 
 class Polytope(ABC):

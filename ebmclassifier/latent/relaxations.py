@@ -30,7 +30,8 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
+from .._docstrings import fill_docstring
+from .polytope import PARAMETER_DOCS, Polytope
 
 __all__ = ["GumbelStraightThrough", "sample_gumbel"]
 

@@ -30,8 +30,9 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from .._docstrings import fill_docstring
 from ..losses import weighted_mean
-from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
+from .polytope import PARAMETER_DOCS, Polytope
 
 __all__ = ["RunningMeanBaseline", "ScoreFunction"]
 

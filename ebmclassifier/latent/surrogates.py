@@ -56,7 +56,8 @@ from collections.abc import Callable
 import torch
 from torch.autograd.function import once_differentiable
 
-from .polytope import PARAMETER_DOCS, Polytope, fill_docstring
+from .._docstrings import fill_docstring
+from .polytope import PARAMETER_DOCS, Polytope
 
 #: The type of ``gamma_fn``: latent points (B, ...) -> the downstream gradient ``dL/dz`` there.
 GammaFn = Callable[[torch.Tensor], torch.Tensor]

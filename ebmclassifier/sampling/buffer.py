@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .._validation import ParamChecker
+from .._parameters import ParamChecker
 
 __all__ = ["ReplayBuffer"]
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from ..polytope import draw_rows, fill_docstring
+from ..._docstrings import fill_docstring
+from ..polytope import draw_rows
 from ._arcs import TREE_PARAMETER_DOCS, check_arc_scores, heads_to_arcs
 from .nonprojective import _chu_liu_edmonds, _matrix_tree
 from .projective import _eisner, _inside

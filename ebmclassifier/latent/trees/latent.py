@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from ..._docstrings import fill_docstring
 from ..methods import (
     GRADIENT_ALIASES,
     GRADIENTS,
@@ -22,7 +23,6 @@ from ..methods import (
     polytope_latent,
     polytope_latent_eval,
 )
-from ..polytope import fill_docstring
 from ._arcs import TREE_PARAMETER_DOCS, check_arc_scores
 from .polytope import TreePolytope
 

@@ -1,7 +1,7 @@
 """The shared part of the composed estimators: experts as ``(name, estimator)`` pairs.
 
-:class:`~ebmclassifier.ensemble.ProductOfExperts` and
-:class:`~ebmclassifier.concepts.ConceptComposition` hold a list of experts as
+:class:`~ebmclassifier.compose.ProductOfExperts` and
+:class:`~ebmclassifier.compose.ConceptComposition` hold a list of experts as
 :class:`~sklearn.ensemble.VotingClassifier` does: nested parameters (``name__param``), a
 clone of each fitted in ``fit`` (a ``FrozenEstimator`` clones to itself and ignores ``fit``).
 They validate the input once, at their public methods, and then run every expert's network
@@ -23,9 +23,10 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
-from ._device import module_device
-from ._inference import map_batches
-from ._validation import ParamChecker, check_some_weight, check_X, sample_weight_array
+from .._device import module_device
+from .._inference import map_batches
+from .._parameters import ParamChecker
+from .._validation import check_some_weight, check_X, sample_weight_array
 
 __all__ = ["ExpertsBase"]
 

@@ -1,4 +1,8 @@
-"""DistributionalConstraint: a thin face over :mod:`ebmclassifier.distributional`."""
+"""DistributionalConstraint: a thin face over :mod:`ebmclassifier.distributional.posteriors`.
+
+The face validates, calls the core's functions on arrays (the EM of the priors, the dual solve,
+the tilt, the Bayes offset) and keeps what they return; it spells no formula of its own.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,9 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import ParamChecker
-from .distributional import check_reachable, em_priors, solve_dual
-from .saving import save_constraint
+from .._parameters import ParamChecker
+from ..saving import save_constraint
+from .posteriors import bayes_offset, check_reachable, em_priors, solve_dual, tilted_log_proba
 
 __all__ = ["DistributionalConstraint"]
 
@@ -120,6 +124,13 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     >>> np.round(adapted.predict_proba(X).mean(axis=0), 6).tolist()
     [0.6, 0.2, 0.2]
     """
+
+    #: What :meth:`save` writes besides ``priors`` and ``train_priors``, and
+    #: :func:`~ebmclassifier.load` restores: plain parameters, fitted values, and the fitted
+    #: arrays (private ones too).
+    _saved_params = ("method", "solver", "tol", "max_iter")
+    _saved_attributes = ("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_")
+    _saved_arrays = ("prior_", "lambda_", "_class_offset_", "_user_lambda_")
 
     def __init__(
         self,
@@ -336,8 +347,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         return priors
 
     def _fit_bayes(self, priors: np.ndarray) -> None:
-        with np.errstate(divide="ignore"):
-            offset = np.log(priors) - np.log(self._train_priors())
+        offset = bayes_offset(self._train_priors(), priors)
         self.prior_ = priors
         self.lambda_ = offset
         self._class_offset_, self._user_lambda_ = offset, np.zeros(0)
@@ -389,21 +399,17 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         self._class_offset_ = offset
         self._user_lambda_ = lam[n_kept:]
         self.lambda_ = np.concatenate([offset, self._user_lambda_]) if priors is not None else lam
-        adapted = np.exp(
-            masked + features @ lam - logsumexp(masked + features @ lam, axis=1)[:, None]
-        )
+        adapted = np.exp(tilted_log_proba(masked, features, lam))
         self.prior_ = priors if priors is not None else adapted.mean(axis=0)
 
     # ---------------------------------------------------------------- predict
 
-    def _adapted_scores(self, X) -> np.ndarray:
-        """``log p(y|x) + λ·φ(x, y)``, unnormalised."""
+    def _tilted(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``(log p_λ(y|x), log Z_λ(x))`` (:func:`~.posteriors.tilted_log_proba`) on ``X``."""
         check_is_fitted(self, "lambda_")
-        log_proba = self._log_proba(X)
-        scores = log_proba + self._class_offset_
-        if self.method == "projection" and len(self._user_lambda_):
-            scores = scores + self._features(X, len(log_proba)) @ self._user_lambda_
-        return scores
+        log_proba = self._log_proba(X) + self._class_offset_
+        features = self._features(X, len(log_proba))  # (n, K, 0) without constraints
+        return tilted_log_proba(log_proba, features, self._user_lambda_, return_log_partition=True)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """``log p_λ(y|x)``.
@@ -425,8 +431,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> bool(np.all(adapted.predict_log_proba(X)[:, 2] == -np.inf))
         True
         """
-        scores = self._adapted_scores(X)
-        return scores - logsumexp(scores, axis=1, keepdims=True)
+        return self._tilted(X)[0]
 
     def predict_proba(self, X) -> np.ndarray:
         """``p_λ(y|x)``.
@@ -468,7 +473,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> int(np.sum(adapted.predict(X) == 0)) > int(np.sum(clf.predict(X) == 0))
         True
         """
-        return self.classes_[np.argmax(self._adapted_scores(X), axis=1)]
+        return self.classes_[np.argmax(self._tilted(X)[0], axis=1)]
 
     @available_if(_base_has("energy"))
     def energy(self, X) -> np.ndarray:
@@ -495,9 +500,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> adapted.fit(X).energy(X).shape
         (40,)
         """
-        return np.asarray(self.estimator.energy(X), dtype=float) - logsumexp(
-            self._adapted_scores(X), axis=1
-        )
+        return np.asarray(self.estimator.energy(X), dtype=float) - self._tilted(X)[1]
 
     @available_if(_base_has("energy"))
     def score_ood(self, X, method=None) -> np.ndarray:

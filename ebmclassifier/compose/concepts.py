@@ -1,8 +1,8 @@
 """ConceptComposition: one classifier per concept, composed into energies and sampled.
 
-A thin face over :mod:`ebmclassifier.compose` (class-conditional energies, conjunction,
+A thin face over :mod:`ebmclassifier.compose.energies` (class-conditional energies, conjunction,
 disjunction, :class:`~ebmclassifier.compose.Not`) and :mod:`ebmclassifier.sampling`; the
-experts are held as in :mod:`ebmclassifier._experts`.
+experts are held as in ``_experts.py``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
+from .._parameters import ParamChecker
+from ..sampling import GaussianStart, informative_start, uniform_start
+from ..sampling.langevin import SAMPLERS, run_sampler
 from ._experts import ExpertsBase
-from ._validation import ParamChecker
-from .compose import class_energy, compile_query, conjunction, disjunction, satisfying_rows
-from .sampling import GaussianStart, informative_start, uniform_start
-from .sampling.langevin import SAMPLERS, run_sampler
+from .energies import class_energy, compile_query, conjunction, disjunction, satisfying_rows
 
 __all__ = ["ConceptComposition"]
 

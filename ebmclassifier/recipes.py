@@ -1,4 +1,4 @@
-"""The NG-EBM and JEM papers' CIFAR training protocol, and its schedule as skorch callbacks.
+"""The NG-EBM and JEM papers' CIFAR training recipe (``compare --protocol paper``) and schedule.
 
 :func:`paper_protocol` returns the settings of the papers' runs as a plain, JSON-ready dict
 (network, epochs, optimizer, learning-rate schedule, batch size, augmentation, loss weights),
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import LinearLR, MultiStepLR
 
-from ._validation import ParamChecker
+from ._parameters import ParamChecker
 
 __all__ = ["PAPER_DATASETS", "paper_protocol", "paper_callbacks"]
 
@@ -134,7 +134,7 @@ def paper_protocol(dataset: str = "cifar10") -> dict:
 
     Examples
     --------
-    >>> from ebmclassifier.protocol import paper_protocol
+    >>> from ebmclassifier.recipes import paper_protocol
     >>> protocol = paper_protocol("cifar100")
     >>> protocol["network"], protocol["max_epochs"], protocol["lr"], protocol["n_classes"]
     ('wrn-28-10', 150, 0.0001, 100)
@@ -205,7 +205,7 @@ def paper_callbacks(
     --------
     >>> from sklearn.datasets import make_blobs
     >>> from ebmclassifier import NGEBMClassifier
-    >>> from ebmclassifier.protocol import paper_callbacks
+    >>> from ebmclassifier.recipes import paper_callbacks
     >>> X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
     >>> callbacks = paper_callbacks(warmup_iters=4, lr_milestones=[1], lr_decay=0.5)
     >>> [name for name, _ in callbacks]

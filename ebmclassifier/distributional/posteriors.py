@@ -35,6 +35,7 @@ from scipy.special import logsumexp
 
 __all__ = [
     "bayes_correction",
+    "bayes_offset",
     "bbse_priors",
     "check_reachable",
     "demographic_parity",
@@ -50,31 +51,51 @@ __all__ = [
 BOUNDARY = 0.0
 
 
-def tilted_log_proba(log_proba: np.ndarray, features: np.ndarray, lam: np.ndarray) -> np.ndarray:
+def tilted_log_proba(
+    log_proba: np.ndarray,
+    features: np.ndarray,
+    lam: np.ndarray,
+    *,
+    return_log_partition: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``log p_λ(y|x)``: the log posteriors tilted by ``λ·φ(x, y)`` and renormalised.
+
+    ``log p_λ(y|x_i) = s_i(y) - log Z_λ(x_i)`` with the scores ``s_i(y) = log p(y|x_i) +
+    λ·φ(x_i, y)`` and the log partition ``log Z_λ(x_i) = logsumexp_y s_i(y)``.
 
     Parameters
     ----------
     log_proba : ndarray of shape (n, K)
-        ``log p(y|x_i)``; ``-inf`` for a class of probability 0 (it stays 0).
+        ``log p(y|x_i)``; ``-inf`` for a class of probability 0 (it stays 0). A class offset
+        (the Bayes correction's :func:`bayes_offset`) may be added to it first.
     features : ndarray of shape (n, K, m)
-        ``φ_k(x_i, y)``.
+        ``φ_k(x_i, y)``; ``m`` may be 0.
     lam : ndarray of shape (m,)
         ``λ``.
+    return_log_partition : bool, default=False
+        Also return ``log Z_λ(x_i)``, which the tilted energy subtracts
+        (``E_λ(x) = E(x) - log Z_λ(x)`` when ``log_proba`` is the model's).
 
     Returns
     -------
-    ndarray of shape (n, K)
+    log_proba : ndarray of shape (n, K)
         ``log p_λ(y|x_i)``.
+    log_partition : ndarray of shape (n,)
+        ``log Z_λ(x_i)``, with ``return_log_partition=True`` only.
 
     Examples
     --------
     >>> log_p = np.log([[0.5, 0.5]])
     >>> np.exp(tilted_log_proba(log_p, np.eye(2)[None], np.array([np.log(3.0), 0.0])))
     array([[0.75, 0.25]])
+    >>> _, log_z = tilted_log_proba(log_p, np.eye(2)[None], np.zeros(2), return_log_partition=True)
+    >>> log_z.tolist()  # no tilt: the posteriors already sum to 1
+    [0.0]
     """
     scores = log_proba + features @ lam
-    return scores - logsumexp(scores, axis=1, keepdims=True)
+    log_partition = logsumexp(scores, axis=1, keepdims=True)
+    tilted = scores - log_partition
+    return (tilted, log_partition[:, 0]) if return_log_partition else tilted
 
 
 def dual_objective(
@@ -375,6 +396,38 @@ def em_priors(
         if step <= tol:
             return priors, n_iter
     return priors, max_iter
+
+
+def bayes_offset(train_priors: np.ndarray, priors: np.ndarray) -> np.ndarray:
+    """``log π'(y) - log π(y)``: the Bayes correction as a class offset of the log posteriors.
+
+    Added to ``log p(y|x)`` and renormalised (:func:`tilted_log_proba` without features), it
+    gives the posteriors of :func:`bayes_correction` in log space; that is how
+    :class:`~ebmclassifier.DistributionalConstraint` applies new priors to any
+    sample. :func:`bayes_correction` keeps the product in probability space, where
+    :func:`em_priors` iterates it.
+
+    Parameters
+    ----------
+    train_priors : ndarray of shape (K,)
+        ``π``, positive.
+    priors : ndarray of shape (K,)
+        ``π'``, non-negative; a class of prior 0 gets the offset ``-inf``.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> proba, train, new = np.array([[0.5, 0.5]]), np.array([0.5, 0.5]), np.array([0.8, 0.2])
+    >>> offset = bayes_offset(train, new)
+    >>> tilted = tilted_log_proba(np.log(proba) + offset, np.zeros((1, 2, 0)), np.zeros(0))
+    >>> np.allclose(np.exp(tilted), bayes_correction(proba, train, new))
+    True
+    """
+    with np.errstate(divide="ignore"):
+        return np.log(priors) - np.log(train_priors)
 
 
 def bayes_correction(proba: np.ndarray, train_priors: np.ndarray, priors: np.ndarray) -> np.ndarray:

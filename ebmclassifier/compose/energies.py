@@ -14,13 +14,14 @@ compositions of [1]_, [2]_ and [3]_ as plain functions on tensors:
   concept negation.
 
 :class:`Not` marks a negated concept value for
-:class:`~ebmclassifier.concepts.ConceptComposition`, whose queries (``None``, a dict
+:class:`~ebmclassifier.compose.ConceptComposition`, whose queries (``None``, a dict
 ``{concept name: value}`` for a conjunction, or a list of dicts for their disjunction; a value is
 a label, a collection of labels, or a :class:`Not` of one) :func:`compile_query` turns into
 clauses, a disjunction of conjunctions of ``(concept index, bool mask of the labels allowed)``,
 and :func:`satisfying_rows` evaluates on encoded concept values. The estimators' faces over
-these functions are :class:`~ebmclassifier.ensemble.ProductOfExperts` and
-:class:`~ebmclassifier.concepts.ConceptComposition`; nothing here knows scikit-learn, and the
+these functions sit beside them in :mod:`ebmclassifier.compose`:
+:class:`~ebmclassifier.compose.ProductOfExperts` and
+:class:`~ebmclassifier.compose.ConceptComposition`; nothing here knows scikit-learn, and the
 inputs are trusted (validated by those faces).
 
 References
@@ -61,8 +62,8 @@ class Not:
     """The negation of a concept value: every label of the concept except those of ``value``.
 
     Used in the ``concepts`` of :meth:`ConceptComposition.energy
-    <ebmclassifier.concepts.ConceptComposition.energy>` and :meth:`ConceptComposition.sample
-    <ebmclassifier.concepts.ConceptComposition.sample>`. Within one expert's closed label
+    <ebmclassifier.compose.ConceptComposition.energy>` and :meth:`ConceptComposition.sample
+    <ebmclassifier.compose.ConceptComposition.sample>`. Within one expert's closed label
     set, "not ``S``" is the complement of ``S``, whose class-conditional energy is bounded
     below wherever the logits are, unlike the negated energy ``+f(x)[y]`` (see
     :func:`class_energy`).

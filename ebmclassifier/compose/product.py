@@ -1,8 +1,8 @@
 """ProductOfExperts: a product or a mixture of classifiers over one label set.
 
-A thin face over :mod:`ebmclassifier.compose` (:func:`~ebmclassifier.compose.product_logits`,
-:func:`~ebmclassifier.compose.mixture_logits`); the experts are held as in
-:mod:`ebmclassifier._experts`.
+A thin face over the energies of :mod:`ebmclassifier.compose.energies`
+(:func:`~ebmclassifier.compose.product_logits`, :func:`~ebmclassifier.compose.mixture_logits`),
+beside them in the composition wing; the experts are held as in ``_experts.py``.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
 
+from .._inference import InferenceMixin, OODDecisionMixin
+from .._parameters import ParamChecker
+from ..energy import OOD_METHODS
 from ._experts import ExpertsBase
-from ._inference import InferenceMixin, OODDecisionMixin
-from ._validation import ParamChecker
-from .compose import mixture_logits, product_logits
-from .energy import OOD_METHODS
+from .energies import mixture_logits, product_logits
 
 __all__ = ["ProductOfExperts"]
 

@@ -1,0 +1,38 @@
+"""Distributional constraints on a classifier's predictions: the core and the estimator.
+
+A wing: its functional core and its face side by side.
+
+- :mod:`~ebmclassifier.distributional.posteriors`: the functions on arrays (the tilt of the
+  posteriors and its convex dual, the EM and BBSE estimates of the priors, the Bayes
+  correction, the demographic-parity constraints);
+- :mod:`~ebmclassifier.distributional.constraint`: :class:`DistributionalConstraint`, the
+  meta-estimator that calls them.
+"""
+
+from .constraint import DistributionalConstraint
+from .posteriors import (
+    bayes_correction,
+    bayes_offset,
+    bbse_priors,
+    check_reachable,
+    demographic_parity,
+    dual_objective,
+    em_priors,
+    feasibility_margin,
+    solve_dual,
+    tilted_log_proba,
+)
+
+__all__ = [
+    "DistributionalConstraint",
+    "bayes_correction",
+    "bayes_offset",
+    "bbse_priors",
+    "check_reachable",
+    "demographic_parity",
+    "dual_objective",
+    "em_priors",
+    "feasibility_margin",
+    "solve_dual",
+    "tilted_log_proba",
+]
