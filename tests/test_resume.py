@@ -241,25 +241,13 @@ def test_checkpoint_files_of_two_epochs_are_refused(small_blobs, tmp_path):
 # ---------------------------------------------------------------- a class-incremental stream
 
 STREAM_EPOCHS = (3, 4)  # epochs of the calls on task 1 (fit) and task 2 (partial_fit)
+STREAM_PARAMS = dict(
+    module__hidden_sizes=(8,), batch_size=16, random_state=0, class_incremental=True,
+    replay_per_class=5,
+)  # fmt: skip
 STREAM = {
-    "ngebm": lambda **kw: NGEBMClassifier(
-        module__hidden_sizes=(8,),
-        batch_size=16,
-        random_state=0,
-        class_incremental=True,
-        replay_per_class=5,
-        **kw,
-    ),  # fmt: skip
-    "jem": lambda **kw: JEMClassifier(
-        module__hidden_sizes=(8,),
-        batch_size=16,
-        random_state=0,
-        class_incremental=True,
-        replay_per_class=5,
-        sgld_steps=3,
-        buffer_size=40,
-        **kw,
-    ),  # fmt: skip
+    "ngebm": lambda **kw: NGEBMClassifier(**STREAM_PARAMS, **kw),
+    "jem": lambda **kw: JEMClassifier(**STREAM_PARAMS, sgld_steps=3, buffer_size=40, **kw),
 }
 
 
