@@ -207,7 +207,7 @@ class _Scipy:
             context = multiprocessing.get_context("spawn")
             self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=context)
         try:  # the worker imports scipy.io alone, not this module
-            mat = self.pool.submit(scipy.io.loadmat, io.BytesIO(raw)).result(timeout=120)
+            mat = self.pool.submit(scipy.io.loadmat, io.BytesIO(raw)).result(timeout=600)
         except concurrent.futures.process.BrokenProcessPool:
             self.crashes += 1
             self.pool.shutdown(wait=False)
