@@ -65,8 +65,10 @@ def atomic_write(
     target = os.path.realpath(os.fspath(path))
     folder, name = os.path.split(target)
     temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-    # 0o666 as open() uses, so that the umask applies as it does to any new file
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    # 0o666 as open() uses, so that the umask applies as it does to any new file; O_BINARY
+    # (Windows) leaves the newlines to Python, as open() does
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(temporary, flags, 0o666)
     try:
         text = {"encoding": encoding or "utf-8"} if mode == "w" else {}
         with os.fdopen(descriptor, mode, **text) as file:
