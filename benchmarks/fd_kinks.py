@@ -1,4 +1,4 @@
-"""How well the finite-difference gradient norm follows the exact one, per activation.
+"""How well the finite-difference gradient norm follows the exact one, per activation, precision.
 
 NG-EBM's penalty ``mean_i ||dE/dx (x_i)||`` needs its gradient with respect to the network's
 parameters. ``grad_norm="exact"`` takes it by double backprop; ``"finite_difference"`` from
@@ -19,11 +19,24 @@ weights are those of initialization, or of a short cross-entropy training
     python benchmarks/fd_kinks.py                 # all networks, 5 seeds, initial weights
     python benchmarks/fd_kinks.py --nets mlp convnet --train-epochs 10
     python benchmarks/fd_kinks.py --nets mlp --seeds 10 --fd-steps 0.001 0.01 0.1
+
+With ``--precisions`` the finite difference runs under ``torch.autocast`` in each precision
+(as ``NGEBMClassifier(precision=...)`` trains it), and is compared with the exact float32
+gradient; the column ``exact`` is the exact gradient under the same autocast, the best that
+precision can do. A difference of two nearly equal energies loses digits to rounding: bfloat16
+keeps 8 bits of mantissa, float16 11, so the step that keeps the gradient grows as the
+precision shrinks. This table chose the steps of ``fd_step="auto"``
+(``ebmclassifier._precision.FD_STEPS``). float16 runs on the CPU's autocast here (the same
+float16 rounding of each result as on a GPU; the accumulation inside a product may differ)::
+
+    python benchmarks/fd_kinks.py --activations silu leaky_relu \\
+        --precisions float32 bfloat16 float16 --fd-steps 0.003 0.01 0.03 0.1 0.3
 """
 
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -81,12 +94,30 @@ def parameter_gradient(module: nn.Module, norms: torch.Tensor) -> torch.Tensor:
     )
 
 
-def compare(module: nn.Module, x: torch.Tensor, step: float) -> tuple[float, float]:
-    """Cosine and norm ratio (fd / exact) of the two parameter gradients of the penalty."""
+PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _autocast(precision: str):
+    dtype = PRECISIONS[precision]
+    return nullcontext() if dtype is None else torch.autocast("cpu", dtype=dtype)
+
+
+def compare(
+    module: nn.Module, x: torch.Tensor, step: float | None, precision: str = "float32"
+) -> tuple[float, float]:
+    """Cosine and norm ratio (fd / exact) of the two parameter gradients of the penalty.
+
+    The exact gradient in float32; the finite difference under autocast in ``precision``
+    (``step=None``: the exact gradient under that autocast instead).
+    """
     exact, _, _ = energy_grad_norm(module, x, create_graph=True)
     g_exact = parameter_gradient(module, exact)
-    fd, _, _ = energy_grad_norm_finite_difference(module, x, step)
-    g_fd = parameter_gradient(module, fd)
+    with _autocast(precision):
+        if step is None:
+            fd, _, _ = energy_grad_norm(module, x, create_graph=True)
+        else:
+            fd, _, _ = energy_grad_norm_finite_difference(module, x, step)
+        g_fd = parameter_gradient(module, fd).float()
     cosine = torch.nn.functional.cosine_similarity(g_fd, g_exact, dim=0)
     return float(cosine), float(g_fd.norm() / g_exact.norm())
 
@@ -103,6 +134,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", nargs="+", default=["mlp", "convnet", "wrn"])
     parser.add_argument("--activations", nargs="+", default=list(ACTIVATIONS))
+    parser.add_argument("--precisions", nargs="+", default=["float32"], choices=list(PRECISIONS))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--fd-steps", type=float, nargs="+", default=[0.001, 0.01, 0.1])
@@ -117,32 +149,41 @@ def main(argv=None) -> None:
     batch = X[rng.choice(len(X), args.batch_size, replace=False)]
     images = X.reshape(-1, 1, 8, 8)
     steps = {fd: fd_step_size(X, fd) for fd in args.fd_steps}
+    if len(args.precisions) > 1 or args.precisions != ["float32"]:
+        steps["exact"] = None  # the exact gradient under the same autocast
 
-    header = "".join(f"{'cos @ ' + format(fd, 'g'):>16}" for fd in args.fd_steps)
-    print(f"{'net':<9}{'activation':<12}{header}{'|g_fd|/|g| @ 0.01':>20}")
+    header = "".join(f"{'cos @ ' + str(fd):>16}" for fd in steps)
+    print(f"{'net':<9}{'activation':<12}{'precision':<10}{header}{'|g_fd|/|g| @ 0.01':>20}")
     for net in args.nets:
         x = torch.tensor(batch if net == "mlp" else batch.reshape(-1, 1, 8, 8))
         for activation in args.activations:
-            cosines = {fd: [] for fd in args.fd_steps}
-            ratios = []
-            for seed in range(args.seeds):
-                torch.manual_seed(seed)
-                module = build(net, activation, n_classes=10)
-                if args.train_epochs:
-                    module = train(module, X if net == "mlp" else images, y, args, seed)
-                for fd, h in steps.items():
-                    cosine, ratio = compare(module, x, h)
-                    cosines[fd].append(cosine)
-                    if fd == 0.01:
-                        ratios.append(ratio)
-            cells = "".join(f"{np.mean(c):>9.3f} ± {np.std(c):.2f}" for c in cosines.values())
-            ratio = f"{np.mean(ratios):>14.3f} ± {np.std(ratios):.2f}" if ratios else ""
-            print(f"{net:<9}{activation:<12}{cells}{ratio}", flush=True)
+            for precision in args.precisions:
+                _report(net, activation, precision, x, X, y, images, steps, args)
     weights = f"after {args.train_epochs} CE epochs" if args.train_epochs else "at initialization"
     print(
         f"mean ± sd over {args.seeds} weight seeds ({weights}), one batch of "
-        f"{args.batch_size} standardized digits"
+        f"{args.batch_size} standardized digits; the finite difference under autocast in each "
+        "precision against the exact float32 gradient"
     )
+
+
+def _report(net, activation, precision, x, X, y, images, steps, args) -> None:
+    """One row of the table: the cosines at every step, over the weight seeds."""
+    cosines = {fd: [] for fd in steps}
+    ratios = []
+    for seed in range(args.seeds):
+        torch.manual_seed(seed)
+        module = build(net, activation, n_classes=10)
+        if args.train_epochs:
+            module = train(module, X if net == "mlp" else images, y, args, seed)
+        for fd, h in steps.items():
+            cosine, ratio = compare(module, x, h, precision)
+            cosines[fd].append(cosine)
+            if fd == 0.01:
+                ratios.append(ratio)
+    cells = "".join(f"{np.mean(c):>9.3f} ± {np.std(c):.2f}" for c in cosines.values())
+    ratio = f"{np.mean(ratios):>14.3f} ± {np.std(ratios):.2f}" if ratios else ""
+    print(f"{net:<9}{activation:<12}{precision:<10}{cells}{ratio}", flush=True)
 
 
 if __name__ == "__main__":

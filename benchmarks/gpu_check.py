@@ -1,4 +1,4 @@
-"""The prepared GPU check of issue #18: one command, under 8 minutes on one GPU, one JSON.
+"""The prepared GPU check (issues #18, #30): one command, under 8 minutes on one GPU, one JSON.
 
     python benchmarks/gpu_check.py --out gpu_check.json             # on a CUDA machine
     python benchmarks/gpu_check.py --dry-run --out /tmp/dry.json    # CPU, tiny sizes, < 1 min
@@ -8,25 +8,35 @@ JSON is rewritten after every stage, so a run cut short keeps what it measured):
 
 1. ``cuda_tests``: the tests marked ``@pytest.mark.cuda`` (``python -m pytest -m cuda`` on the
    test files that use the marker); without CUDA they skip.
-2. ``wrn_epoch``: a timed training epoch of WRN-28-10 (no batch-norm) on CIFAR-shaped random
-   data through the public estimators: cross-entropy (``NGEBMClassifier(beta=0)``), NG-EBM
-   with the exact and the finite-difference gradient norm, and JEM (20 SGLD steps, uniform
-   buffer start as in the paper). Each runs ``epochs`` epochs of ``steps`` batches of 64;
-   the first epoch is the warm-up, the median of the others gives the time per step,
-   extrapolated to one CIFAR-10 epoch (50,000 images, 782 steps) and to the papers' 150
-   epochs in GPU hours. Peak GPU memory per method too.
-3. ``pickle_roundtrip``: the GPU-trained NG-EBM and JEM estimators are pickled, then loaded
-   in a subprocess that sees no GPU (``CUDA_VISIBLE_DEVICES=""``), which predicts the same
-   probe images; the JSON gets the largest difference to the GPU's probabilities.
-4. ``bench``: ``python -m ebmclassifier bench --device cuda`` (float32, bf16 autocast and
-   ``torch.compile`` variants of the step benchmark; its JSON is embedded whole).
+2. ``wrn_epoch``: timed training epochs of WRN-28-10 (no batch-norm) on CIFAR-shaped random
+   data through the public estimators (:func:`ebmclassifier.experiments.bench.
+   bench_estimators`): cross-entropy (``NGEBMClassifier(beta=0)``), NG-EBM with the exact and
+   the finite-difference gradient norm, and JEM (20 SGLD steps, uniform buffer start as in the
+   paper), each in float32, in ``precision="bfloat16"`` and in bfloat16 with
+   ``compile=True`` (not the exact mode: no double backward through compiled code). Each
+   runs ``epochs`` epochs of ``steps`` batches of 64; the first epoch is the warm-up (it
+   compiles), the median of the others gives the time per step, extrapolated to one CIFAR-10
+   epoch (50,000 images, 782 steps) and to the papers' 150 epochs in GPU hours; the
+   library's own step on the same network and batch gives the wrapper's overhead
+   (``wrapper_ratio``). Peak GPU memory per row too.
+3. ``pickle_roundtrip``: the GPU-trained NG-EBM and JEM estimators (float32 and bfloat16) are
+   pickled, then loaded in a subprocess that sees no GPU (``CUDA_VISIBLE_DEVICES=""``), which
+   predicts the same probe images; the JSON gets the largest difference to the GPU's
+   probabilities.
+4. ``main_job``: the wall time of the main job, ``python -m ebmclassifier compare --device
+   cuda`` (the digits and MNIST-1D comparison), against the 147 s it takes on two CPU cores;
+   it gets the budget that is left and is recorded as unfinished when it runs out.
+5. ``bench``: ``python -m ebmclassifier bench --device cuda --gpu-only`` (the step benchmark's
+   GPU section: float32, bf16 autocast and ``torch.compile`` variants on the default
+   networks, and the estimators on the default ConvNet; its JSON is embedded whole).
 
 The other commands run as ``sys.executable -m ...`` subprocesses and the training goes through
 public estimators only, so this script depends on no private name of the library.
 ``--dry-run`` takes the same path on the CPU with a WRN-10-1 on 3x8x8 images, 2 steps of 8
-images per epoch and ``bench --quick``; ``tests/test_gpu_check.py`` runs it (without the
-bench stage, whose command ``tests/test_bench.py`` runs). ``--skip`` leaves stages out, e.g.
-to rerun one stage when the device time is short.
+images per epoch, ``aot_eager`` compilation (no C++ build), a one-epoch digits comparison and
+``bench --quick``; ``tests/test_gpu_check.py`` runs it (without the bench stage, whose
+command ``tests/experiments/test_bench.py`` runs). ``--skip`` leaves stages out, e.g. to rerun
+one stage when the device time is short.
 """
 
 from __future__ import annotations
@@ -34,7 +44,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import math
 import os
 import pickle
 import platform
@@ -48,12 +57,13 @@ import numpy as np
 import torch
 
 import ebmclassifier
-from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier.nn import WideResNet
+from ebmclassifier.experiments.bench import bench_estimators
 
 ROOT = Path(__file__).resolve().parents[1]
-CIFAR_TRAIN_IMAGES = 50_000
-PAPER_EPOCHS = 150
+#: The main job on two CPU cores (README: 2 min 27 s on the quiet two-core machine).
+MAIN_JOB_CPU_SECONDS = 147.0
+#: The estimators whose pickles a CPU-only process must read (float32 and bfloat16).
+PICKLED = ("ngebm_fd_float32", "jem_float32", "ngebm_fd_bf16", "jem_bf16")
 
 #: Sizes of the real run (``device="cuda"``) and of the dry run on the CPU.
 SIZES = {
@@ -67,7 +77,9 @@ SIZES = {
         "epochs": 3,
         "sgld_steps": 20,
         "buffer_size": 10_000,
-        "bench": ["--device", "cuda"],
+        "compile": {},
+        "bench": ["--device", "cuda", "--gpu-only"],
+        "main_job": ["--device", "cuda"],
     },
     "dry": {
         "device": "cpu",
@@ -79,7 +91,28 @@ SIZES = {
         "epochs": 2,
         "sgld_steps": 2,
         "buffer_size": 64,
+        "compile": {"backend": "aot_eager"},
         "bench": ["--quick", "--device", "cpu"],
+        "main_job": [
+            "--device",
+            "cpu",
+            "--data",
+            "digits",
+            "--models",
+            "ce",
+            "--seeds",
+            "1",
+            "--epochs",
+            "1",
+            "--max-train",
+            "200",
+            "--max-test",
+            "100",
+            "--n-attack",
+            "20",
+            "--detectors",
+            "none",
+        ],
     },
 }
 
@@ -140,7 +173,7 @@ def stage_cuda_tests(sizes: dict, timeout: float) -> dict:
     """``pytest -m cuda`` on the test files that use the marker."""
     files = sorted(
         str(path.relative_to(ROOT))
-        for path in (ROOT / "tests").glob("test_*.py")
+        for path in (ROOT / "tests").rglob("test_*.py")
         if "pytest.mark.cuda" in path.read_text()
     )
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
@@ -152,92 +185,33 @@ def stage_cuda_tests(sizes: dict, timeout: float) -> dict:
     return result
 
 
-def _estimators(sizes: dict) -> dict:
-    common = {
-        "module": WideResNet,
-        "module__depth": sizes["depth"],
-        "module__widen_factor": sizes["widen_factor"],
-        "batch_size": sizes["batch_size"],
-        "max_epochs": sizes["epochs"],
-        "lr": 1e-4,
-        "device": sizes["device"],
-        "random_state": 0,
-    }
-    jem = {
-        "sgld_steps": sizes["sgld_steps"],
-        "buffer_size": sizes["buffer_size"],
-        "buffer_init": "uniform",
-    }
-    return {
-        "ce": NGEBMClassifier(beta=0.0, **common),
-        "ngebm_exact": NGEBMClassifier(grad_norm="exact", **common),
-        "ngebm_fd": NGEBMClassifier(grad_norm="finite_difference", **common),
-        "jem": JEMClassifier(**jem, **common),
-    }
-
-
-def _cifar_like(n: int, image: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
-    X = np.random.default_rng(0).standard_normal((n, *image), dtype=np.float32)
-    return X, np.arange(n) % 10
-
-
-def _timed_fit(estimator, X, y, sizes: dict, device: torch.device) -> dict:
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    started = time.perf_counter()
-    estimator.fit(X, y)
-    wall = time.perf_counter() - started
-    epochs = [float(d) for d in estimator.history[:, "dur"]]
-    timed = float(np.median(epochs[1:])) if len(epochs) > 1 else epochs[0]
-    step_s = timed / sizes["steps"]
-    cifar_epoch_s = step_s * math.ceil(CIFAR_TRAIN_IMAGES / sizes["batch_size"])
-    row = {
-        "epoch_seconds": epochs,
-        "step_ms": 1e3 * step_s,
-        "cifar10_epoch_s": cifar_epoch_s,
-        "gpu_hours_150_epochs": cifar_epoch_s * PAPER_EPOCHS / 3600,
-        "fit_wall_s": wall,
-        "final_train_loss": float(estimator.history[-1, "train_loss"]),
-    }
-    if device.type == "cuda":
-        row["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
-    if hasattr(estimator, "n_divergences_"):
-        row["n_divergences"] = int(estimator.n_divergences_)
-    return row
-
-
 def stage_wrn_epoch(sizes: dict, device: torch.device, keep: dict) -> dict:
-    """Time each method's epochs; keep the fitted NG-EBM (fd) and JEM for the pickle stage."""
-    X, y = _cifar_like(sizes["batch_size"] * sizes["steps"], sizes["image"])
-    result = {
-        "network": f"wrn-{sizes['depth']}-{sizes['widen_factor']}",
-        "image": list(sizes["image"]),
-        "batch_size": sizes["batch_size"],
-        "steps_per_epoch": sizes["steps"],
-        "epochs": sizes["epochs"],
-        "extrapolated_to": f"{CIFAR_TRAIN_IMAGES} images per epoch, {PAPER_EPOCHS} epochs",
-    }
-    for name, estimator in _estimators(sizes).items():
-        try:
-            result[name] = _timed_fit(estimator, X, y, sizes, device)
-        except Exception as exc:  # one method failing must not hide the others' figures
-            result[name] = {"error": f"{type(exc).__name__}: {exc}"}
-            continue
-        if name in ("ngebm_fd", "jem"):
-            keep[name] = estimator
-    for name in ("ngebm_exact", "ngebm_fd", "jem"):
-        if "step_ms" in result[name] and "step_ms" in result["ce"]:
-            result[name]["ratio_to_ce"] = result[name]["step_ms"] / result["ce"]["step_ms"]
-    result["ok"] = all("error" not in result[n] for n in ("ce", "ngebm_exact", "ngebm_fd", "jem"))
+    """Time each method in each precision; keep the fitted estimators for the pickle stage."""
+    result = bench_estimators(
+        device,
+        network=f"wrn-{sizes['depth']}-{sizes['widen_factor']}",
+        image=sizes["image"],
+        batch_size=sizes["batch_size"],
+        steps=sizes["steps"],
+        epochs=sizes["epochs"],
+        sgld_steps=sizes["sgld_steps"],
+        buffer_size=sizes["buffer_size"],
+        compile_kwargs=sizes["compile"],
+        keep=keep,
+    )
+    # the exact mode is refused with compile=True: that refusal is the expected answer
+    failed = [name for name in result["errors"] if name != "ngebm_exact_bf16_compile"]
+    result["ok"] = not failed
     return result
 
 
 def stage_pickle_roundtrip(sizes: dict, keep: dict, timeout: float) -> dict:
     """Pickle the trained estimators here; predict with them in a process that sees no GPU."""
+    keep = {name: keep[name] for name in PICKLED if name in keep}
     if not keep:
         return {"ok": False, "error": "no trained estimator to pickle (see wrn_epoch)"}
     with tempfile.TemporaryDirectory() as folder:
-        probe = _cifar_like(16, sizes["image"])[0]
+        probe = np.random.default_rng(1).standard_normal((16, *sizes["image"]), dtype=np.float32)
         np.save(Path(folder) / "probe.npy", probe)
         for name, estimator in keep.items():
             with open(Path(folder) / f"{name}.pkl", "wb") as f:
@@ -258,6 +232,20 @@ def stage_pickle_roundtrip(sizes: dict, keep: dict, timeout: float) -> dict:
         and set(diffs) == set(keep)
         and all(d < 1e-3 for d in diffs.values())
     )
+    return result
+
+
+def stage_main_job(sizes: dict, timeout: float) -> dict:
+    """``python -m ebmclassifier compare`` on the device: its wall time, or how long it ran."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, "-m", "ebmclassifier", "compare", *sizes["main_job"]]
+        result = _run(command + ["--out", folder, "--no-progress"], timeout)
+    result["finished"] = result["returncode"] == 0
+    result["wall_s"] = result["seconds"]  # the command's; "seconds" becomes the stage's
+    result["cpu_two_cores_seconds"] = MAIN_JOB_CPU_SECONDS
+    if result["finished"]:
+        result["ratio_to_two_cpu_cores"] = result["wall_s"] / MAIN_JOB_CPU_SECONDS
+    result["ok"] = result["finished"]
     return result
 
 
@@ -298,14 +286,20 @@ def _summary(report: dict) -> str:
         status = "ok" if stage.get("ok") else "FAILED"
         lines.append(f"  {name:18s} {status:6s} {stage.get('seconds', 0.0):7.1f} s")
     wrn = report["stages"].get("wrn_epoch", {})
-    for name in ("ce", "ngebm_exact", "ngebm_fd", "jem"):
-        row = wrn.get(name, {})
-        if "step_ms" in row:
-            lines.append(
-                f"  {wrn['network']} {name:12s} {row['step_ms']:9.1f} ms/step  "
-                f"{row['cifar10_epoch_s']:8.1f} s/CIFAR epoch  "
-                f"{row['gpu_hours_150_epochs']:6.2f} GPU h/150 epochs"
-            )
+    for name, row in wrn.get("rows", {}).items():
+        wrapper = f"  fit/own step {row['wrapper_ratio']:.2f}" if "wrapper_ratio" in row else ""
+        lines.append(
+            f"  {wrn['network']} {name:22s} {row['step_ms']:8.1f} ms/step "
+            f"{row.get('ratio_to_ce_float32', float('nan')):5.2f}x CE  "
+            f"{row['cifar10_epoch_s']:7.1f} s/CIFAR epoch  "
+            f"{row['gpu_hours_150_epochs']:6.2f} GPU h/150 epochs{wrapper}"
+        )
+    job = report["stages"].get("main_job", {})
+    if job:
+        state = "finished" if job.get("finished") else "not finished"
+        lines.append(
+            f"  main job {state} in {job.get('seconds', 0.0):.0f} s (two CPU cores: 147 s)"
+        )
     return "\n".join(lines)
 
 
@@ -332,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         ("cuda_tests", lambda left: stage_cuda_tests(sizes, min(left, 240))),
         ("wrn_epoch", lambda left: stage_wrn_epoch(sizes, device, keep)),
         ("pickle_roundtrip", lambda left: stage_pickle_roundtrip(sizes, keep, min(left, 120))),
+        ("main_job", lambda left: stage_main_job(sizes, max(left - 30, 30))),
         ("bench", lambda left: stage_bench(sizes, max(left, 60))),
     ]
     skip = {name for name in args.skip.split(",") if name}

@@ -11,7 +11,6 @@ it in full: no example needs fewer epochs there.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -88,6 +87,19 @@ def _figure_scraper(block, block_vars, gallery_conf):
     return figure_rst(paths, gallery_conf["src_dir"])
 
 
+class GalleryOrder:
+    """The gallery's order: first the example of the regime where NG-EBM helps (the README's
+    main job, cross-entropy over-confident on MNIST-1D), then the others by file name."""
+
+    FIRST = "plot_reliability_ce_vs_ngebm.py"
+
+    def __init__(self, src_dir: str) -> None:
+        self.src_dir = src_dir
+
+    def __call__(self, filename: str) -> tuple[bool, str]:
+        return (filename != self.FIRST, filename)
+
+
 # --- Gallery: plot_*.py are executed; other example scripts are shown, not run
 sphinx_gallery_conf = {
     "examples_dirs": [str(ROOT / "examples")],
@@ -96,32 +108,43 @@ sphinx_gallery_conf = {
     "ignore_pattern": r"__init__\.py",
     "plot_gallery": "False" if os.environ.get("EBM_DOCS_FAST") else "True",
     "download_all_examples": False,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": GalleryOrder,
     "remove_config_comments": True,
     "min_reported_time": 1,
     "matplotlib_animations": False,
     "capture_repr": (),
     "write_computation_times": False,
     "image_scrapers": (_figure_scraper, "matplotlib"),
+    # "Examples using this class" on each API page: the examples that use a name are
+    # recorded per name, and the class template's ``minigallery`` shows them
+    "backreferences_dir": "gen_modules/backreferences",
+    "doc_module": ("ebmclassifier",),
 }
 
-# JEMClassifier joins the reference only where ebmclassifier/jem.py exists in this checkout.
-HAS_JEM = importlib.util.find_spec("ebmclassifier.jem") is not None
-_JEM_PAGE = "JEM\n===\n\n" + (
-    ".. currentmodule:: ebmclassifier.jem\n\n"
-    ".. autosummary::\n   :toctree: generated/\n   :template: estimator.rst\n\n"
-    "   JEMClassifier\n"
-    if HAS_JEM
-    else "``JEMClassifier`` (``ebmclassifier/jem.py``) is not part of this checkout.\n"
-)
-(Path(__file__).parent / "api" / "jem.rst").write_text(_JEM_PAGE)  # generated, git-ignored
+# Earlier versions of this file generated api/jem.rst; JEMClassifier is on the Estimators page
+# now, and a stale copy would be a page outside every toctree (a warning).
+(Path(__file__).parent / "api" / "jem.rst").unlink(missing_ok=True)
 
 # --- HTML
+# The top bar holds the root's toctree captions' pages: Getting started, User guide, Examples,
+# API reference (short titles, no "More" menu). The left sidebar shows the section's pages;
+# pages without a section (the front page, Getting started) get none, so the text has the width.
 html_theme = "pydata_sphinx_theme"
 html_title = f"ebmclassifier {release}"
-html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+html_theme_options = {
+    "navigation_depth": 2,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 5,
+    "navbar_align": "left",
+    "show_prev_next": False,
+    "secondary_sidebar_items": ["page-toc"],
+}
+# The API pages (docs/_templates) and the front page drop the "On this page" column
+# (``:html_theme.sidebar_secondary.remove:``): a class page has its own table of methods, and
+# the column would take the width their code needs.
+html_sidebars = {"index": [], "user_guide/getting_started": []}
 html_static_path = ["_static"]
-html_css_files = ["custom.css"]  # long API titles wrap instead of being cut off
+html_css_files = ["custom.css"]
 html_show_sourcelink = False
 
 suppress_warnings = ["config.cache"]

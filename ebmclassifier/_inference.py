@@ -20,6 +20,7 @@ import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ._threads import choose_threads, intra_op_threads
 from .energy import OOD_METHODS, energy, ood_score
 from .metrics import threshold_at_tpr
 
@@ -65,7 +66,16 @@ class InferenceMixin:
         X = self._validate_X(X, reset=False)
         self._set_mode(False)
         size = max(1, self._inference_batch_size(len(X)))
-        return map_batches(X, fn, size, self.device_)
+        with intra_op_threads(self._inference_threads(X, size)):
+            return map_batches(X, fn, size, self.device_)
+
+    def _inference_threads(self, X: np.ndarray, batch_size: int) -> int | None:
+        """The intra-op threads of an inference call (``n_threads``; None without one)."""
+        n_threads = getattr(self, "n_threads", None)
+        if n_threads != "auto":
+            return n_threads
+        first = torch.tensor(X[:1], device=self.device_)
+        return choose_threads(n_threads, self.module_, first, batch_size)
 
     def _network(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """The map from a batch to logits, differentiable with respect to the batch (for

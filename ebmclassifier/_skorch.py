@@ -38,6 +38,8 @@ skorch's hooks used, as its customization guide documents them
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
+- ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
+  progress bar added for ``verbose=1`` (:mod:`._progress`).
 
 Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
 (``tests/test_skorch.py`` fails on any other installed version)
@@ -55,6 +57,16 @@ skorch attribute.
   ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
   and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
   ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
+- ``_step_optimizer``: in ``precision="float16"`` a ``torch.amp.GradScaler`` steps the
+  optimizers; it takes no closure, so the step runs first and the scaler steps after it, as
+  skorch's ``AccelerateMixin`` does. Every other precision keeps skorch's closure step.
+- ``torch_compile``: a no-op; ``compile=True`` compiles the networks in place when training
+  starts (``_train``, :mod:`._compile`), so ``module_`` stays the class it was built as.
+
+Precision: ``train_step_single``, ``validation_step`` and ``infer`` run their forward passes
+under :meth:`SkorchNet._autocast` (:mod:`._precision`; nothing for float32) and hand skorch
+float32 logits; the loss it records per batch is a CPU tensor of the value the divergence check
+read, so that skorch's ``.item()`` does not wait for a GPU a second time.
 
 The examples of the hooks use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -72,8 +84,11 @@ from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 from torch import nn
 
+from ._compile import compile_in_place, no_donated_buffers
 from ._data import split_weights, with_weights
 from ._device import pickled_tensor_device, seed_epoch
+from ._precision import autocast, full_precision, grad_scaler
+from ._progress import with_progress
 from .exceptions import DivergenceError
 from .losses import criterion_mean
 
@@ -91,15 +106,43 @@ class SkorchNet(NeuralNetClassifier):
     #: ``batch -> batch`` that :meth:`augment_batch` applies to each training batch, or None.
     augmentation = None
 
+    #: The estimators' ``precision`` parameter (``"float32"``, ``"bfloat16"``, ``"float16"``):
+    #: the forward passes of the step run under :meth:`_autocast` (see :mod:`._precision`).
+    precision = "float32"
+
+    #: float16's :class:`torch.amp.GradScaler` while a fit trains; None otherwise.
+    _grad_scaler = None
+    #: Whether the step's gradients were scaled (and unscaled): the scaler must then step.
+    _scaled_step = False
+
     # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
     cuda_dependent_attributes_ = ["input_min_", "input_max_"]
+
+    #: skorch's parameters that ``__init__`` removes (see there): no signature shows them.
+    _not_parameters = ("classes",)
 
     def __init__(self, module, **kwargs) -> None:
         super().__init__(module, **kwargs)
         # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
         # fit (or given to the first partial_fit), so it is not offered as a parameter.
         del self.classes
+
+    def get_default_callbacks(self) -> list:
+        """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
+        bar shows at ``verbose=1`` (:mod:`._progress`).
+
+        Returns
+        -------
+        list of (name, callback)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
+        ['print_log', 'progress_bar']
+        """
+        return with_progress(super().get_default_callbacks())
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping
@@ -154,17 +197,82 @@ class SkorchNet(NeuralNetClassifier):
         self.device = requested
 
     def infer(self, x, **fit_params):
-        """The module's output for one batch ``x`` (without its weights), on ``device_``."""
+        """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
         x, _ = split_weights(x)
-        return self.module_(to_tensor(x, device=self.device_), **fit_params)
+        with self._autocast():
+            return full_precision(self.module_(to_tensor(x, device=self.device_), **fit_params))
+
+    # ------------------------------------------------------------------ precision, compilation
+
+    def _autocast(self):
+        """The context of every forward pass: autocast in ``precision`` (nothing for float32)."""
+        return autocast(self.precision, self.device_)
+
+    def torch_compile(self, module, name):
+        """skorch's hook, which would wrap every module: here a no-op.
+
+        With ``compile=True`` the networks that the loss calls (:meth:`_compiled_modules`) are
+        compiled in place when training starts (:meth:`_train`), so ``module_`` keeps its class,
+        its state-dict keys and its attributes, and the criterion, the replay buffer and the
+        other modules stay as they are.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+        name : str
+            skorch's name of the module (``"module"``, ``"criterion"``, ...).
+
+        Returns
+        -------
+        torch.nn.Module
+            ``module`` itself.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(grad_norm="finite_difference", compile=True,
+        ...                       compile__backend="aot_eager", max_epochs=1,
+        ...                       module__hidden_sizes=(8,)).fit(X, y)
+        >>> type(clf.module_).__name__  # not skorch's OptimizedModule
+        'MLP'
+        """
+        return module
+
+    def _compiled_modules(self) -> list[nn.Module]:
+        """The modules whose forward passes ``compile=True`` compiles: ``module_``."""
+        return [self.module_]
 
     # ------------------------------------------------------------------ the training loop
 
     def _train(
         self, X: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
     ) -> None:
-        """Train on validated tensors: skorch's ``partial_fit``, past the estimator's own."""
-        super().partial_fit(with_weights(X, sample_weight), y)
+        """Train on validated tensors: skorch's ``partial_fit``, past the estimator's own.
+
+        In ``precision="float16"`` a gradient scaler lives for the call, starting from the last
+        call's scale (``loss_scale_``). With ``compile=True`` the networks are compiled first
+        (again after unpickling, which drops the compiled code), and the training runs without
+        torch's donated buffers (:func:`._compile.no_donated_buffers`).
+        """
+        if not self.compile:
+            self._train_in_precision(X, y, sample_weight)
+            return
+        for module in self._compiled_modules():
+            compile_in_place(module, **self.get_params_for("compile"))
+        with no_donated_buffers():
+            self._train_in_precision(X, y, sample_weight)
+
+    def _train_in_precision(self, X, y, sample_weight) -> None:
+        self._grad_scaler = grad_scaler(
+            self.precision, self.device_, getattr(self, "loss_scale_", None)
+        )
+        self._scaled_step = False  # a fit that raised mid-step left nothing to step
+        try:
+            super().partial_fit(with_weights(X, sample_weight), y)
+        finally:
+            if self._grad_scaler is not None:
+                self.loss_scale_ = float(self._grad_scaler.get_scale())
+            self._grad_scaler = None
 
     def check_data(self, X, y=None) -> None:
         """Nothing: the public methods validate the data with scikit-learn first."""
@@ -343,10 +451,13 @@ class SkorchNet(NeuralNetClassifier):
         NGEBMClassifier diverged in epoch 1: the training loss is nan. Lower the learning rate
         (lr=0.001) or the loss weights, or standardize the input.
         """
+        hint = ""
+        if self.precision == "float16":
+            hint = " In float16 values beyond 65504 overflow: try precision='bfloat16'."
         raise DivergenceError(
             f"{type(self).__name__} diverged in epoch {len(self.history)}: the training loss is "
             f"{loss.item()}. Lower the learning rate (lr={self.lr!r}) or the loss weights, or "
-            "standardize the input."
+            f"standardize the input.{hint}"
         )
 
     # ------------------------------------------------------------------ the step
@@ -354,29 +465,78 @@ class SkorchNet(NeuralNetClassifier):
     def train_step_single(self, batch, **fit_params):
         """Forward and backward pass of :meth:`compute_loss` on one training batch.
 
-        The batch goes through :meth:`augment_batch` first. A non-finite loss goes to
-        :meth:`handle_divergence` before the optimizer steps; a loss returned without a
-        graph is not back-propagated, nor is that of a batch whose sample weights are all
-        zero (so the optimizer, momentum included, leaves the weights alone).
+        The batch goes through :meth:`augment_batch` first, then :meth:`compute_loss` under
+        :meth:`_autocast`. A non-finite loss goes to :meth:`handle_divergence` before the
+        optimizer steps; a loss returned without a graph is not back-propagated, nor is that of
+        a batch whose sample weights are all zero (so the optimizer, momentum included, leaves
+        the weights alone).
         """
         if not self.module_.training:  # inference in a callback switched the modes
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
         Xi, weights = split_weights(Xi)
-        loss, logits = self.compute_loss(self.augment_batch(Xi), yi, training=True, **weights)
-        if weights and not bool(weights["sample_weight"].any()):
-            loss = loss.detach()  # no sample of the batch counts: no step, as if it were dropped
+        Xi = self.augment_batch(Xi)
+        with self._autocast():
+            loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
-            loss.backward()
-        # Checked after the backward pass and before the optimizer step, so the weights are
-        # still good: on a GPU reading the loss waits for the device, and here that wait no
-        # longer holds back the queueing of the backward kernels. ``math.isfinite`` of the
-        # float costs a microsecond, ``torch.isfinite`` a tensor and a kernel.
-        if not math.isfinite(loss.item()):
+            self._backward(loss)
+        # Read after the backward pass and before the optimizer step, so the weights are still
+        # good: on a GPU a read waits for the device, and here that wait no longer holds back
+        # the queueing of the backward kernels. One read per step: the loss, and with weights
+        # whether any sample of the batch counts. ``math.isfinite`` of the float costs a
+        # microsecond, ``torch.isfinite`` a tensor and a kernel.
+        if weights:
+            counts = weights["sample_weight"].any().to(loss.dtype)
+            value, counted = torch.stack([loss.detach(), counts]).tolist()
+            if not counted:  # no sample of the batch counts: no step, as if it were dropped
+                for _, parameter in self.get_all_learnable_params():
+                    parameter.grad = None
+                loss = loss.detach()
+        else:
+            value = loss.item()
+        if not math.isfinite(value):
             self.handle_divergence(loss)
-        return {"loss": loss.detach(), "y_pred": logits.detach()}
+        # skorch's history reads the loss again (``.item()`` per batch): a CPU copy of the value
+        # read above spares a second wait for the device.
+        loss = loss.detach() if loss.device.type == "cpu" else torch.tensor(value)
+        return {"loss": loss, "y_pred": full_precision(logits.detach())}
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        """``loss.backward()``; in float16 scaled, then unscaled for the optimizer's step.
+
+        The gradients are unscaled here, so that skorch's ``on_grad_computed`` callbacks
+        (gradient clipping) see them at their true scale, as torch's AMP guide does it.
+        """
+        scaler = self._grad_scaler
+        if scaler is None:
+            loss.backward()
+            return
+        scaler.scale(loss).backward()
+        for name in self._optimizers:
+            scaler.unscale_(getattr(self, name + "_"))
+        self._scaled_step = True
+
+    def _step_optimizer(self, step_fn):
+        """skorch's optimizer step; with float16's scaler, the scaler's step instead.
+
+        A ``GradScaler`` cannot step with a closure: the step is run first, then the scaler
+        steps each optimizer (skipping a step whose gradients overflowed) and updates its
+        scale, as skorch's ``AccelerateMixin`` does. A step without gradients (a rejected JEM
+        step) leaves the optimizers and the scale alone.
+        """
+        scaler = self._grad_scaler
+        if scaler is None:
+            super()._step_optimizer(step_fn)
+            return
+        step_fn()
+        if not self._scaled_step:
+            return
+        self._scaled_step = False
+        for name in self._optimizers:
+            scaler.step(getattr(self, name + "_"))
+        scaler.update()
 
     def validation_step(self, batch, **fit_params):
         """The loss of one validation batch, in evaluation mode, without a backward pass."""
@@ -385,6 +545,6 @@ class SkorchNet(NeuralNetClassifier):
         Xi, yi = unpack_data(batch)
         Xi, weights = split_weights(Xi)
         # The energy terms need input gradients, also when validating.
-        with torch.enable_grad():
+        with torch.enable_grad(), self._autocast():
             loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
-        return {"loss": loss.detach(), "y_pred": logits.detach()}
+        return {"loss": loss.detach(), "y_pred": full_precision(logits.detach())}

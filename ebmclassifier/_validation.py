@@ -219,7 +219,7 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
         raise ValueError(
             f"y contains labels {unseen.tolist()!r} that were not seen when the estimator "
             "was first fitted; pass every class to the first partial_fit with classes=..., "
-            "or fit afresh (warm_start=False)."
+            f"or fit afresh (warm_start=False){_incremental_hint(estimator)}."
         )
     return without_negative_strides(X), estimator.label_encoder_.transform(y)
 
@@ -266,8 +266,18 @@ def check_partial_fit_classes(estimator, classes) -> None:
         raise ValueError(
             f"`classes={np.asarray(classes).tolist()!r}` is not the same as on the first call to "
             f"partial_fit, which was {estimator.classes_.tolist()!r}; the classes are fixed "
-            "by the first call (fit afresh to change them)."
+            f"by the first call (fit afresh to change them){_incremental_hint(estimator)}."
         )
+
+
+def _incremental_hint(estimator) -> str:
+    """How to learn new classes later, for an estimator that can (``class_incremental``)."""
+    if not hasattr(estimator, "class_incremental"):
+        return ""
+    return (
+        f", or set {type(estimator).__name__}(class_incremental=True) to add new classes in "
+        "later calls"
+    )
 
 
 def _positions(mask: np.ndarray) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import EBMClassifierBase
+from ._base import PARAMETER_DOCS, EBMClassifierBase
 from ._data import split_weights
 from ._device import available_memory
 from ._divergence import (
@@ -19,7 +19,9 @@ from ._divergence import (
     parameters_finite,
     state_is_healthy,
 )
+from ._docstrings import fill_docstring
 from ._parameters import ParamChecker
+from ._threads import choose_threads, intra_op_threads
 from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy
 from .exceptions import DivergenceError
@@ -33,6 +35,7 @@ __all__ = ["JEMClassifier"]
 GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
+@fill_docstring(PARAMETER_DOCS)
 class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
@@ -60,9 +63,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
 
     Parameters
     ----------
-    module : torch.nn.Module class or instance, or None, default=None
-        The network, mapping inputs to logits; ``None`` picks one from the data's shape
-        (see :class:`~ebmclassifier._base.EBMClassifierBase`). No batch-norm.
+    {module}
     sgld_steps : int, default=20
         Langevin steps per training step.
     sgld_step_size : float, default=1.0
@@ -104,13 +105,10 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         start is the mean of the old classes' ones (no data is kept for it).
     ood_method : {"energy", "max_softmax", "approx_mass"}, default="energy"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
-    lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, class_weight, verbose, **kwargs
-        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        The validation loss (with a ``train_split``) is the cross-entropy alone: the value of
-        the contrastive term estimates nothing (the log partition function is unknown).
-        ``class_weight`` multiplies the ``sample_weight`` of :meth:`fit`; both weigh the
-        cross-entropy and the data's energy, not the SGLD samples' (see :meth:`compute_loss`).
+    {criterion}
+    {training}
+    {class_weight}
+    {engine}
 
     Attributes
     ----------
@@ -125,6 +123,13 @@ random_state, class_weight, verbose, **kwargs
         How many divergences were recovered from, over all fits of this estimator's weights.
     history_ : skorch.History
         Per-epoch losses; an epoch with recoveries lists them under ``"divergences"``.
+
+    Notes
+    -----
+    The validation loss (with a ``train_split``) is the cross-entropy alone: the value of the
+    contrastive term estimates nothing (the log partition function is unknown). Sample and
+    class weights weigh the cross-entropy and the data's energy, not the SGLD samples' (see
+    :meth:`compute_loss`).
 
     References
     ----------
@@ -324,6 +329,7 @@ random_state, class_weight, verbose, **kwargs
                 low=self.input_min_,
                 high=self.input_max_,
                 clip_fraction=self.sgld_clip,
+                compile_kwargs=self.get_params_for("compile") if self.compile else None,
             )
         finally:
             self.module_.train(training)
@@ -588,5 +594,8 @@ random_state, class_weight, verbose, **kwargs
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
+        threads = choose_threads(self.n_threads, self.module_, x0, len(x0))
+        # the SGLD forward passes in the estimator's precision
+        with intra_op_threads(threads), self._autocast():
+            samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

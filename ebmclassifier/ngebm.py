@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 
 import numpy as np
 
-from ._base import EBMClassifierBase
+from ._base import PARAMETER_DOCS, EBMClassifierBase
+from ._docstrings import fill_docstring
 from ._parameters import ParamChecker
+from ._precision import FD_STEPS
 from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
@@ -16,6 +19,7 @@ from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
 __all__ = ["NGEBMClassifier"]
 
 
+@fill_docstring(PARAMETER_DOCS)
 class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
@@ -36,9 +40,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
 
     Parameters
     ----------
-    module : torch.nn.Module class or instance, or None, default=None
-        The network, mapping inputs to logits; ``None`` picks one from the data's shape
-        (see :class:`~ebmclassifier._base.EBMClassifierBase`).
+    {module}
     beta : float, default=0.5
         Weight of the gradient-norm term. ``beta=0`` is plain cross-entropy training and skips
         the input gradient altogether.
@@ -56,10 +58,14 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         smooth activations (the default networks' SiLU), but not for ReLU-family ones (the
         default of :class:`~ebmclassifier.nn.WideResNet` is leaky ReLU): ``fit`` then warns
         with a :class:`~ebmclassifier.exceptions.FiniteDifferenceWarning`.
-    fd_step : float, default=0.01
+    fd_step : float or "auto", default="auto"
         For ``grad_norm="finite_difference"``: the step ``h`` relative to the data's scale,
         ``h = fd_step * sqrt(sum_j Var(x_j))`` (the root-mean-square distance of the training
         samples from their mean), so it means the same for raw pixels and standardized data.
+        ``"auto"`` takes the step measured for the ``precision``: 0.01 in float32, 0.05 in
+        bfloat16, 0.03 in float16, where the finite-difference gradient follows the exact one
+        best on smooth networks (a difference of two nearly equal energies loses digits in
+        half precision; see :doc:`/performance`).
     class_incremental : bool, default=False
         With ``True``, ``partial_fit`` (and a warm-started ``fit``) accepts labels that are not
         in ``classes_``: they join ``classes_`` (kept sorted, as scikit-learn keeps them, so
@@ -86,13 +92,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         weight); a fresh ``fit`` empties the reservoir first.
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
-    lr, max_epochs, batch_size, optimizer, criterion, train_split, callbacks, device, \
-random_state, class_weight, verbose, **kwargs
-        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        Defaults: Adam, ``lr=1e-3``, 50 epochs, batches of 64, no validation split,
-        ``device="auto"``. ``class_weight`` (``None``, ``"balanced"`` or ``{label: weight}``)
-        multiplies the ``sample_weight`` of :meth:`fit`; both weigh the cross-entropy, the
-        gradient norms and the energy variance of each sample.
+    {criterion}
+    {training}
+    {class_weight}
+    {engine}
 
     Attributes
     ----------
@@ -104,7 +107,14 @@ random_state, class_weight, verbose, **kwargs
         Per-epoch losses and timings.
     device_ : torch.device
     fd_step_size_ : float
-        The finite-difference step ``h`` in input units.
+        The finite-difference step ``h`` in input units (``fd_step``, or the precision's step
+        for ``"auto"``, times the data's scale).
+
+    Notes
+    -----
+    Sample and class weights weigh the cross-entropy, the gradient norm and the energy
+    variance of each sample; the validation loss (with a ``train_split``) is the whole
+    objective.
 
     References
     ----------
@@ -138,7 +148,7 @@ random_state, class_weight, verbose, **kwargs
         gamma: float | None = None,
         energy_var_weight: float = 0.0,
         grad_norm: str = "exact",
-        fd_step: float = 0.01,
+        fd_step: float | str = "auto",
         class_incremental: bool = False,
         negatives: str | int = "all",
         replay_per_class: int = 0,
@@ -161,7 +171,11 @@ random_state, class_weight, verbose, **kwargs
         check.real("gamma", 0.0, allow_none=True)
         check.real("energy_var_weight", 0.0)
         check.choice("grad_norm", GRAD_NORMS)
-        check.real("fd_step", 0.0, low_open=True)
+        fd_step = self.fd_step
+        auto = isinstance(fd_step, str) and fd_step == "auto"
+        ok = auto or (isinstance(fd_step, Real) and not isinstance(fd_step, bool))
+        ok = ok and (auto or 0 < fd_step < float("inf"))
+        check.satisfies("fd_step", ok, "'auto' or a float in the range (0.0, inf)")
         if getattr(self, "compile", False) and self.grad_norm == "exact" and self.beta != 0:
             # torch.compile's backward cannot itself be differentiated.
             check.add(
@@ -189,7 +203,8 @@ random_state, class_weight, verbose, **kwargs
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)
-        self.fd_step_size_ = fd_step_size(X, self.fd_step)
+        relative = FD_STEPS[self.precision] if self.fd_step == "auto" else self.fd_step
+        self.fd_step_size_ = fd_step_size(X, relative)
 
     def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
         """Warn when ``grad_norm="finite_difference"`` meets kinked activations.

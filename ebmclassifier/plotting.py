@@ -4,14 +4,16 @@ risk-coverage curves (``compare``), accuracy curves and matrices of continual le
 
 Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot state, so it is
 safe on headless machines and in loops), returns it, and saves a PNG when given ``path``.
+A model (or continual method) keeps one colour and one marker in every figure:
+:func:`model_style` is the one mapping every function draws a named series with.
 """
 
 from __future__ import annotations
 
 import os
+import zlib
 
 import numpy as np
-from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -19,6 +21,7 @@ from ._atomic import atomic_write
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [
+    "model_style",
     "plot_reliability_diagram",
     "plot_ood_histograms",
     "plot_accuracy_vs_epsilon",
@@ -28,16 +31,77 @@ __all__ = [
 ]
 
 
-def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
-    """Title, legend and layout of a one-panel figure (``ax``), then save it to ``path``.
+#: The colour and marker of each model of ``compare`` and each method of ``continual``: a model
+#: and its temperature-scaled twin share a hue (dark and light), and so do the continual
+#: methods built on one loss. A name not listed gets a colour and marker of :data:`_SPARE`,
+#: fixed by the name.
+MODEL_STYLES: dict[str, tuple[str, str]] = {
+    # compare
+    "ce": ("#1f77b4", "o"),
+    "ce_ts": ("#aec7e8", "s"),
+    "ce_ens": ("#17becf", "D"),
+    "ngebm": ("#ff7f0e", "^"),
+    "ngebm_ts": ("#ffbb78", "v"),
+    "ngebm_ens": ("#8c564b", "P"),
+    "jem": ("#2ca02c", "X"),
+    "jem_ts": ("#98df8a", "*"),
+    # continual (its "ce", fine-tuning with cross-entropy, is compare's "ce")
+    "joint": ("black", "s"),
+    "ce_batch": ("#9467bd", "v"),
+    "ce_k1": ("#c5b0d5", "<"),
+    "ce_cond": ("#e377c2", ">"),
+    "ce_batch_cond": ("#f7b6d2", "d"),
+    "ce_replay": ("#d62728", "P"),
+    "ce_batch_replay": ("#ff9896", "X"),
+    "ce_k1_replay": ("#9edae5", "*"),
+    "ngebm_batch": ("#c49c94", "^"),
+    "ngebm_batch_replay": ("#7f7f7f", "h"),
+    "jem_batch": ("#bcbd22", "D"),
+}
+_SPARE = (("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3"), "ov^sDP")
 
-    The one way the reports save a figure (a PNG at 100 dpi).
+
+def model_style(name: str) -> dict:
+    """The colour and marker a model is drawn with in every figure.
+
+    Parameters
+    ----------
+    name : str
+        A model of ``compare`` (``"ce"``, ``"ce_ts"``, ``"ngebm"``, ``"jem"``, ...), a method
+        of ``continual``, or any other name (given a spare colour and marker chosen by the
+        name, so it is the same in every figure too).
+
+    Returns
+    -------
+    style : dict
+        ``{"color": ..., "marker": ...}``, keyword arguments of ``Axes.plot``.
+
+    Examples
+    --------
+    >>> model_style("ngebm")
+    {'color': '#ff7f0e', 'marker': '^'}
+    >>> model_style("my_model") == model_style("my_model")
+    True
+    """
+    if name in MODEL_STYLES:
+        color, marker = MODEL_STYLES[name]
+    else:
+        colors, markers = _SPARE
+        key = zlib.crc32(str(name).encode())
+        color, marker = colors[key % len(colors)], markers[key // len(colors) % len(markers)]
+    return {"color": color, "marker": marker}
+
+
+def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figure:
+    """Title and legend of a one-panel figure (``ax``), then save it to ``path``.
+
+    The one way the reports save a figure (a PNG at 100 dpi). The legend goes right of the
+    panel, where it covers no data; the figure's constrained layout makes room for it.
     """
     if ax is not None:
         if title is not None:
             ax.set_title(title)
-        ax.legend(fontsize="small")
-        fig.tight_layout()
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     if isinstance(path, str | os.PathLike):  # replaced at once, whole or not at all
         with atomic_write(path) as file:
             fig.savefig(file, format=os.path.splitext(path)[1].lstrip(".") or None, dpi=100)
@@ -77,16 +141,24 @@ def _mark_empty_bins(ax, edges: np.ndarray, empty: np.ndarray, label: str | None
 
 
 def plot_reliability_diagram(
-    y_true, y_proba, n_bins: int = 15, *, classes=None, title: str | None = None, path=None
+    y_true,
+    y_proba,
+    n_bins: int = 15,
+    *,
+    classes=None,
+    title: str | None = None,
+    model: str | None = None,
+    path=None,
 ) -> Figure:
     """Reliability diagram of the top-label confidence, with the number of samples per bin.
 
-    Top: accuracy per confidence bin (blue) against the diagonal of perfect calibration; the
-    red hatched bar runs from it to the bin's mean confidence, so its height is the bin's gap
-    ``|acc - conf|`` (ECE is their average weighted by the counts; Guo et al. 2017, eq. 3).
-    Bottom: the number of samples in each bin, written over its bar. An empty bin has no bar
-    in either panel: it is hatched grey, so that it reads as "no data", not as a bin of zero
-    accuracy or of perfect calibration. Binning as in
+    Top: accuracy per confidence bin (in the model's colour) against the diagonal of perfect
+    calibration; the red hatched bar runs from it to the bin's mean confidence, so its height
+    is the bin's gap ``|acc - conf|`` (ECE is their average weighted by the counts; Guo et al.
+    2017, eq. 3). Bottom: the number of samples in each bin, written over its bar. An empty bin
+    has no bar in either panel: it is hatched grey, so that it reads as "no data", not as a
+    bin of zero accuracy or of perfect calibration. The legend sits above the diagram, where
+    it covers no bar. Binning as in
     :func:`~ebmclassifier.metrics.expected_calibration_error` (equal width over [0, 1]).
 
     Parameters
@@ -101,6 +173,8 @@ def plot_reliability_diagram(
         The label of each column (``estimator.classes_``).
     title : str or None, default=None
         Put in front of the diagram's title, e.g. the model's name. The ECE is always shown.
+    model : str or None, default=None
+        The model whose colour the accuracy bars take (:func:`model_style`); None: ``"ce"``'s.
     path : str, path-like or None, default=None
         Where to save the PNG.
 
@@ -123,22 +197,25 @@ def plot_reliability_diagram(
     edges, counts, accuracy, mean_confidence = _bin_statistics(confidence, correct, n_bins)
     full, width = counts > 0, 0.9 / n_bins
     centres = (edges[:-1] + edges[1:])[full] / 2
-    fig = Figure(figsize=(6, 7))
+    fig = Figure(figsize=(6, 7.4), layout="constrained")
     grid = fig.add_gridspec(2, 1, height_ratios=(3, 1))
     count_ax = fig.add_subplot(grid[1])
     ax = fig.add_subplot(grid[0], sharex=count_ax)
-    ax.bar(centres, accuracy[full], width, color="tab:blue", edgecolor="black", label="accuracy")
+    color = model_style(model or "ce")["color"]
+    ax.bar(centres, accuracy[full], width, color=color, edgecolor="black", label="accuracy")
     # hatched, not filled: where the gap lies inside the accuracy bar (under-confidence) the
     # bar's own top stays visible
     ax.bar(centres, mean_confidence[full] - accuracy[full], width, bottom=accuracy[full],
-           facecolor="none", edgecolor="tab:red", hatch="\\\\", linewidth=1,
+           facecolor="none", edgecolor="0.1", hatch="\\\\", linewidth=1,
            label="gap to the mean confidence")  # fmt: skip
     ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
     _mark_empty_bins(ax, edges, ~full, "empty bin (no samples)")
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="accuracy")
     ax.tick_params(labelbottom=False)
     ax.set_title(f"ECE {ece:.3f}" if title is None else f"{title}, ECE {ece:.3f}")
-    ax.legend(loc="upper left", fontsize="small")
+    # under the figure, not in the diagram: a bar may reach 1.0 in any bin
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2,
+               fontsize="small", frameon=False)  # fmt: skip
     for x, count in zip(centres, counts[full], strict=True):
         count_ax.text(x, count, str(count), ha="center", va="bottom", fontsize="x-small")
     count_ax.bar(centres, counts[full], width, color="0.5")
@@ -146,7 +223,6 @@ def plot_reliability_diagram(
     count_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     count_ax.set(xlabel="confidence (top label)", ylabel=f"samples (n = {len(confidence)})",
                  ylim=(0, counts.max() * 1.25))  # fmt: skip
-    fig.tight_layout()
     return finish_figure(fig, path)
 
 
@@ -156,10 +232,17 @@ def plot_ood_histograms(
     *,
     score_name: str = "OOD score",
     title: str | None = None,
+    model: str | None = None,
     bins: int = 50,
     path=None,
 ) -> Figure:
     """Histograms of an OOD score on in-distribution data and on each OOD set.
+
+    The in-distribution samples are a filled histogram in the model's colour; each OOD set is
+    an outline, drawn alike in every figure (the first set solid black, the second dashed,
+    ...). Each bar is the share of its set's samples, so sets of different sizes compare. A
+    positive score whose values span more than two decades (a gradient norm, a distance) gets
+    logarithmic bins and axis, so the in-distribution samples are not squeezed into one bin.
 
     Parameters
     ----------
@@ -172,6 +255,9 @@ def plot_ood_histograms(
         The x-axis label, e.g. ``"energy"``.
     title : str or None, default=None
         Figure title, e.g. the model's name.
+    model : str or None, default=None
+        The model whose colour the in-distribution histogram takes (:func:`model_style`);
+        None: ``"ce"``'s.
     bins : int, default=50
         Number of histogram bins over the pooled range of all scores.
     path : str, path-like or None, default=None
@@ -193,22 +279,40 @@ def plot_ood_histograms(
         scores_out, "scores_out", "of OOD set name to scores, e.g. {'uniform': scores}"
     )
     scores_in = np.asarray(scores_in, dtype=np.float64)
-    pooled = np.concatenate(
-        [scores_in] + [np.asarray(s, dtype=np.float64) for s in scores_out.values()]
-    )
-    edges = np.histogram_bin_edges(pooled[np.isfinite(pooled)], bins=bins)
-    fig = Figure(figsize=(7, 4))
+    scores_out = {name: np.asarray(s, dtype=np.float64) for name, s in scores_out.items()}
+    pooled = np.concatenate([scores_in, *scores_out.values()])
+    edges, log = _histogram_edges(pooled[np.isfinite(pooled)], bins)
+    fig = Figure(figsize=(8.5, 4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    ax.hist(scores_in, bins=edges, density=True, alpha=0.6, label="in-distribution (test)")
-    for name, scores in scores_out.items():
+    ax.hist(scores_in, bins=edges, weights=np.full(len(scores_in), 1 / len(scores_in)),
+            color=model_style(model or "ce")["color"], alpha=0.6,
+            label="in-distribution (test)")  # fmt: skip
+    for i, (name, scores) in enumerate(scores_out.items()):
         auroc = ood_metrics(scores_in, scores)["auroc"]
-        ax.hist(
-            np.asarray(scores, dtype=np.float64), bins=edges, density=True, alpha=0.45,
-            histtype="stepfilled", label=f"{name} (AUROC {auroc:.3f})",
-        )  # fmt: skip
+        ax.hist(scores, bins=edges, weights=np.full(len(scores), 1 / len(scores)),
+                histtype="step", linewidth=1.6, **_OOD_SET_LINES[i % len(_OOD_SET_LINES)],
+                label=f"{name} (AUROC {auroc:.3f})")  # fmt: skip
+    if log:
+        ax.set_xscale("log")
     ax.set_xlabel(f"{score_name} (higher = more OOD)")
-    ax.set_ylabel("density")
+    ax.set_ylabel("share of the set's samples")
     return finish_figure(fig, path, ax, title)
+
+
+#: The outline of the i-th OOD set in every histogram: black and grey, no model's colour.
+_OOD_SET_LINES = tuple(
+    {"color": color, "linestyle": style}
+    for style in ("-", "--", ":")
+    for color in ("black", "0.55")
+)
+
+
+def _histogram_edges(values: np.ndarray, bins: int) -> tuple[np.ndarray, bool]:
+    """Bin edges over ``values``, and whether they are logarithmic (positive values spanning
+    more than two decades)."""
+    if values.size and values.min() > 0 and values.max() > 100 * values.min():
+        return np.geomspace(values.min(), values.max(), bins + 1), True
+    return np.histogram_bin_edges(values, bins=bins), False
 
 
 def plot_accuracy_vs_epsilon(
@@ -247,7 +351,7 @@ def plot_accuracy_vs_epsilon(
     """
     epsilons = np.asarray(epsilons, dtype=np.float64)
     check_named_dict(accuracies, "accuracies", "of model name to accuracies")
-    fig = Figure(figsize=(6, 4))
+    fig = Figure(figsize=(7.2, 4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     for name, acc in accuracies.items():
         acc = np.atleast_2d(np.asarray(acc, dtype=np.float64))
@@ -256,7 +360,7 @@ def plot_accuracy_vs_epsilon(
                 f"accuracies[{name!r}] has {acc.shape[1]} values per seed but there are "
                 f"{epsilons.size} epsilons."
             )
-        (line,) = ax.plot(epsilons, np.median(acc, axis=0), marker="o", label=name)
+        (line,) = ax.plot(epsilons, np.median(acc, axis=0), label=name, **model_style(name))
         if acc.shape[0] > 1:
             ax.fill_between(
                 epsilons, acc.min(axis=0), acc.max(axis=0), color=line.get_color(), alpha=0.2
@@ -306,14 +410,15 @@ def plot_risk_coverage(
     ['softmax (AURC 0.208)', 'other (AURC 0.333)']
     """
     check_named_dict(predictions, "predictions", "{name: y_proba} or {name: (y_pred, confidence)}")
-    fig = Figure(figsize=(6, 4.5))
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
     for name, prediction in predictions.items():
         y_pred, confidence = prediction if isinstance(prediction, tuple) else (prediction, None)
         coverage, risk, _ = risk_coverage_curve(y_true, y_pred, confidence, classes=classes)
         area = aurc(y_true, y_pred, confidence, classes=classes)
-        ax.plot(coverage, risk, marker="." if len(coverage) < 50 else None,
-                label=f"{name} (AURC {area:.3f})")  # fmt: skip
+        # the model's marker at ten places along the curve, so it is told apart in grey print
+        ax.plot(coverage, risk, markevery=max(1, len(coverage) // 10),
+                label=f"{name} (AURC {area:.3f})", **model_style(name))  # fmt: skip
     ax.set_xlabel("coverage (share of samples answered)")
     ax.set_ylabel("selective risk (error rate of the answered)")
     ax.set_xlim(0, 1)
@@ -353,22 +458,17 @@ def plot_task_curves(
     """
     check_named_dict(curves, "curves", "of method name to accuracies")
     styles = styles or {}
-    fig = Figure(figsize=(6, 4), layout="constrained")
+    fig = Figure(figsize=(8, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    colors = colormaps["tab20"].colors
     n_tasks = len(next(iter(curves.values())))
-    for i, (method, curve) in enumerate(curves.items()):
-        color = colors[(2 * i) % 20 + (2 * i) // 20]
-        ax.plot(range(1, len(curve) + 1), curve, styles.get(method, "-"), marker="o",
-                label=method, color=color)  # fmt: skip
+    for method, curve in curves.items():
+        ax.plot(range(1, len(curve) + 1), curve, styles.get(method, "-"), label=method,
+                **model_style(method))  # fmt: skip
     ax.set_xticks(range(1, n_tasks + 1))
     ax.set_xlabel("number of tasks learned")
     ax.set_ylabel("average accuracy (classes seen)")
     ax.set_ylim(0, 1)
-    if title is not None:
-        ax.set_title(title)
-    ax.legend(fontsize=7)
-    return finish_figure(fig, path)
+    return finish_figure(fig, path, ax, title)
 
 
 def plot_accuracy_matrices(matrices: dict[str, np.ndarray], *, path=None) -> Figure:

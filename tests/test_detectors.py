@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import torch
-from precision import assert_close_f32
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -19,6 +18,8 @@ from ebmclassifier.detectors import (
     penultimate_features,
 )
 from ebmclassifier.metrics import ood_metrics
+
+from .precision import assert_close_f32
 
 
 @pytest.fixture(scope="module")

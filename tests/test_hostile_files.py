@@ -19,10 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.io import savemat
-from test_hostile_inputs import FAST
 
 from ebmclassifier import NGEBMClassifier, load
 from ebmclassifier.datasets import load_array_file, load_named_dataset, load_svhn
+
+from .test_hostile_inputs import FAST
 
 
 def _npy(shape, descr="<f8", data: bytes = b"") -> bytes:

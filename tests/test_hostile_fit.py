@@ -14,7 +14,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hostile_inputs import ESTIMATORS, FAST, _tiny
 
 from ebmclassifier import (
     DivergenceError,
@@ -22,6 +21,8 @@ from ebmclassifier import (
     LatentStructureClassifier,
     NGEBMClassifier,
 )
+
+from .test_hostile_inputs import ESTIMATORS, FAST, _tiny
 
 RNG = np.random.default_rng(0)
 X_GOOD = RNG.normal(size=(24, 4)).astype(np.float32)

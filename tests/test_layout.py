@@ -14,7 +14,10 @@
   beside it, not in the root;
 - one home per name: no public function or class is defined at the top of two modules;
 - one way of saving figures: only ``plotting.py`` calls ``savefig``;
-- no benchmark or example imports a private name or a private module of the package.
+- no benchmark or example imports a private name or a private module of the package;
+- ``tests/`` mirrors the package: a test folder (with ``__init__.py``) per package folder, its
+  files importing from it; at most three flat test files named after one package folder
+  (``test_trees_*.py``), none after a wing or a folder that has a test folder.
 
 Each rule is a function of a package directory, so that a test can show it flags a synthetic bad
 package written to ``tmp_path``.
@@ -47,6 +50,9 @@ ESTIMATOR_LIBRARIES = ("sklearn", "skorch")
 WINGS = {"compose": "energies", "distributional": "posteriors"}
 #: The one module that saves figures.
 FIGURE_HOME = "plotting"
+#: The tests, and how many flat test files may name one package folder before it needs a folder.
+TESTS = Path(__file__).resolve().parent
+MAX_FLAT_TESTS = 3
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -309,6 +315,50 @@ def private_imports_from_outside(folders: list[Path], package: str) -> list[str]
     return found
 
 
+def unmirrored_test_folders(tests: Path, root: Path) -> list[str]:
+    """Test folders that mirror no package folder, or lack an ``__init__.py`` on their way."""
+    found = []
+    for folder in sorted({path.parent for path in tests.rglob("test_*.py")} - {tests}):
+        relative = folder.relative_to(tests)
+        if not (root / relative / "__init__.py").is_file():
+            found.append(f"tests/{relative.as_posix()} mirrors no package folder")
+        for part in [folder, *folder.parents][: len(relative.parts) + 1]:
+            if not (part / "__init__.py").is_file():
+                found.append(f"{part.relative_to(tests.parent).as_posix()} has no __init__")
+    return sorted(set(found))
+
+
+def misplaced_test_files(tests: Path, root: Path) -> list[str]:
+    """Test files in a folder that import the package, but nothing from the folder they mirror."""
+    found = []
+    for folder in sorted({path.parent for path in tests.rglob("test_*.py")} - {tests}):
+        home = ".".join((root.name, *folder.relative_to(tests).parts))
+        for path in sorted(folder.glob("test_*.py")):
+            imported = {
+                f"{base}.{name}" if name else base
+                for base, name, _ in _imports(f"tests.{path.stem}", path)
+                if base.split(".")[0] == root.name
+            }
+            if imported and not any(_in(name, (home,)) for name in imported):
+                found.append(f"{path.relative_to(tests.parent).as_posix()} imports no {home}")
+    return found
+
+
+def flat_test_families(tests: Path, root: Path, wings=WINGS, most=MAX_FLAT_TESTS) -> list[str]:
+    """Flat test files named after a wing, a folder with a test folder, or more than ``most``."""
+    by_name = {p.parent.name: p.parent.relative_to(root) for p in root.rglob("*/__init__.py")}
+    families: dict[Path, list[str]] = {}
+    for path in sorted(tests.glob("test_*.py")):
+        folder = by_name.get(path.stem.split("_")[1])
+        if folder is not None:
+            families.setdefault(folder, []).append(path.name)
+    return [
+        f"{', '.join(names)} belong in tests/{folder.as_posix()}/"
+        for folder, names in sorted(families.items())
+        if folder.as_posix() in wings or (tests / folder).is_dir() or len(names) > most
+    ]
+
+
 # ---------------------------------------------------------------- the package
 
 
@@ -354,10 +404,17 @@ def test_only_plotting_saves_figures():
 
 def test_benchmarks_and_examples_import_no_private_name():
     root = PACKAGE.parent
-    assert (
-        private_imports_from_outside([root / "benchmarks", root / "examples"], "ebmclassifier")
-        == []
-    )
+    found = private_imports_from_outside([root / "benchmarks", root / "examples"], "ebmclassifier")
+    # benchmarks/results/ keeps the scripts of past measurements as they ran (records of a
+    # commit, like their JSON files), not code that follows the package
+    recorded = {path.name for path in (root / "benchmarks" / "results").rglob("*.py")}
+    assert [line for line in found if line.split(":")[0] not in recorded] == []
+
+
+def test_the_tests_mirror_the_package():
+    assert unmirrored_test_folders(TESTS, PACKAGE) == []
+    assert misplaced_test_files(TESTS, PACKAGE) == []
+    assert flat_test_families(TESTS, PACKAGE) == []
 
 
 # ---------------------------------------------------------------- each rule can fail
@@ -511,4 +568,34 @@ def test_the_checker_flags_a_private_import_from_a_benchmark(tmp_path):
     assert private_imports_from_outside([bench], "pkg") == [
         "a.py:1 pkg.demo: _digits",
         "b.py:1 pkg._trusted: _trusted",
+    ]
+
+
+def test_the_checker_flags_tests_that_do_not_mirror_the_package(tmp_path):
+    package = _write(tmp_path, {f"{f}/x.py": "" for f in ("compose", "sampling", "latent/trees")})
+    (package / "latent" / "__init__.py").touch()
+    tests = tmp_path / "tests"
+    files = {
+        "test_compose.py": "",  # a wing's tests sit in its folder
+        "test_sampling.py": "",  # one flat file of a folder: allowed
+        **{f"test_trees_{n}.py": "" for n in range(4)},  # a fourth one needs a folder
+        "test_nn.py": "",  # a root module's: flat
+        "latent/trees/test_x.py": "from pkg.latent.trees import x\n",
+        "latent/trees/test_enumeration.py": "import itertools\n",  # a shared reference
+        "latent/test_b.py": "from pkg import compose\nfrom pkg.sampling import x\n",
+        "plots/test_figures.py": "from pkg.plots import f\n",  # no package folder plots/
+        **{f"{folder}/__init__.py": "" for folder in (".", "latent/trees", "plots")},
+    }
+    for relative, source in files.items():
+        (tests / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tests / relative).write_text(source)
+    assert unmirrored_test_folders(tests, package) == [
+        "tests/latent has no __init__",
+        "tests/plots mirrors no package folder",
+    ]
+    assert misplaced_test_files(tests, package) == ["tests/latent/test_b.py imports no pkg.latent"]
+    assert flat_test_families(tests, package) == [
+        "test_compose.py belong in tests/compose/",
+        "test_trees_0.py, test_trees_1.py, test_trees_2.py, test_trees_3.py belong in "
+        "tests/latent/trees/",
     ]

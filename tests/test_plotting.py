@@ -75,7 +75,8 @@ def test_reliability_diagram_marks_empty_bins_and_writes_the_counts(tmp_path):
     ]
     assert _hatched_spans(diagram) == empty and _hatched_spans(counts_ax) == empty
     assert len(diagram.containers[0]) == len(full)
-    legend = [t.get_text() for t in diagram.get_legend().get_texts()]
+    (legend,) = fig.legends  # under the figure, where it covers no bar
+    legend = [t.get_text() for t in legend.get_texts()]
     assert "empty bin (no samples)" in legend
 
 

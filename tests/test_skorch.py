@@ -66,7 +66,8 @@ def test_skorch_is_a_version_the_overrides_were_written_for():
         f"for {requirement} (pyproject.toml). Check skorch's changes to NeuralNet.partial_fit "
         "and fit_loop (the order of the notifications, run_single_epoch), __setstate__ (the "
         "device it maps to), _get_param_names, initialize / set_params / load_params (their "
-        "use of self.device), infer, train_step and train_step_single; run the whole test "
+        "use of self.device), infer, train_step, train_step_single, _step_optimizer and "
+        "torch_compile; run the whole test "
         "suite; then widen the skorch range in pyproject.toml."
     )
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._threads import intra_op_threads
+
 
 class CommandError(Exception):
     """A command failed; the command line prints ``message`` as one line and exits ``status``.
@@ -186,6 +188,32 @@ def _allocation_problem(torch, device) -> str | None:
     return None
 
 
+class ThreadCount:
+    """An argparse ``type``: ``"auto"`` or a number of intra-op threads (an int >= 1).
+
+    Examples
+    --------
+    >>> ThreadCount()("auto"), ThreadCount()("2")
+    ('auto', 2)
+    >>> ThreadCount()("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected 'auto' or an int >= 1, got '0'
+    """
+
+    __name__ = "threads"
+
+    def __call__(self, text: str) -> str | int:
+        if text == "auto":
+            return text
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"expected 'auto' or an int >= 1, got {text!r}")
+        return value
+
+
 class OutputPath:
     """An argparse ``type``: where a command will write, checked before it runs.
 
@@ -313,6 +341,17 @@ class Option:
         return [self.flag, kind.spell(value) if isinstance(kind, CommaList) else str(value)]
 
 
+#: The ``--threads`` option of every command that trains or times networks, declared once.
+THREADS = Option(
+    "--threads",
+    "torch's intra-op threads for the whole run: auto (the default) runs the small networks "
+    "of this command on one thread, where more threads gain nothing and slow the run down many "
+    "times beside another busy process (docs/performance.md); or a number",
+    {"type": ThreadCount(), "default": "auto"},
+    echo="changed",
+)
+
+
 @dataclass(frozen=True)
 class Command:
     """A command of ``python -m ebmclassifier``: its options and the function that runs it.
@@ -327,6 +366,11 @@ class Command:
     check : callable or None, default=None
         ``check(args)``: the checks across options that need no data (e.g. an option that
         only some data sets take), raising a ValueError; run before any output path is made.
+    auto_threads : callable or None, default=None
+        ``auto_threads(args)``: the intra-op threads of a run with ``--threads auto`` (None:
+        torch's setting, for a run of large networks, whose fits then choose by their
+        network's size); None means one thread. ``--threads N`` runs everything on N threads,
+        the fits too (their ``n_threads="auto"`` keeps N).
     """
 
     name: str
@@ -335,6 +379,7 @@ class Command:
     options: tuple[Option, ...]
     run: Callable[[argparse.Namespace], int]
     check: Callable[[argparse.Namespace], None] | None = None
+    auto_threads: Callable[[argparse.Namespace], int | None] | None = None
 
     def add_to(self, subparsers) -> argparse.ArgumentParser:
         """Register the command and its options; ``func`` is :meth:`start`, ``command`` the name."""
@@ -369,7 +414,18 @@ class Command:
                     f"argument {option.flag}: {value!r} cannot be written ({exc.strerror or exc})",
                     status=2,
                 ) from None
-        return self.run(args)
+        threads = self.threads(args)
+        pinned = getattr(args, THREADS.dest, None) != "auto"
+        with intra_op_threads(threads, pin=pinned):
+            return self.run(args)
+
+    def threads(self, args: argparse.Namespace) -> int | None:
+        """The intra-op threads of the run: ``--threads``, ``auto_threads`` for ``auto``, or
+        None (torch's setting) for a command without the option."""
+        threads = getattr(args, THREADS.dest, None) if THREADS in self.options else None
+        if threads != "auto":
+            return threads
+        return 1 if self.auto_threads is None else self.auto_threads(args)
 
     def fields(self, args: argparse.Namespace) -> dict:
         """``{field: value}`` of the options that fill a configuration field."""

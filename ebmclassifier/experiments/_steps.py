@@ -18,6 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .._compile import compile_in_place, no_donated_buffers
+from .._precision import FD_STEPS
 from ..energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 from ..losses import fd_step_size, jem_loss, ngebm_loss
 from ..ngebm import NGEBMClassifier
@@ -96,6 +98,8 @@ def make_step_tasks(
     methods: tuple[str, ...] = ("ce", "ngebm_exact", "ngebm_fd", "jem"),
     autocast_dtype: torch.dtype | None = None,
     compile_model: bool = False,
+    fd_step: float = 0.01,
+    compile_kwargs: dict | None = None,
 ) -> dict[str, Callable[[], object]]:
     """One training-step closure per method, each on its own copy of ``model`` and its own Adam.
 
@@ -108,29 +112,37 @@ def make_step_tasks(
     methods : tuple of str
         Any of ``"ce"``, ``"ngebm_exact"``, ``"ngebm_fd"``, ``"jem"``.
     autocast_dtype : torch.dtype or None
-        Run forward passes under ``torch.autocast`` with this dtype (not for ``ngebm_exact``).
+        Run forward passes under ``torch.autocast`` with this dtype.
     compile_model : bool
-        Wrap each copy in ``torch.compile`` (not for ``ngebm_exact``).
+        Compile each copy in place as ``compile=True`` does (not for ``ngebm_exact``: no
+        double backward through compiled code), its steps without donated buffers.
+    fd_step : float, default=0.01
+        The finite difference's relative step (``NGEBMClassifier(fd_step=...)``).
+    compile_kwargs : dict or None
+        ``torch.compile`` arguments with ``compile_model`` (e.g. ``{"backend": "aot_eager"}``).
 
     Returns
     -------
     dict of name -> callable
     """
-    if (autocast_dtype is not None or compile_model) and "ngebm_exact" in methods:
-        raise ValueError("bf16 autocast and torch.compile do not go through double backward.")
-    h = fd_step_size(x)
+    if compile_model and "ngebm_exact" in methods:
+        raise ValueError("torch.compile does not go through double backward (ngebm_exact).")
+    h = fd_step_size(x, fd_step)
+    context = no_donated_buffers if compile_model else nullcontext
 
     def task(method: str) -> Callable[[], object]:
         net = copy.deepcopy(model)
-        fwd = torch.compile(net) if compile_model else net
+        if compile_model:
+            compile_in_place(net, **(compile_kwargs or {}))
         opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-        loss_fn = _objectives(net, fwd, x, y, h)[method]
+        loss_fn = _objectives(net, net, x, y, h)[method]
 
         def step():
             opt.zero_grad(set_to_none=True)
-            with _autocast(x.device, autocast_dtype):
-                loss = loss_fn()
-            loss.backward()
+            with context():
+                with _autocast(x.device, autocast_dtype):
+                    loss = loss_fn()
+                loss.backward()
             opt.step()
 
         return step
@@ -201,7 +213,7 @@ def fd_gradient_agreement(
     model: torch.nn.Module,
     x: torch.Tensor,
     autocast_dtype: torch.dtype | None,
-    fd_steps: tuple[float, ...] = (0.01, 0.1),
+    fd_steps: tuple[float, ...] = (0.01, 0.05, 0.1),
 ) -> dict[str, float]:
     """Cosine between the exact float32 penalty gradient and the finite-difference one.
 
@@ -252,8 +264,9 @@ def bench_steps(
         See :func:`interleaved_times`.
     settings : dict of name -> sample shape, default=:data:`STEP_SETTINGS`
     variants : bool, default=False
-        Also time CE and finite-difference steps under bf16 autocast and ``torch.compile``
-        (the GPU section; they are reported as ratios to the plain float32 CE step).
+        Also time every method under bf16 autocast, and the first-order ones compiled, alone
+        and with bf16 (compilation on CUDA only; see :func:`_variant_kwargs`), as ratios to
+        the plain float32 CE step.
 
     Returns
     -------
@@ -276,7 +289,7 @@ def bench_steps(
             tasks.update(_phase_tasks(copy.deepcopy(model), x))
             if variants:
                 for tag, kwargs in _variant_kwargs(device).items():
-                    extra = make_step_tasks(model, x, y, methods=("ce", "ngebm_fd"), **kwargs)
+                    extra = make_step_tasks(model, x, y, **kwargs)
                     working, failed = _guarded({f"{m}_{tag}": fn for m, fn in extra.items()})
                     tasks.update(working)
                     errors.update(failed)
@@ -304,8 +317,13 @@ def _headline_clock(device: torch.device) -> str:
 
 
 def _variant_kwargs(device: torch.device) -> dict[str, dict]:
-    variants = {"bf16": {"autocast_dtype": torch.bfloat16}}
+    """The variants of the GPU section: bf16 autocast for every method (with its own fd step),
+    ``compile=True``'s in-place compilation for the first-order ones, and both together."""
+    bf16 = {"autocast_dtype": torch.bfloat16, "fd_step": FD_STEPS["bfloat16"]}
+    variants = {"bf16": {**bf16, "methods": ("ce", "ngebm_exact", "ngebm_fd", "jem")}}
     if device.type == "cuda":
         # Compilation on the CPU needs a C++ toolchain and minutes; the GPU section only.
-        variants["compile"] = {"compile_model": True}
+        first_order = {"compile_model": True, "methods": ("ce", "ngebm_fd", "jem")}
+        variants["compile"] = first_order
+        variants["bf16_compile"] = {**bf16, **first_order}
     return variants

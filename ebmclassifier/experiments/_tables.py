@@ -1,13 +1,15 @@
-"""Summaries over seeds, the markdown tables and the plain-sentence verdicts of ``compare``.
+"""Summaries over seeds and the markdown tables of ``compare``'s report.
 
-Every number is summarised over seeds as ``median [min, max]``; a gap is called clear (outside
-the seed spread) only when the seed ranges do not overlap.
+Every number is summarised over seeds as ``median [min, max]``. Each model's headline OOD
+score (:func:`headline_score`) is chosen here, once, for the summary table, the verdicts and
+the histograms alike.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._timing import busy_note, mark_spread
 from .models import OOD_SCORES
 
 SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
@@ -95,6 +97,18 @@ def _fmt(stat, digits: int = 3) -> str:
     return f"{stat['median']:.{digits}f} [{stat['min']:.{digits}f}, {stat['max']:.{digits}f}]"
 
 
+def busy_machine_note(results: dict) -> str | None:
+    """The sentence saying the machine was busy during this data set's run, or None."""
+    load = results.get("machine_load")
+    return load and busy_note(load["start"], load["end"], load["threads"])
+
+
+def _fmt_time(stat, digits: int) -> str:
+    """A timing: :func:`_fmt`, marked unreliable when its seeds spread widely."""
+    text = _fmt(stat, digits)
+    return text if stat is None else mark_spread(text, stat["min"], stat["max"])
+
+
 def _table(header: list[str], rows: list[list[str]], unavailable: dict | None = None) -> str:
     """A markdown table; each of ``unavailable`` (``{label: reason}``) adds a row
     ``label | not available: reason`` with the other cells empty."""
@@ -148,7 +162,7 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
         main_rows.append(
             [model, _fmt(sc.get("accuracy")), _fmt(sc.get("ece")), _fmt(sc.get("nll")),
              _fmt(s["aurc"].get("max_softmax"), 4), robust,
-             _fmt(sc.get("seconds_per_epoch"), 4), _fmt(sc.get("cost_vs_ce"), 2)]
+             _fmt_time(sc.get("seconds_per_epoch"), 4), _fmt_time(sc.get("cost_vs_ce"), 2)]
         )  # fmt: skip
     norm = _NORMS[results["config"]["norm"]]
     main = _table(
@@ -156,6 +170,8 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
          "s / epoch", "cost x CE"],
         main_rows, models_out,
     )  # fmt: skip
+    note = busy_machine_note(results)
+    main += f"\n\n{note}" if note else ""
     sets = list(results["data"]["ood_sets"])
     per_score = [(f"{model} / {score}", model, score) for model, s in summary.items()
                  for score in s["ood"]]  # fmt: skip
@@ -194,178 +210,68 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
     }
 
 
-def _compare_best(candidates: dict, lower: bool, digits: int = 3) -> str | None:
-    """'A (x) beats B (y), clearly / within the seed spread' for {label: stat}."""
-    ranked = sorted(
-        ((label, st) for label, st in candidates.items() if st is not None),
-        key=lambda item: item[1]["median"],
-        reverse=not lower,
-    )
-    if len(ranked) < 2:
-        return None
-    (best, b), (second, s) = ranked[0], ranked[1]
-    if f"{b['median']:.{digits}f}" == f"{s['median']:.{digits}f}":
-        return f"{best} and {second} tied ({b['median']:.{digits}f})"
-    clear = _clear_gap(b, s, higher=not lower)
-    if clear is None:
-        how = "one seed, so no spread to judge the gap by"
-    else:
-        how = "clearly: no seed overlap" if clear else "within the seed spread"
-    return f"{best} ({b['median']:.{digits}f}) ahead of {second} ({s['median']:.{digits}f}), {how}"
+#: The OOD set of ``--ood-classes`` (near OOD); every other set counts as far OOD.
+NEAR_SET = "held-out classes"
 
 
-def _clear_gap(a: dict, b: dict, higher: bool = True) -> bool | None:
-    """Whether the seeds of the stat ahead all beat those of the other (no overlap); None when
-    either has a single seed. ``higher``: the larger median is ahead."""
-    if a["n"] == 1 or b["n"] == 1:
-        return None
-    ahead, behind = (a, b) if (a["median"] >= b["median"]) == higher else (b, a)
-    return ahead["min"] > behind["max"] if higher else ahead["max"] < behind["min"]
+def far_sets(results: dict) -> list[str]:
+    """The far-OOD sets of a run: every OOD set but the held-out classes."""
+    return [name for name in results["data"]["ood_sets"] if name != NEAR_SET]
 
 
-def _spread(a: dict, b: dict, higher: bool = True) -> str:
-    """Whether the gap between two stats is outside the seed spread (no overlap) or not."""
-    clear = _clear_gap(a, b, higher)
-    if clear is None:
-        return "one seed"
-    return "outside the seed spread" if clear else "within the seed spread"
+def headline_score(model: str, model_summary: dict, sets) -> tuple[str, dict] | None:
+    """The OOD score that stands for ``model`` on ``sets``, and its AUROC on the worst of them.
 
-
-def _calibration_regime(summary: dict) -> str | None:
-    """Whether CE is miscalibrated here: its ECE against temperature scaling's."""
-    ce, ts = (summary.get(m, {}).get("scalars", {}).get("ece") for m in ("ce", "ce_ts"))
-    if ce is None or ts is None:
-        return None
-    text = (
-        f"Calibration regime: CE's ECE is {ce['median']:.3f}, {ts['median']:.3f} after "
-        f"temperature scaling on the held-out split"
-    )
-    temperature = summary["ce_ts"]["scalars"].get("temperature")
-    if temperature is not None:
-        side = "over" if temperature["median"] > 1 else "under"
-        text += f" (T = {temperature['median']:.2f}: CE is {side}-confident)"
-    spread = _spread(ce, ts, higher=False)
-    if ce["median"] > ts["median"] and spread == "outside the seed spread":
-        text += f", a gap {spread}: here calibration matters"
-    else:
-        text += f" ({spread}): CE is about as calibrated as temperature scaling makes it here"
-    others = [
-        f"{m} {s['scalars']['ece']['median']:.3f}"
-        for m in ("ngebm", "jem", "ce_ens", "ngebm_ens")
-        if (s := summary.get(m)) and "ece" in s["scalars"]
-    ]
-    if others:
-        text += "; without a held-out split: " + ", ".join(others)
-    return text + "."
-
-
-def _ood_line(name: str, summary: dict) -> str | None:
-    """Who detects the OOD set ``name`` best, against CE's energy and the post-hoc detectors."""
-    # each model by its best score of its own on this set, so the sentence compares models
-    # (the detectors on its features have their own line, _detector_lines)
-    best = {
-        m: max(
-            ((k, v) for k, v in s["ood"].items() if k in OOD_SCORES or m == "ce"),
-            key=lambda kv: kv[1][name]["auroc"]["median"],
-        )
-        for m, s in summary.items()
-    }
-    c = {f"{m} / {score}": by_set[name]["auroc"] for m, (score, by_set) in best.items()}
-    text = _compare_best(c, lower=False)
-    if not text:
-        return None
-    line = f"OOD AUROC on {name} (each model's best score): {text}."
-    ce_scores = summary.get("ce", {}).get("ood", {})
-    if "energy" not in ce_scores:
-        return line
-    baselines = {"CE energy": ce_scores["energy"][name]["auroc"]}
-    detectors = {k: v[name]["auroc"] for k, v in ce_scores.items() if k not in OOD_SCORES}
-    if detectors:
-        top = max(detectors, key=lambda k: detectors[k]["median"])
-        baselines[f"CE + {top}"] = detectors[top]
-    if "ce_ens" in best:
-        score, by_set = best["ce_ens"]
-        baselines[f"CE ensemble / {score}"] = by_set[name]["auroc"]
-    line += " Baselines: " + ", ".join(f"{k} {v['median']:.3f}" for k, v in baselines.items())
-    for m in ("ngebm", "jem", "ngebm_ens"):
-        if m in best:
-            score, by_set = best[m]
-            own = by_set[name]["auroc"]
-            gaps = [
-                f"level with {k}"
-                if abs(own["median"] - v["median"]) < 5e-4
-                else f"{own['median'] - v['median']:+.3f} vs {k}, {_spread(own, v)}"
-                for k, v in baselines.items()
-            ]
-            line += f"; {m} / {score} {own['median']:.3f} ({'; '.join(gaps)})"
-    return line + "."
-
-
-def _detector_lines(name: str, summary: dict) -> list[str]:
-    """Per post-hoc detector: whose penultimate features serve it best on the OOD set
-    ``name`` (does energy training make the features better for it?)."""
-    detectors = {k for s in summary.values() for k in s["ood"] if k not in OOD_SCORES}
-    lines = []
-    for detector in sorted(detectors):
-        c = {
-            f"{m} features": s["ood"][detector][name]["auroc"]
-            for m, s in summary.items()
-            if detector in s["ood"]
-        }
-        text = _compare_best(c, lower=False)
-        if text:
-            lines.append(f"{detector} on each model's features, OOD AUROC on {name}: {text}.")
-    return lines
-
-
-def verdicts(results: dict, summary: dict) -> list[str]:
-    """Plain sentences: who is best on each criterion, whether CE is miscalibrated on this data,
-    and how the energy methods compare with the CE model's energy score (the standard
-    energy-based OOD detector) and the best post-hoc detector on the CE model.
-
-    A gap is called clear (outside the seed spread) only when the seed ranges do not overlap.
-
-    Parameters
-    ----------
-    results : dict
-        From :func:`~ebmclassifier.experiments.compare.run_comparison`.
-    summary : dict
-        From :func:`summarise`.
+    ``ce``: its energy score, the standard energy-based detector (Liu et al. 2020), which the
+    energy-trained models are meant to improve. Every other model: the one of its own scores
+    (``energy``, ``max_softmax``, ``approx_mass``) whose AUROC on its worst set is the
+    highest (medians over seeds), the score a user would deploy for these sets. None when no
+    score covers every set.
 
     Returns
     -------
-    lines : list of str
+    (score, stat) or None
+        ``stat``: the AUROC summary (median, min, max, n) on the worst set.
     """
-    lines = []
-    # a recalibrated model keeps its base model's predictions: no rival for accuracy
-    same_predictions = {m for m, spec in results.get("calibrated", {}).items() if spec}
-    for metric, label in (("accuracy", "Accuracy"), ("ece", "ECE"), ("nll", "NLL")):
-        c = {
-            m: s["scalars"].get(metric)
-            for m, s in summary.items()
-            if metric != "accuracy" or m not in same_predictions
-        }
-        text = _compare_best(c, metric in LOWER_IS_BETTER)
-        if text:
-            lines.append(f"{label}: {text}.")
-    regime = _calibration_regime(summary)
-    if regime:
-        lines.append(regime)
-    c = {m: s["aurc"].get("max_softmax") for m, s in summary.items()}
-    text = _compare_best(c, lower=True, digits=4)
-    if text:
-        lines.append(f"AURC (max-softmax confidence; lower is better): {text}.")
-    j = _attack_index(results["epsilons"])
-    c = {m: s["robust_accuracy"][j] for m, s in summary.items() if s["robust_accuracy"]}
-    text = _compare_best(c, lower=False)
-    if text:
-        lines.append(f"Robust accuracy at eps={results['epsilons'][j]:.3g}: {text}.")
-    for name in results["data"]["ood_sets"]:
-        line = _ood_line(name, summary)
-        if line:
-            lines.append(line)
-        lines += _detector_lines(name, summary)
-    return lines
+    return _best_worst_set(model_summary, sets, ("energy",) if model == "ce" else OOD_SCORES)
+
+
+def best_detector(model_summary: dict, sets) -> tuple[str, dict] | None:
+    """The post-hoc detector on the model's features whose worst-set AUROC is the highest, as
+    :func:`headline_score` chooses a score; None without detectors."""
+    detectors = [k for k in model_summary["ood"] if k not in OOD_SCORES]
+    return _best_worst_set(model_summary, sets, detectors)
+
+
+def _best_worst_set(model_summary: dict, sets, scores) -> tuple[str, dict] | None:
+    best = None
+    for score in scores:
+        by_set = model_summary["ood"].get(score, {})
+        if not sets or any(name not in by_set for name in sets):
+            continue
+        worst = min((by_set[name]["auroc"] for name in sets), key=lambda st: st["median"])
+        if best is None or worst["median"] > best[1]["median"]:
+            best = (score, worst)
+    return best
+
+
+def ood_entries(results: dict, summary: dict, sets) -> dict[str, tuple[str, dict]]:
+    """``{label: (score, worst-set AUROC stat)}``: the OOD contenders of the summary on
+    ``sets``: ``ce`` (its energy), ``ce + detector`` (the best detector on its features), and
+    every other model with an OOD score of its own (its headline score). Temperature-scaled
+    models are left out: they rescale their base model's max softmax."""
+    calibrated = results.get("calibrated", {})
+    entries = {}
+    for model, s in summary.items():
+        if model in calibrated:
+            continue
+        headline = headline_score(model, s, sets)
+        if headline is not None:
+            entries[model] = headline
+        detector = best_detector(s, sets) if model == "ce" else None
+        if detector is not None:
+            entries["ce + detector"] = detector
+    return entries
 
 
 def unavailable_rows(specs, runs: list, failures: list) -> dict:

@@ -1,16 +1,93 @@
 """Timing in rounds: every contender once per round, in a rotating order, and ratios taken
 round by round, so that the slow drift of a shared machine cancels (``bench``'s clock).
+
+What the commands say about their own timings: a figure whose spread over seeds or rounds is
+wide is marked unreliable (:func:`mark_spread`), and a run during which other processes wanted
+the cores its threads needed says so (:func:`machine_load`, :func:`busy_note`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
-__all__ = ["interleaved_times", "summarize"]
+__all__ = [
+    "WIDE_SPREAD",
+    "busy_note",
+    "interleaved_times",
+    "machine_load",
+    "mark_spread",
+    "summarize",
+]
+
+#: A timing whose highest value exceeds its lowest by this factor is marked unreliable.
+WIDE_SPREAD = 1.5
+
+
+def mark_spread(text: str, low: float | None, high: float | None) -> str:
+    """``text`` with ``" (unreliable)"`` when ``high > WIDE_SPREAD * low`` (positive values).
+
+    Examples
+    --------
+    >>> mark_spread("6.85 [0.10, 10.05]", 0.10, 10.05), mark_spread("2.00 [1.9, 2.1]", 1.9, 2.1)
+    ('6.85 [0.10, 10.05] (unreliable)', '2.00 [1.9, 2.1]')
+    """
+    if low is None or high is None or low <= 0 or high <= WIDE_SPREAD * low:
+        return text
+    return f"{text} (unreliable)"
+
+
+def machine_load() -> dict:
+    """The machine's CPUs and its 1-minute load average now (``None`` where the OS has none).
+
+    Returns
+    -------
+    dict
+        ``{"cpus": int, "load": float or None}``.
+    """
+    try:
+        load = float(os.getloadavg()[0])
+    except (AttributeError, OSError):  # not on Windows
+        load = None
+    return {"cpus": os.cpu_count() or 1, "load": load}
+
+
+def busy_note(start: dict, end: dict, threads: int) -> str | None:
+    """A sentence saying the machine was busy during a run, or None when it was not (or unknown).
+
+    The others' load is the 1-minute load average at the start, or at the end less the run's
+    own ``threads``; the machine was busy when that load and the run's threads need more
+    cores than it has: the timings then measure the contention too.
+
+    Parameters
+    ----------
+    start, end : dict
+        :func:`machine_load` at the start and the end of the run.
+    threads : int
+        The intra-op threads the run used.
+
+    Examples
+    --------
+    >>> busy_note({"cpus": 2, "load": 0.1}, {"cpus": 2, "load": 1.1}, threads=1) is None
+    True
+    >>> note = busy_note({"cpus": 2, "load": 2.3}, {"cpus": 2, "load": 3.4}, threads=1)
+    >>> print(note[:80])
+    The machine was busy: load average 2.3 at the start and 3.4 at the end on 2 CPUs
+    """
+    if start["load"] is None or end["load"] is None:
+        return None
+    others = max(start["load"], end["load"] - threads)
+    if others + threads <= start["cpus"] + 0.5:
+        return None
+    return (
+        f"The machine was busy: load average {start['load']:.1f} at the start and "
+        f"{end['load']:.1f} at the end on {start['cpus']} CPUs, with {threads} thread(s) of "
+        "this run; the times and cost ratios include waiting for the CPU."
+    )
 
 
 def interleaved_times(

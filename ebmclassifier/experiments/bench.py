@@ -27,8 +27,11 @@ of :mod:`ebmclassifier.losses`, with the library's SGLD and replay buffer
 (:mod:`ebmclassifier.sampling`), on the network ``NGEBMClassifier`` builds for the data.
 
 When CUDA is present (or ``device="cuda"``), the step benchmark also runs on the GPU, with
-variants of the CE and finite-difference steps under bf16 autocast and with ``torch.compile``
-(never the exact mode: its double backward goes through neither).
+variants under bf16 autocast (every method) and ``torch.compile`` (the first-order ones: no
+double backward through compiled code), and the estimators themselves train the default
+ConvNet on 3x32x32 images in each precision and compiled, against the library's own step on
+the same network (:func:`bench_estimators`; ``benchmarks/gpu_check.py`` runs it on WRN-28-10).
+``--gpu-only`` leaves out the CPU sections.
 """
 
 from __future__ import annotations
@@ -46,12 +49,20 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import Command, DeviceName, Option, OutputPath
+from ._command import THREADS, Command, DeviceName, Option, OutputPath
+from ._estimator_steps import bench_estimators
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
-from ._timing import compare_times, interleaved_times, summarize
+from ._timing import (
+    busy_note,
+    compare_times,
+    interleaved_times,
+    machine_load,
+    mark_spread,
+    summarize,
+)
 
-__all__ = ["interleaved_times", "summarize", "run_bench", "format_bench"]
+__all__ = ["bench_estimators", "format_bench", "interleaved_times", "run_bench", "summarize"]
 
 
 # ---------------------------------------------------------------------- fit vs hand loop
@@ -196,7 +207,9 @@ def bench_inference(rounds: int, warmup: int = 1, copies: int = 5) -> dict:
 # ---------------------------------------------------------------------- the whole run
 
 
-def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) -> dict:
+def run_bench(
+    quick: bool = False, device: str = "auto", memory: bool = True, gpu_only: bool = False
+) -> dict:
     """Run the whole benchmark and return its figures as a JSON-ready dict.
 
     Parameters
@@ -209,13 +222,17 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
     memory : bool, default=True
         Measure the peak memory of inference (a fresh Python process per measurement: about
         ten seconds with ``quick``, a minute or two without).
+    gpu_only : bool, default=False
+        Leave out the CPU sections (``steps``, ``fit``, ``inference`` and ``memory`` are then
+        ``None``).
 
     Returns
     -------
     dict
         ``meta``, ``steps`` (CPU), ``fit``, ``inference``, ``memory`` (peak memory of
         inference over the input's size; ``None`` without ``memory``) and ``gpu`` (``None``
-        without CUDA).
+        without CUDA: the step benchmark with its variants, and ``estimators``, see
+        :func:`bench_estimators`).
 
     Examples
     --------
@@ -228,7 +245,34 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
     True
     """
     resolved = resolve_device(device)
-    started = time.perf_counter()
+    started, load_start = time.perf_counter(), machine_load()
+    cpu = dict.fromkeys(("steps", "fit", "inference", "memory"))
+    if not gpu_only:
+        cpu = _cpu_sections(quick, memory)
+    gpu = None
+    if resolved.type == "cuda":
+        gpu = {
+            "device_name": torch.cuda.get_device_name(resolved),
+            "steps": bench_steps(resolved, rounds=3 if quick else 30, warmup=3, variants=True),
+            "estimators": bench_estimators(resolved, steps=5 if quick else 30),
+        }
+    meta = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "machine": platform.platform(),
+        "device": str(resolved),
+        "quick": quick,
+        "batch_size": BATCH,
+        "sgld": "ebmclassifier.sampling.sgld",
+        "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
+        "seconds": time.perf_counter() - started,
+        "load": {"start": load_start, "end": machine_load()},
+    }
+    return {"meta": meta, **cpu, "gpu": gpu}
+
+
+def _cpu_sections(quick: bool, memory: bool) -> dict:
+    """The steps, the fit, inference and its memory, on the CPU."""
     if quick:
         settings = {k: STEP_SETTINGS[k] for k in ("mlp_64", "conv_1x8x8")}
         steps = bench_steps(torch.device("cpu"), rounds=2, warmup=1, settings=settings)
@@ -244,41 +288,32 @@ def run_bench(quick: bool = False, device: str = "auto", memory: bool = True) ->
         fit = bench_fit(rounds=10, warmup=1, epochs=2)
         inference = bench_inference(rounds=5, warmup=1)
         sizes = (1_000_000, ("float32", "float64"), ("predict_proba", "energy", "approx_mass"))
-    memory_section = bench_memory(*sizes) if memory else None
-    gpu = None
-    if resolved.type == "cuda":
-        gpu = {
-            "device_name": torch.cuda.get_device_name(resolved),
-            "steps": bench_steps(resolved, rounds=3 if quick else 30, warmup=3, variants=True),
-        }
-    meta = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "machine": platform.platform(),
-        "device": str(resolved),
-        "quick": quick,
-        "batch_size": BATCH,
-        "sgld": "ebmclassifier.sampling.sgld",
-        "clock": "cpu (process time) on the CPU, wall (after synchronize) on CUDA",
-        "seconds": time.perf_counter() - started,
-    }
     return {
-        "meta": meta, "steps": steps, "fit": fit, "inference": inference,
-        "memory": memory_section, "gpu": gpu,
-    }  # fmt: skip
+        "steps": steps,
+        "fit": fit,
+        "inference": inference,
+        "memory": bench_memory(*sizes) if memory else None,
+    }
+
+
+def _ratio(m: dict) -> str:
+    """A ratio of :func:`summarize` (or of a step's headline clock), marked unreliable when its
+    rounds spread widely (10th to 90th percentile)."""
+    m = m[m["clock"]] if "clock" in m else m
+    return mark_spread(f"{m['ratio']:.2f}x", m["ratio_p10"], m["ratio_p90"])
 
 
 def _step_table(steps: dict) -> list[str]:
     lines = []
     for setting, row in steps.items():
         cells = ", ".join(
-            f"{name} {m['ratio']:.2f}x"
+            f"{name} {_ratio(m)}"
             for name, m in row.items()
             if isinstance(m, dict) and "clock" in m and name != "ce"
         )
         lines.append(f"  {setting:<13} CE {row['ce']['median_ms']:8.2f} ms | {cells}")
         lines.append(
-            f"  {'':<13} JEM / NG-EBM fd {row['jem_vs_ngebm_fd']['ratio']:.2f}x; fd floor "
+            f"  {'':<13} JEM / NG-EBM fd {_ratio(row['jem_vs_ngebm_fd'])}; fd floor "
             f"{row['fd_floor']:.2f}x" + "".join(f"; {k} failed" for k in row["errors"])
         )
         for dtype, cosines in row["fd_cosine_to_exact"].items():
@@ -320,9 +355,11 @@ def format_bench(result: dict) -> str:
 
     Examples
     --------
+    A quick run says what ran, without its meaningless times:
+
     >>> text = format_bench(run_bench(quick=True, device="cpu", memory=False))
-    >>> print(text.splitlines()[1])
-    Training step, ratio to the CE step (median over interleaved rounds, CPU time):
+    >>> print(text.splitlines()[1][:50])
+    Quick run: every part ran; its one or two rounds t
     >>> text.splitlines()[-1]
     'GPU: no CUDA device, section skipped.'
     """
@@ -330,22 +367,11 @@ def format_bench(result: dict) -> str:
     lines = [
         f"torch {meta['torch']}, {meta['threads']} thread(s), {meta['machine']}; "
         f"{meta['seconds']:.0f} s; JEM sampler: {meta['sgld']}",
-        "Training step, ratio to the CE step (median over interleaved rounds, CPU time):",
-        *_step_table(result["steps"]),
-        "fit vs a hand-written loop, NG-EBM on digits (seconds per epoch, CPU time):",
     ]
-    for mode, row in result["fit"].items():
-        lines.append(
-            f"  {mode:<18} fit {row['fit']['median_ms'] / 1e3:.3f} s, hand loop "
-            f"{row['hand_loop']['median_ms'] / 1e3:.3f} s -> {row['fit']['ratio']:.3f}x "
-            f"(weights differ by {row['max_abs_weight_difference']:.1e})"
-        )
-    lines.append("Inference throughput against plain batched torch (samples/s):")
-    for method, row in result["inference"].items():
-        lines.append(
-            f"  {method:<14} estimator {row['estimator_samples_per_s']:10.0f}, plain "
-            f"{row['plain_samples_per_s']:10.0f} -> {row['estimator']['ratio']:.3f}x the time"
-        )
+    if meta["quick"] and result["steps"] is not None:
+        return "\n".join(lines + _quick_summary(result))
+    if result["steps"] is not None:
+        lines += _cpu_lines(result)
     if result["memory"] is not None:
         lines += _memory_table(result["memory"])
     if result["gpu"] is not None:
@@ -353,13 +379,74 @@ def format_bench(result: dict) -> str:
             f"GPU ({result['gpu']['device_name']}), ratio to the float32 CE step (wall clock):"
         )
         lines += _step_table(result["gpu"]["steps"])
+        lines += _estimator_table(result["gpu"]["estimators"])
     else:
         lines.append("GPU: no CUDA device, section skipped.")
-    return "\n".join(lines)
+    note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
+    return "\n".join(lines + ([note] if note else []))
+
+
+def _cpu_lines(result: dict) -> list[str]:
+    lines = [
+        "Training step, ratio to the CE step (median over interleaved rounds, CPU time):",
+        *_step_table(result["steps"]),
+        "fit vs a hand-written loop, NG-EBM on digits (seconds per epoch, CPU time):",
+    ]
+    for mode, row in result["fit"].items():
+        lines.append(
+            f"  {mode:<18} fit {row['fit']['median_ms'] / 1e3:.3f} s, hand loop "
+            f"{row['hand_loop']['median_ms'] / 1e3:.3f} s -> {_ratio(row['fit'])} "
+            f"(weights differ by {row['max_abs_weight_difference']:.1e})"
+        )
+    lines.append("Inference throughput against plain batched torch (samples/s):")
+    for method, row in result["inference"].items():
+        lines.append(
+            f"  {method:<14} estimator {row['estimator_samples_per_s']:10.0f}, plain "
+            f"{row['plain_samples_per_s']:10.0f} -> {_ratio(row['estimator'])} the time"
+        )
+    return lines
+
+
+def _estimator_table(section: dict) -> list[str]:
+    lines = [
+        f"Estimators on {section['network']} {tuple(section['image'])}, batches of "
+        f"{section['batch_size']} (ms per step; fit over the library's own step):"
+    ]
+    for name, row in section["rows"].items():
+        wrapper = f", fit / own step {row['wrapper_ratio']:.3f}" if "wrapper_ratio" in row else ""
+        lines.append(
+            f"  {name:<24} {row['step_ms']:8.2f} ms, {row.get('ratio_to_ce_float32', 0):.2f}x "
+            f"float32 CE, {row.get('ratio_to_ce', 0):.2f}x its CE{wrapper}"
+        )
+    lines += [f"  {name}: {why[:120]}" for name, why in section["errors"].items()]
+    return lines
+
+
+def _quick_summary(result: dict) -> list[str]:
+    """What a quick run checked, without its times: two rounds measure nothing."""
+    ran = {
+        setting: ", ".join(k for k, m in row.items() if isinstance(m, dict) and "clock" in m)
+        for setting, row in result["steps"].items()
+    }
+    lines = [
+        "Quick run: every part ran; its one or two rounds time nothing, so no time or ratio "
+        "is printed (the JSON keeps them). Run without --quick to measure (a few minutes).",
+        "Training steps ran: " + "; ".join(f"{k} ({v})" for k, v in ran.items()),
+    ]
+    for mode, row in result["fit"].items():
+        lines.append(
+            f"fit vs a hand-written loop, {mode}: the weights differ by "
+            f"{row['max_abs_weight_difference']:.1e}"
+        )
+    lines.append("Inference ran: " + ", ".join(result["inference"]))
+    if result["memory"] is not None:
+        lines += _memory_table(result["memory"])
+    lines.append("GPU: no CUDA device, section skipped." if result["gpu"] is None else "GPU: ran.")
+    return lines
 
 
 def _run_command(args) -> int:
-    result = run_bench(quick=args.quick, device=args.device)
+    result = run_bench(quick=args.quick, device=args.device, gpu_only=args.gpu_only)
     print(format_bench(result))
     if args.json:
         write_file(args.json, json.dumps(result, indent=2))
@@ -373,7 +460,7 @@ COMMAND = Command(
         "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
         "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
         "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
-        "when CUDA is present. On a shared machine run it with OMP_NUM_THREADS=1."
+        "when CUDA is present. It runs on one intra-op thread unless --threads says otherwise."
     ),
     options=(
         Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
@@ -387,6 +474,12 @@ COMMAND = Command(
             "'auto' adds the GPU section when CUDA is present (default: auto)",
             {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
         ),
+        Option(
+            "--gpu-only",
+            "the GPU section alone, without the CPU sections",
+            {"action": "store_true"},
+        ),
+        THREADS,
     ),
     run=_run_command,
 )

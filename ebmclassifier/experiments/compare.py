@@ -37,13 +37,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from sklearn.model_selection import train_test_split
 
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..recipes import paper_callbacks
-from ._command import CommaList, Command, CommandError, DeviceName, Number, Option, OutputPath
+from ._command import (
+    THREADS,
+    CommaList,
+    Command,
+    CommandError,
+    DeviceName,
+    Number,
+    Option,
+    OutputPath,
+)
 from ._measure import OOD_TPR, EpochBar, Split, measure
+from ._overview import terminal_text
 from ._setup import (
     data_summary,
     load_setup,
@@ -52,6 +63,7 @@ from ._setup import (
     resolve_defaults,
 )
 from ._tables import unavailable_rows
+from ._timing import machine_load
 from .models import ModelSpec, build_detector, default_models, network_params
 from .report import write_report, write_reports
 from .standardize import Standardizer
@@ -333,7 +345,9 @@ def _run_all(configs: Sequence[CompareConfig], registry=None, log: Callable = pr
 
 
 def _execute(config, specs, skipped, setup, registry, log) -> dict:
+    load = {"start": machine_load()}
     runs, failures, (n_fit, n_calibration) = _run_seeds(config, registry, specs, setup, log)
+    load.update(end=machine_load(), threads=torch.get_num_threads())
     _add_relative_cost(runs)
     return {
         "config": {k: v for k, v in vars(config).items() if k != "extra_params"},
@@ -350,6 +364,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "epsilons": [float(e) for e in setup.epsilons],
         "protocol": setup.protocol,
         "augmentation": setup.augmentation,
+        "machine_load": load,
         "runs": runs,
     }
 
@@ -366,7 +381,8 @@ def _add_relative_cost(runs: list) -> None:
 
 
 def _run_command(args) -> int:
-    """Run the comparison the parsed options describe, write the report, print the tables.
+    """Run the comparison the parsed options describe, write the report, print its summary
+    (the README's table and the verdicts that matter; report.md holds every table).
 
     A fit that fails does not stop the others; the report covers those that succeeded (a data
     set none of whose fits succeeded is left out of it), and the command then fails
@@ -379,16 +395,7 @@ def _run_command(args) -> int:
     if not reported:
         raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
     printed = write_reports(reported, args.out, command=COMMAND.command_line(args))
-    for results, tabs in zip(reported, printed, strict=True):
-        if len(reported) > 1:
-            print(f"## {results['data']['name']}", end="\n\n")
-        for key in ("main", "ood_auroc", "ood_decisions", "robust"):
-            print(tabs[key], end="\n\n")
-        for line in tabs["verdicts"]:
-            print("-", line)
-        print()
-    n_figures = sum(len(tabs["figures"]) for tabs in printed)
-    print(f"Report: {Path(args.out) / 'report.md'}, results.json and {n_figures} figures.")
+    print(terminal_text(reported, printed, args.out))
     if failures:
         empty = [results["data"]["name"] for results in all_results if not results["runs"]]
         lost = f"no fit on {', '.join(empty)} succeeded, the report leaves out that data; "
@@ -417,6 +424,13 @@ def _check_options(args) -> None:
     _check_configs(configs)
 
 
+def _auto_threads(args) -> int | None:
+    """``--threads auto``: one thread for the built-in data sets on the default or MLP networks;
+    torch's setting otherwise, each fit choosing by its network's size (``Command``)."""
+    small = set(args.data) <= {"digits", "mnist1d"} and args.protocol is None
+    return 1 if small and (args.network or "default") in ("default", "mlp") else None
+
+
 def _list_failures(failures: list) -> str:
     return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
 
@@ -436,8 +450,9 @@ COMMAND = Command(
     description=(
         "Train each model for each seed and compare accuracy, calibration, selective "
         "classification (AURC), OOD detection and decisions, robustness to PGD and training "
-        "cost. Writes report.md, results.json and PNG figures into --out and prints the tables "
-        "(median [min, max] over seeds)."
+        "cost. Prints a summary table (medians over seeds) and the verdicts that matter; "
+        "writes report.md (every table as median [min, max] over seeds, every verdict, the "
+        "figures with captions), results.json and the PNG figures into --out."
     ),
     options=(
         _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
@@ -500,7 +515,9 @@ COMMAND = Command(
                 action="store_false", dest="standardize"),
         _option("--no-progress", "hide the progress bars", "progress", "never",
                 action="store_false", dest="progress"),
+        THREADS,
     ),
     run=_run_command,
     check=_check_options,
+    auto_threads=_auto_threads,
 )  # fmt: skip

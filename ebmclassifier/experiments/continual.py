@@ -34,7 +34,7 @@ from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
 from ..nn import LabelConditionedMLP
 from ..plotting import plot_accuracy_matrices, plot_task_curves
-from ._command import CommaList, Command, DeviceName, Number, Option, OutputPath
+from ._command import THREADS, CommaList, Command, DeviceName, Number, Option, OutputPath
 from .report import save_report
 from .standardize import _standardized_digits
 
@@ -529,6 +529,7 @@ COMMAND = Command(
             {"type": OutputPath(folder=True), "default": "continual"},
         ),
         Option("--quiet", "no progress bar", {"action": "store_true"}),
+        THREADS,
     ),
     run=_run_command,
     check=_check,

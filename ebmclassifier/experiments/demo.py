@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from ..energy import OOD_METHODS
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
-from ._command import Command, Number, Option
+from ._command import THREADS, Command, Number, Option
 from .standardize import _standardized_digits
 
 __all__ = ["digits_with_noise", "format_demo", "run_demo"]
@@ -163,6 +163,7 @@ COMMAND = Command(
         Option("--seeds", "number of seeds (default: 3)", {"type": Number(int, 1), "default": 3}),
         Option("--epochs", "epochs per fit (default: 50)", {"type": Number(int, 1), "default": 50}),
         Option("--quiet", "no progress bar", {"action": "store_true"}),
+        THREADS,
     ),
     run=_run_command,
 )

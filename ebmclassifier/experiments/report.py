@@ -22,7 +22,9 @@ from ..plotting import (
     plot_reliability_diagram,
     plot_risk_coverage,
 )
-from ._tables import _NORMS, _fmt, summarise, tables, verdicts
+from ._overview import overview_table
+from ._tables import _NORMS, _fmt, far_sets, headline_score, summarise, tables
+from ._verdicts import CLEAR_GAP, key_verdicts, verdicts
 
 __all__ = ["save_report", "write_report"]
 
@@ -72,46 +74,97 @@ def save_report(out, markdown: str, payload: dict) -> None:
     write_file(out / "results.json", text)
 
 
-def write_figures(results: dict, out: Path) -> list[str]:
-    """Write the figures: reliability, OOD histograms and robustness, one PNG each per model.
+#: Per kind of figure (the file name's start): the heading and how to read it, in report.md.
+FIGURE_GUIDES = {
+    "reliability": (
+        "Reliability diagrams (seed 0)",
+        "Top: the test samples binned by the model's confidence in its top label (equal-width "
+        "bins); each bar is the accuracy in its bin, in the model's colour, and the dashed "
+        "diagonal is perfect calibration. The hatched part between a bar's top and the bin's "
+        "mean confidence is the bin's calibration gap: above the bar the model is "
+        "over-confident there (it claims more than it gets right), inside the bar "
+        "under-confident. The ECE in the title is the gaps' average weighted by the samples "
+        "per bin, counted in the lower panel; a hatched grey bin holds no sample.",
+    ),
+    "ood": (
+        "OOD score histograms (seed 0)",
+        "Each model's headline OOD score, the one the summary table and the verdicts judge it "
+        "by (CE's energy, the standard baseline; for every other model its own score with the "
+        "best AUROC on its worst far-OOD set, medians over seeds), on the test split (filled, "
+        "in the model's colour) and on each OOD set (outlines, the same set drawn alike in "
+        "every histogram). Higher means more OOD, so a good score puts every outline right of "
+        "the filled histogram; an outline to its left is a set the score takes for more "
+        "in-distribution than the test data (AUROC below 0.5). Each bar is a share of its "
+        "set's samples; a positive score spanning decades is drawn on a log axis. The "
+        "legend's AUROC is seed 0's, the tables give the median over seeds.",
+    ),
+    "risk": (
+        "Selective classification (seed 0)",
+        "Each model's selective risk (the error rate among the test samples it answers) "
+        "against its coverage (the share it answers), answering its most confident samples "
+        "first (confidence: max softmax). Lower is better; the right end is the plain error "
+        "rate, and the area under each curve (AURC) is in the legend. The left end rests on a "
+        "handful of samples and is noisy.",
+    ),
+    "robustness": (
+        "Robustness (every seed)",
+        "Accuracy under PGD against the attack radius, every model with a network of its own "
+        "(a temperature-scaled model has its base model's predictions): the line is the "
+        "median over seeds, the band spans their [min, max]. Higher and flatter is more "
+        "robust; radius 0 is the clean accuracy on the attacked samples.",
+    ),
+}
 
-    ``reliability_<model>.png`` and ``ood_<model>.png`` show the first seed, and so does
-    ``risk_coverage.png`` (every model's risk-coverage curve, confidence max softmax);
-    ``robustness_<model>.png`` every seed (median and [min, max] band), and
-    ``robustness.png`` all models' curves together.
+
+def write_figures(results: dict, summary: dict, out: Path) -> dict[str, str]:
+    """Write the figures of one data set, in every one each model in its colour and marker
+    (:func:`~ebmclassifier.plotting.model_style`).
+
+    ``reliability_<model>.png`` (every model) and ``ood_<model>.png`` (every model with OOD
+    scores of its own, its headline score, :func:`~._tables.headline_score`) show the first
+    seed, and so does ``risk_coverage.png`` (every model's risk-coverage curve, confidence
+    max softmax); ``robustness.png`` every model's accuracy under attack over every seed
+    (median and [min, max] band).
 
     Parameters
     ----------
     results : dict
         From :func:`~ebmclassifier.experiments.compare.run_comparison` (the first seed's runs
         carry the arrays the figures need).
+    summary : dict
+        Its :func:`~._tables.summarise`.
     out : pathlib.Path
         An existing folder.
 
     Returns
     -------
-    names : list of str
-        The files written.
+    captions : dict of str to str
+        ``{file name: caption}`` in the order of the report; each kind's reading guide is
+        :data:`FIGURE_GUIDES`.
     """
-    written = []
-    for run in results["runs"]:
-        fig_data = run.get("_figure_data")
-        if fig_data is None:
-            continue
-        model = run["model"]
-        path = out / f"reliability_{model}.png"
+    first_seed = {r["model"]: r["_figure_data"] for r in results["runs"] if "_figure_data" in r}
+    captions = {}
+    for model, fig_data in first_seed.items():
+        name = f"reliability_{model}.png"
         plot_reliability_diagram(
             fig_data["y_test"], fig_data["proba"], results["config"]["n_bins"],
-            classes=fig_data["classes"], title=f"{model}, seed 0", path=path,
+            classes=fig_data["classes"], title=f"{model}, seed 0", model=model, path=out / name,
         )  # fmt: skip
-        written.append(path.name)
-        path = out / f"ood_{model}.png"
-        plot_ood_histograms(
-            fig_data["scores_in"], fig_data["scores_out"], score_name=fig_data["score"],
-            title=f"{model}, seed 0", path=path,
-        )  # fmt: skip
-        written.append(path.name)
-    first_seed = {r["model"]: r["_figure_data"] for r in results["runs"] if "_figure_data" in r}
+        ece = _fmt(summary[model]["scalars"].get("ece"))
+        captions[name] = f"`{model}`; its ECE over seeds: {ece}."
+    sets = far_sets(results)
+    for model, fig_data in first_seed.items():
+        headline = headline_score(model, summary[model], sets)
+        if model in results.get("calibrated", {}) or headline is None:
+            continue  # a temperature-scaled model rescales its base model's max softmax
+        score, worst = headline
+        name = f"ood_{model}.png"
+        plot_ood_histograms(*fig_data["scores"][score], score_name=score,
+                            title=f"{model} / {score}, seed 0", model=model,
+                            path=out / name)  # fmt: skip
+        captions[name] = (
+            f"`{model} / {score}`; its AUROC on the worst far-OOD set over seeds: {_fmt(worst)}."
+        )
     if first_seed:
         fig_data = next(iter(first_seed.values()))
         plot_risk_coverage(
@@ -119,25 +172,43 @@ def write_figures(results: dict, out: Path) -> list[str]:
             classes=fig_data["classes"], title=f"{results['data']['name']}, seed 0",
             path=out / "risk_coverage.png",
         )  # fmt: skip
-        written.append("risk_coverage.png")
-    curves = {}
-    for model in results["models"]:
-        runs = [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
-        if runs and runs[0] is not None:
-            curves[model] = runs
-    attack = f"PGD ({results['config']['attack_steps']} steps) on {results['data']['name']}"
-    # one figure per model (its seeds: median and [min, max] band), then all of them together
-    panels = {f"robustness_{model}.png": {model: runs} for model, runs in curves.items()}
-    if len(curves) > 1:
-        panels["robustness.png"] = curves
-    for name, panel in panels.items():
-        title = f"{next(iter(panel))}, {attack}" if len(panel) == 1 else attack
+        captions["risk_coverage.png"] = "every model; the AURC table gives each over seeds."
+    curves = {
+        model: [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
+        for model in results["models"]
+        if any(r["model"] == model and r["robust_accuracy"] for r in results["runs"])
+    }
+    if curves:
+        cfg = results["config"]
         plot_accuracy_vs_epsilon(
-            results["epsilons"], panel, norm=results["config"]["norm"], title=title,
-            path=out / name,
+            results["epsilons"], curves, norm=cfg["norm"],
+            title=f"PGD ({cfg['attack_steps']} steps) on {results['data']['name']}",
+            path=out / "robustness.png",
         )  # fmt: skip
-        written.append(name)
-    return written
+        captions["robustness.png"] = (
+            f"{_NORMS[cfg['norm']]} PGD, {cfg['attack_steps']} steps with a random start, on "
+            f"{results['data']['n_attacked']} test samples, radii in the data's own units."
+        )
+    return captions
+
+
+def _figures_section(captions: dict) -> list[str]:
+    """The figures, grouped by kind, each kind with how to read it, each figure its caption."""
+    lines = [
+        "## Figures",
+        "",
+        "Each model has one colour and marker in every figure (the legends of "
+        "`risk_coverage.png` and `robustness.png` are the key).",
+        "",
+    ]
+    for kind, (heading, guide) in FIGURE_GUIDES.items():
+        names = [name for name in captions if name.startswith(kind)]
+        if not names:
+            continue
+        lines += [f"### {heading}", "", guide, ""]
+        for name in names:
+            lines += [f"![{name}]({name})", "", f"*`{name}`*: {captions[name]}", ""]
+    return lines
 
 
 def _network_text(network) -> str:
@@ -167,7 +238,10 @@ def write_report(results: dict, out, command: str = "") -> dict:
     Returns
     -------
     printed : dict
-        The tables (see :func:`tables`), ``verdicts`` and ``figures`` (file names).
+        The tables (see :func:`tables`) and ``overview`` (the README's summary table, this
+        data set's column), ``summary`` (:func:`summarise`), ``verdicts`` (every one of
+        report.md), ``key_verdicts`` (those the command prints) and ``figures`` (``{file
+        name: caption}``).
 
     Examples
     --------
@@ -183,7 +257,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
     ...     files = sorted(path.name for path in Path(out).iterdir())
     >>> files
     ['ood_ce.png', 'reliability_ce.png', 'report.md', 'results.json', 'risk_coverage.png',
-     'robustness_ce.png']
+     'robustness.png']
     >>> print(printed["main"].splitlines()[0])
     | model | accuracy | ECE | NLL | AURC | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
     """
@@ -197,28 +271,37 @@ def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, di
     summary = summarise(results)
     printed = {
         **tables(results, summary),
+        "overview": overview_table([results], [summary]),
+        "summary": summary,
         "verdicts": verdicts(results, summary),
-        "figures": write_figures(results, out),
+        "key_verdicts": key_verdicts(results, summary),
+        "figures": write_figures(results, summary, out),
     }
     env = _environment()
-    md = [
-        *_header(results, env, command),
-        *_summary_section(results, summary, printed),
-        *_detail_sections(results, printed),
-    ]
-    text = "\n".join(md)
+    text = "\n".join(_report_lines(results, printed, env, command))
     payload = _jsonable({**results, "summary": summary, "environment": env, "command": command})
     save_report(out, text, payload)
     return printed, text, payload
+
+
+def _report_lines(results, printed, env, command, overview: bool = True) -> list[str]:
+    """report.md of one data set; ``overview``: with its summary table (left out of a section
+    of the combined report, whose summary table holds every data set)."""
+    return [
+        *_header(results, env, command),
+        *_summary_section(results, printed["summary"], printed, overview),
+        *_detail_sections(results, printed),
+    ]
 
 
 def write_reports(all_results: list, out, command: str = "") -> list[dict]:
     """:func:`write_report` for the results of one or several data sets.
 
     One data set: exactly :func:`write_report` into ``out``. Several: each data set's full
-    report in ``out/<data set>/``, and in ``out`` a ``report.md`` with one section per data
-    set (its figures linked from its folder) and a ``results.json`` holding every data set's
-    results under ``"datasets"``, keyed by name.
+    report in ``out/<data set>/``, and in ``out`` a ``report.md`` with the summary table of
+    every data set (one column each) and one section per data set (its figures linked from
+    its folder), and a ``results.json`` holding every data set's results under
+    ``"datasets"``, keyed by name.
 
     Parameters
     ----------
@@ -236,6 +319,7 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
     if len(all_results) == 1:
         return [write_report(all_results[0], out, command)]
     names = [results["data"]["name"] for results in all_results]
+    results_of = dict(zip(names, all_results, strict=True))
     written = [
         _write_report(r, out / name, command) for r, name in zip(all_results, names, strict=True)
     ]
@@ -247,12 +331,19 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
         "One section per data set, each also in its own folder with its figures and "
         "results.json: " + ", ".join(f"[{name}]({name}/report.md)" for name in names) + ".",
         "",
+        "## Summary of every data set",
+        "",
+        overview_table(all_results, [printed["summary"] for printed, _, _ in written]),
+        "",
+        _OVERVIEW_NOTE,
+        "",
     ]
-    for name, (_, text, _) in zip(names, written, strict=True):
+    for name, (printed, _, payload) in zip(names, written, strict=True):
         # each data set's report one heading level down, its figures linked from its folder
-        section = [f"#{line}" if line.startswith("#") else line for line in text.splitlines()]
+        text = _report_lines(results_of[name], printed, payload["environment"], "", False)
+        section = [f"#{line}" if line.startswith("#") else line for line in text]
         md += [line.replace("](", f"]({name}/") if line.startswith("![") else line
-               for line in section if not line.startswith("Command: ")]  # fmt: skip
+               for line in section]  # fmt: skip
     datasets = {name: payload for name, (_, _, payload) in zip(names, written, strict=True)}
     payload = {"command": command, "environment": _environment(), "datasets": datasets}
     save_report(out, "\n".join(md), payload)
@@ -304,8 +395,7 @@ def _header(results: dict, env: dict, command: str) -> list[str]:
     return [
         f"# ebmclassifier compare: {data['name']}",
         "",
-        f"Command: `{command}`" if command else "",
-        "",
+        *([f"Command: `{command}`", ""] if command else []),
         f"Data: {data['n_train']} training, {data['n_calibration']} held-out calibration and "
         f"{data['n_test']} test samples of shape {tuple(data['input_shape'])}, input range "
         f"[{data['input_range'][0]:.3g}, {data['input_range'][1]:.3g}]. "
@@ -362,10 +452,26 @@ def _ood_sets_text(data: dict) -> str:
     return text + "; ".join(sources) + ". "
 
 
-def _summary_section(results: dict, summary: dict, printed: dict) -> list[str]:
-    """The main table, the temperatures, the divergences and the verdicts."""
+#: How to read the summary table, under it in report.md.
+_OVERVIEW_NOTE = (
+    "Medians over seeds, `a / b / c` in the order of the row's label. The OOD rows judge each "
+    "contender on its worst set, with one score: `ce`'s energy (the standard energy-based "
+    "detector), the best post-hoc detector on `ce`'s features (named) and every other "
+    "model's own score with the best worst-set AUROC (named in the verdicts, drawn in the "
+    "OOD histograms); temperature-scaled models rescale their base model's max softmax and "
+    f"are left out. A verdict calls a gap clear only when the seed ranges do not overlap and "
+    f"the medians differ by at least {CLEAR_GAP:g}."
+)
+
+
+def _summary_section(results: dict, summary: dict, printed: dict, overview: bool) -> list[str]:
+    """The summary table, the main table, the temperatures, the divergences, the verdicts."""
     return [
         "## Summary",
+        "",
+        *([printed["overview"], "", _OVERVIEW_NOTE, ""] if overview else []),
+        "Every model's accuracy, calibration, AURC, robustness and cost, median [min, max] "
+        "over seeds:",
         "",
         printed["main"],
         "",
@@ -462,8 +568,5 @@ def _detail_sections(results: dict, printed: dict) -> list[str]:
         "",
         printed["robust"],
         "",
-        "## Figures",
-        "",
-        *[f"![{name}]({name})" for name in printed["figures"]],
-        "",
+        *_figures_section(printed["figures"]),
     ]

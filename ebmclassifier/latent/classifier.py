@@ -9,7 +9,8 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
 
-from .._base import EBMClassifierBase
+from .._base import PARAMETER_DOCS, EBMClassifierBase
+from .._docstrings import fill_docstring
 from .._parameters import ParamChecker
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
@@ -26,6 +27,7 @@ def _nan_unless_finite(loss: torch.Tensor, scores: torch.Tensor) -> torch.Tensor
     return torch.where(torch.isfinite(scores).all(), loss, torch.full_like(loss, torch.nan))
 
 
+@fill_docstring(PARAMETER_DOCS)
 class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
     """Classifier ``y = g(x, z)`` with a discrete latent ``z`` chosen by an encoder ``s = f(x)``.
 
@@ -96,12 +98,14 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         The default method of :meth:`score_ood` and :meth:`score_samples`. ``"approx_mass"``
         (the norm of the energy's input gradient) needs continuous input: it is refused for
         ``structure="dependency_tree"``, whose token ids have no gradient.
-    lr, max_epochs, batch_size, optimizer, train_split, callbacks, device, random_state, \
-verbose, **kwargs
-        Shared by all estimators; see :class:`~ebmclassifier._base.EBMClassifierBase`.
-        ``module`` must stay None and ``module__*`` parameters are refused (the network is
-        built from ``encoder`` and ``decoder``), and ``criterion`` must stay the
-        cross-entropy (the surrogates need per-sample losses).
+    module : None, default=None
+        Must stay None: the network is built from ``encoder`` and ``decoder``, and
+        ``module__*`` parameters are refused.
+    criterion : torch.nn.CrossEntropyLoss, default=torch.nn.CrossEntropyLoss
+        Must stay the cross-entropy: the surrogates need per-sample losses.
+    {training}
+    {class_weight}
+    {engine}
 
     Attributes
     ----------
@@ -296,6 +300,11 @@ verbose, **kwargs
 
     # Input is checked where the base validates X, for fitting and for inference; token ids
     # are read from the user's array, not from the base's float32 copy.
+    def _compiled_modules(self) -> list[nn.Module]:
+        """``compile=True`` compiles the encoder and the decoder, which the loss calls apart;
+        the surrogate between them (MAP, projections, sampling) runs as it is."""
+        return [self.module_.encoder, self.module_.decoder]
+
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         checked = super()._validate_X(X, reset=reset)
         return self._structure().prepare_input(self, X, checked, reset)
@@ -362,7 +371,7 @@ verbose, **kwargs
             with torch.no_grad():
                 logits = model(X)
             return self.classification_loss(logits, y, sample_weight), logits
-        scores = model.encoder(X)
+        scores = model.scores(X)  # float32 for the surrogates, whatever the precision
         z = self._training_latent(model, X, y, scores, sample_weight)
         logits = model.decoder(X, z)
         loss = self.classification_loss(logits, y, sample_weight)
@@ -422,7 +431,7 @@ verbose, **kwargs
         True
         """
         check_is_fitted(self)
-        return self._map_batches(X, lambda xb: self.module_.predict_latent(xb))
+        return self._map_batches(X, self._in_precision(self.module_.predict_latent))
 
     def transform(self, X) -> np.ndarray:
         """Latent marginals ``softmax(s(x))``: usable as a feature step of a Pipeline.
@@ -452,7 +461,7 @@ verbose, **kwargs
         ((60, 3), dtype('float32'), True)
         """
         check_is_fitted(self)
-        return self._map_batches(X, lambda xb: self.module_.latent_features(xb))
+        return self._map_batches(X, self._in_precision(self.module_.latent_features))
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the columns of :meth:`transform`, for ``set_output`` and pipelines.

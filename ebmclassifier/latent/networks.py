@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .._precision import full_precision
 from .methods import polytope_latent_eval
 from .polytope import Polytope
 from .score_function import RunningMeanBaseline
@@ -101,6 +102,33 @@ class LatentModel(nn.Module):
         """
         return None
 
+    def scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The encoder's scores ``s = f(x)``, in float32 also when the encoder ran in half
+        precision (``precision="bfloat16"``): the polytope's MAP, projections and marginals
+        work on them.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, ...)
+
+        Returns
+        -------
+        Tensor of shape (B, ...)
+            The scores of the latent's parts (``(B, K)`` on the simplex).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from ebmclassifier.latent.categorical.networks import (
+        ...     BilinearDecoder, CategoricalLatentModel)
+        >>> encoder, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
+        >>> model = CategoricalLatentModel(encoder, BilinearDecoder(3, 4, 2), "spigot")
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     model.scores(x).dtype
+        torch.float32
+        """
+        return full_precision(self.encoder(x))
+
     def latent(self, x: torch.Tensor) -> torch.Tensor:
         """The deterministic latent (B, ...) fed to the decoder at prediction time.
 
@@ -134,7 +162,7 @@ class LatentModel(nn.Module):
         """
         sizes = self.sizes(x)  # before the encoder: a subclass may check x there
         return polytope_latent_eval(
-            self.polytope, self.encoder(x), sizes, self.gradient, self.temperature
+            self.polytope, self.scores(x), sizes, self.gradient, self.temperature
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -166,4 +194,4 @@ class LatentModel(nn.Module):
         """
         sizes = self.sizes(x)
         with torch.no_grad():
-            return self.polytope.marginals(self.encoder(x), sizes)
+            return self.polytope.marginals(self.scores(x), sizes)

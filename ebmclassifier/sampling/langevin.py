@@ -38,6 +38,38 @@ def _check_chain_params(n_steps, step_size, noise, **more) -> ParamChecker:
     return check
 
 
+def _update(
+    x: Tensor,
+    grad: Tensor,
+    step_size: float,
+    noise: float,
+    eps: Tensor | None,
+    grad_clip: float | Tensor | None,
+    low: Tensor | float | None,
+    high: Tensor | float | None,
+) -> Tensor:
+    """One Langevin move of ``x`` along ``-grad``, with noise ``eps`` and the box, if any."""
+    if grad_clip is not None:
+        grad = torch.clamp(grad, -grad_clip, grad_clip)
+    x = x - step_size * grad
+    if eps is not None:
+        x = x + noise * eps
+    if low is not None or high is not None:
+        x = torch.clamp(x, low, high)
+    return x
+
+
+#: ``torch.compile`` of :func:`_update` per set of compile arguments (see :func:`run_sampler`).
+_COMPILED_UPDATES: dict = {}
+
+
+def _compiled_update(compile_kwargs: dict):
+    key = tuple(sorted(compile_kwargs.items(), key=lambda item: item[0]))
+    if key not in _COMPILED_UPDATES:
+        _COMPILED_UPDATES[key] = torch.compile(_update, **compile_kwargs)
+    return _COMPILED_UPDATES[key]
+
+
 def _langevin(
     energy_fn: EnergyFn,
     x0: Tensor,
@@ -48,6 +80,7 @@ def _langevin(
     grad_clip: float | Tensor | None = None,
     low: Tensor | float | None = None,
     high: Tensor | float | None = None,
+    update=_update,
 ) -> Tensor:
     """Shared loop of both samplers; ``x0`` of shape (n, ...) -> detached samples, same shape."""
     if not isinstance(x0, Tensor) or not x0.is_floating_point():
@@ -67,14 +100,11 @@ def _langevin(
             # inputs=x leaves every parameter's .grad untouched.
             (grad,) = torch.autograd.grad(energies.sum(), x)
             x = x.detach()
-            if grad_clip is not None:
-                grad = torch.clamp(grad, -grad_clip, grad_clip)
-            x = x - step_size * grad
-            if noise > 0:
+            eps = None
+            if noise > 0:  # drawn here, so a compiled update draws the same noise
                 eps = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
-                x = x + noise * eps
-            if low is not None or high is not None:
-                x = torch.clamp(x, low, high)
+            with torch.no_grad():
+                x = update(x, grad, step_size, noise, eps, grad_clip, low, high)
     return x.detach()
 
 
@@ -186,6 +216,12 @@ def proximal_sgld(
     >>> torch.allclose(x, torch.full((3, 2), 0.5))
     True
     """
+    grad_clip, low, high = _proximal_box(x0, low, high, n_steps, step_size, grad_clip, noise)
+    return _langevin(energy_fn, x0, n_steps, step_size, noise, generator, grad_clip, low, high)
+
+
+def _proximal_box(x0, low, high, n_steps, step_size, grad_clip, noise):
+    """Check the proximal sampler's arguments; its clip and box on ``x0``'s device."""
     check = _check_chain_params(n_steps, step_size, noise, grad_clip=grad_clip)
     if isinstance(grad_clip, Tensor):
         ok = bool(torch.isfinite(grad_clip).all()) and not bool(torch.any(grad_clip < 0))
@@ -199,7 +235,7 @@ def proximal_sgld(
         high = torch.as_tensor(high, dtype=x0.dtype, device=x0.device)
     if bool(torch.any(torch.as_tensor(low) > torch.as_tensor(high))):
         raise ValueError(f"low must not exceed high. Got low={low!r}, high={high!r}.")
-    return _langevin(energy_fn, x0, n_steps, step_size, noise, generator, grad_clip, low, high)
+    return grad_clip, low, high
 
 
 def run_sampler(
@@ -214,6 +250,7 @@ def run_sampler(
     high: Tensor,
     clip_fraction: float,
     generator: torch.Generator | None = None,
+    compile_kwargs: dict | None = None,
 ) -> Tensor:
     """The sampler named by an estimator's ``sampler`` argument, with the estimators' box.
 
@@ -239,6 +276,11 @@ def run_sampler(
         The proximal sampler's gradient clip, as a fraction of each feature's range.
     generator : torch.Generator, optional
         Source of the noise.
+    compile_kwargs : dict or None, default=None
+        ``torch.compile`` arguments for the update of each step (the gradient step, the noise,
+        the clip and the box fused into one kernel, the estimators' ``compile=True``); the
+        noise is drawn as without it, so the samples are the same up to rounding. None runs
+        the update eagerly.
 
     Returns
     -------
@@ -254,16 +296,11 @@ def run_sampler(
     >>> x[0]  # one step of 0.1 times each feature's range
     tensor([0.1000, 1.0000])
     """
+    update = _update if compile_kwargs is None else _compiled_update(compile_kwargs)
+    chain = (energy_fn, x0, n_steps, step_size, noise, generator)
     if sampler == "proximal":
-        return proximal_sgld(
-            energy_fn,
-            x0,
-            low,
-            high,
-            n_steps=n_steps,
-            step_size=step_size,
-            grad_clip=clip_fraction * (high - low),
-            noise=noise,
-            generator=generator,
-        )
-    return sgld(energy_fn, x0, n_steps, step_size, noise, generator)
+        clip = clip_fraction * (high - low)
+        box = _proximal_box(x0, low, high, n_steps, step_size, clip, noise)
+        return _langevin(*chain, *box, update=update)
+    _check_chain_params(n_steps, step_size, noise).raise_if_any()
+    return _langevin(*chain, update=update)

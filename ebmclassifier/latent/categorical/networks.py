@@ -116,7 +116,7 @@ class CategoricalLatentModel(LatentModel):
         True
         """
         with torch.no_grad():
-            return self.encoder(x).argmax(dim=-1)
+            return self.scores(x).argmax(dim=-1)
 
     def latent_features(self, x: torch.Tensor) -> torch.Tensor:
         """The marginals as one row of features per sample (the estimator's ``transform``).

@@ -316,7 +316,7 @@ the end; row 0 is [3, 0, 4].
         """
         lengths = self.sizes(x)
         with torch.no_grad():
-            arcs = self.polytope.map(self.encoder(x), lengths)
+            arcs = self.polytope.map(self.scores(x), lengths)
         return arcs_to_heads(arcs, lengths)
 
     def predict_latent(self, x: torch.Tensor) -> torch.Tensor:

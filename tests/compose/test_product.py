@@ -6,7 +6,6 @@ import re
 import numpy as np
 import pytest
 import torch
-from precision import assert_close_f32, run_sklearn_check
 from scipy.special import log_softmax, logsumexp, softmax
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
@@ -21,6 +20,8 @@ from ebmclassifier.compose import product as product_module
 from ebmclassifier.compose import product_logits
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.energy import OOD_METHODS
+
+from ..precision import assert_close_f32, run_sklearn_check
 
 TINY = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(16,))
 

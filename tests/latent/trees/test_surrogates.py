@@ -2,11 +2,12 @@
 
 import pytest
 import torch
-from test_trees_enumeration import enumerated, pad_arcs
-from test_trees_sparsemap import _slow_projection
 
 from ebmclassifier.latent.trees import arc_mask, tree_map
 from ebmclassifier.latent.trees.latent import tree_latent, tree_latent_eval
+
+from .test_enumeration import enumerated, pad_arcs
+from .test_sparsemap import _slow_projection
 
 N_PAD = 3
 LENGTHS = torch.tensor([3, 2])

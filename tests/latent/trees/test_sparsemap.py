@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import torch
-from test_trees_enumeration import enumerated, pad_arcs
 
 from ebmclassifier.latent.trees import arc_mask, tree_map
 from ebmclassifier.latent.trees.sparsemap import sparsemap_active_set, tree_sparsemap
+
+from .test_enumeration import enumerated, pad_arcs
 
 N_PAD = 4
 LENGTHS = torch.tensor([4, 3, 2, 1, 4])

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-from test_trees_enumeration import enumerated, pad_arcs
 
 from ebmclassifier.latent.trees import (
     arc_mask,
@@ -13,6 +12,8 @@ from ebmclassifier.latent.trees import (
     tree_map,
     tree_marginals,
 )
+
+from .test_enumeration import enumerated, pad_arcs
 
 N_PAD = 5
 LENGTHS = torch.tensor([5, 4, 3, 2, 1, 5])

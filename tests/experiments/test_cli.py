@@ -370,7 +370,7 @@ def test_a_failed_fit_leaves_the_report_of_the_others_and_exits_1(capsys, monkey
                             "--seeds", "2", *QUICK, "--out", str(out_dir),
                             "--no-progress")  # fmt: skip
     assert status == 1
-    assert "| ce |" in out and "| ngebm |" in out  # the tables of what succeeded
+    assert "| ECE: ce / ngebm |" in out  # the summary of what succeeded
     assert "'ngebm' failed at seed 1: FloatingPointError('diverged')" in err  # as it happened
     assert err.splitlines()[-1] == (
         "python -m ebmclassifier compare: error: 1 fit(s) failed, the report leaves them out: "
@@ -414,7 +414,7 @@ def test_a_data_set_whose_fits_all_fail_leaves_the_others_report(capsys, monkeyp
                             "--seeds", "1", *QUICK, "--out", str(out_dir),
                             "--no-progress")  # fmt: skip
     assert status == 1
-    assert "| ce |" in out  # digits' tables
+    assert "|  | digits |" in out  # digits' summary
     assert err.splitlines()[-1] == (
         "python -m ebmclassifier compare: error: no fit on blobs.npz succeeded, the report leaves "
         "out that data; 1 fit(s) failed, the report leaves them out: 'ce' at seed 0: "

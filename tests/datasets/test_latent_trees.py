@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from test_trees_enumeration import _is_projective, _is_tree
 
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.datasets.latent_trees import random_projective_heads
+
+from ..latent.trees.test_enumeration import _is_projective, _is_tree
 
 MAX_LEN = 9
 

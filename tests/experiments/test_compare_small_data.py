@@ -26,7 +26,7 @@ from ebmclassifier.detectors import ViMDetector
 from ebmclassifier.experiments import _measure, _setup, compare
 from ebmclassifier.experiments.models import ModelSpec, default_models
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 # The README's main job, less its length: one epoch, few attacked samples.
 MAIN_JOB = ["--network", "mlp", "--max-train", "2000", "--models", "ce,ce_ts,ngebm,jem",
@@ -125,10 +125,12 @@ def test_a_detector_that_cannot_be_fitted_is_a_not_available_row(tmp_path, capsy
     assert set(results["unavailable"]) == {"ce / vim", "ngebm / vim"}
     assert "no residual outside a principal subspace" in results["unavailable"]["ce / vim"]
     assert "knn" in results["runs"][0]["ood"] and "vim" not in results["runs"][0]["ood"]
+    report = (out / "report.md").read_text()
     row = re.search(r"^\| ce / vim \| not available: The training features have no residual",
-                    stdout, flags=re.M)  # fmt: skip
+                    report, flags=re.M)  # fmt: skip
     assert row is not None
-    assert "- `ce / vim`: not available, The training features" in (out / "report.md").read_text()
+    assert "- `ce / vim`: not available, The training features" in report
+    assert "- Not available: ce / vim (The training features have no residual" in stdout
 
 
 class _NeverFits(NGEBMClassifier):
@@ -151,8 +153,13 @@ def test_a_model_that_cannot_be_fitted_is_a_not_available_row(tmp_path, capsys, 
         "jem": "FloatingPointError('diverged')",
         "jem_ts": "its base model 'jem': FloatingPointError('diverged')",
     }
-    assert "| jem | not available: FloatingPointError('diverged') |" in stdout
-    assert "| jem_ts | not available: its base model 'jem'" in stdout
+    report = (out / "report.md").read_text()
+    assert "| jem | not available: FloatingPointError('diverged') |" in report
+    assert "| jem_ts | not available: its base model 'jem'" in report
+    assert (
+        "- Not available: jem (FloatingPointError('diverged')); jem_ts (its base model 'jem': "
+        "FloatingPointError('diverged'))" in stdout
+    )
 
 
 # ----------------------------------------------------------------- temperature scaling, any size
@@ -165,7 +172,7 @@ def test_temperature_scaling_works_on_60_training_samples(tmp_path, capsys):
                                "--max-train", "60", "--max-test", "60", "--detectors", "none",
                                "--seeds", "2", *FAST, "--out", str(tmp_path / "r"))  # fmt: skip
     assert status == 0, err
-    assert "| ce_ts |" in stdout
+    assert "| ECE: ce / ce_ts |" in stdout
 
 
 def test_temperature_of_the_whole_split_equals_five_folds():
