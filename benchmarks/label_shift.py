@@ -11,12 +11,18 @@ data set and seed:
 - models, trained on the fit part with the library's default MLP: ``ce``
   (``NGEBMClassifier(beta=0)``), ``ngebm`` (``beta=0.5``), ``jem`` (``JEMClassifier``, fewer
   epochs, its cost being ~20 forward-backward passes per step); ``ngebm_all``: NG-EBM trained on
-  fit + held-out (all the labels, since it needs no held-out split); ``ce_ts``: ``ce`` with a
-  temperature fitted on the held-out part (NLL).
+  fit + held-out (all the labels, since it needs no held-out split); ``--models`` trains a subset.
+- calibrated on the held-out part, ``ce`` and ``ngebm`` (issue #32): ``_ts`` temperature
+  scaling, ``_bcts`` bias-corrected temperature scaling (Alexandari et al.), both by
+  :func:`ebmclassifier.distributional.fit_temperature` with the library's default penalty (1),
+  and ``_ts_mle`` / ``_bcts_mle`` their maximum-likelihood fits (penalty 0). A row that an
+  adaptation leaves without mass (0/0, a degenerate maximum-likelihood BCTS) counts as uniform.
 - deployment sets: ``--n-deploy`` (500) samples drawn with replacement from the test split with
   class priors ``π' ~ Dirichlet(α 1)``, α in {0.1, 1, 10}, ``--draws`` (10) draws per α.
 - prior estimators: ``none`` (no adaptation), ``em`` (Saerens et al. 2002, from the model's own
-  posteriors; training priors = the class shares of the labels the model was trained on),
+  posteriors; training priors = the model's ``class_prior_``, the class shares of the labels it
+  was trained on, and for a calibrated model those of the held-out part, as
+  ``DistributionalConstraint(calibration=...)`` takes them),
   ``bbse`` (Lipton et al.: hard predictions of ``ce`` and its confusion matrix on the held-out
   part), ``oracle`` (the true ``π'``). Every estimate adapts the posteriors by the Bayes
   correction ``p(y|x) π'(y)/π(y)`` (:func:`ebmclassifier.distributional.bayes_correction`,
@@ -30,10 +36,14 @@ so a second run (``--report`` only, or more draws) trains nothing.
     python benchmarks/label_shift.py --seeds 5 --out docs/distributional   # 828 s, see below
     python benchmarks/label_shift.py --seeds 3                              # ~3/5 of it
     python benchmarks/label_shift.py --quick                                # smoke test, 35 s
+    OMP_NUM_THREADS=1 python benchmarks/label_shift.py --seeds 5 --models ce,ngebm \
+        --out /tmp/label_shift_calibration                                 # 280 s
+    python benchmarks/label_shift.py --report /tmp/label_shift_calibration/results.json \
+        --calibration-table
 
 Measured wall times, one thread on two CPU cores shared with other jobs: 828 s for five seeds
 (about 70 s per digits seed and 100 s per MNIST-1D seed, nearly all of it training), 35 s for
-``--quick``.
+``--quick``, 280 s for five seeds of ``ce`` and ``ngebm`` only.
 
 Writes ``results.json``, ``prior_error.png`` (prior-estimation error against α) and
 ``reliability_{ce,ce_em,ngebm,ngebm_em}.png`` (reliability diagrams before/after EM on
@@ -50,15 +60,19 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize
-from scipy.special import log_softmax
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier.datasets import load_named_dataset
-from ebmclassifier.distributional import bayes_correction, bbse_priors, em_priors
+from ebmclassifier.distributional import (
+    bayes_correction,
+    bbse_priors,
+    calibrated_log_proba,
+    em_priors,
+    fit_temperature,
+)
 from ebmclassifier.metrics import expected_calibration_error
 
 ALPHAS = (0.1, 1.0, 10.0)
@@ -66,7 +80,19 @@ DATA = {
     "digits": {"max_train": None, "epochs": 30, "jem_epochs": 10, "lr": None},
     "mnist1d": {"max_train": 2000, "epochs": 30, "jem_epochs": 10, "lr": 3e-3},
 }
-MODELS = ("ce", "ce_ts", "ngebm", "ngebm_all", "jem")
+#: The trained models, then those calibrated on the held-out part: ``_ts`` temperature
+#: scaling, ``_bcts`` bias-corrected temperature scaling, each with the library's default
+#: penalty (1) or as the maximum-likelihood fit (``_mle``, penalty 0): (bias, penalty).
+TRAINED = ("ce", "ngebm", "ngebm_all", "jem")
+CALIBRATIONS = {"ts": (False, 1.0), "ts_mle": (False, 0.0), "bcts": (True, 1.0),
+                "bcts_mle": (True, 0.0)}  # fmt: skip
+CALIBRATED = ("ce", "ngebm")
+MODELS = (
+    *(f"ce{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATIONS))),
+    *(f"ngebm{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATIONS))),
+    "ngebm_all",
+    "jem",
+)
 ESTIMATORS = ("none", "em", "bbse", "oracle")
 #: Probabilities below this count as it in the NLL (an adaptation that gives the true class 0
 #: would otherwise make the mean infinite): a miss costs at most -log(1e-12) = 27.6 nats.
@@ -103,15 +129,22 @@ def _build(model: str, name: str, seed: int):
     return JEMClassifier(**{**params, "max_epochs": config["jem_epochs"]})
 
 
-def _posteriors(name: str, seed: int, cache: Path, quick: bool) -> dict:
-    """Log posteriors on the held-out and test splits, and the training priors, per model."""
+def _posteriors(name: str, seed: int, cache: Path, quick: bool, models=TRAINED) -> dict:
+    """Log posteriors on the held-out and test splits, and the training priors, per model.
+
+    Cached per data set and seed; a model missing from the cache is trained and added.
+    """
     path = cache / f"{name}_seed{seed}{'_quick' if quick else ''}.npz"
+    out = {}
     if path.exists():
         with np.load(path, allow_pickle=False) as stored:
-            return dict(stored)
+            out = dict(stored)
+    missing = [m for m in models if f"{m}_test" not in out]
+    if not missing:
+        return out
     X_fit, y_fit, X_held, y_held, X_test, y_test = _load(name, seed)
-    out = {"y_held": y_held, "y_test": y_test}
-    for model in ("ce", "ngebm", "ngebm_all", "jem"):
+    out.update(y_held=y_held, y_test=y_test)
+    for model in missing:
         est = _build(model, name, seed)
         if quick:
             est.set_params(max_epochs=2)
@@ -123,7 +156,7 @@ def _posteriors(name: str, seed: int, cache: Path, quick: bool) -> dict:
             warnings.simplefilter("ignore")
             est.fit(X, y)
         out[f"{model}_seconds"] = np.array(time.perf_counter() - start)
-        out[f"{model}_train_priors"] = np.bincount(y, minlength=10) / len(y)
+        out[f"{model}_train_priors"] = est.class_prior_  # the shares of its training labels
         out[f"{model}_held"] = est.predict_log_proba(X_held).astype(np.float64)
         out[f"{model}_test"] = est.predict_log_proba(X_test).astype(np.float64)
     cache.mkdir(parents=True, exist_ok=True)
@@ -131,30 +164,38 @@ def _posteriors(name: str, seed: int, cache: Path, quick: bool) -> dict:
     return out
 
 
-def _temperature(log_proba: np.ndarray, y: np.ndarray) -> float:
-    """The temperature minimising the held-out NLL of ``softmax(log p / T)``."""
+def _with_calibration(post: dict) -> dict:
+    """``post`` with each model of ``CALIBRATED`` calibrated on the held-out part.
 
-    def nll(log_t):
-        return -np.mean(log_softmax(log_proba / np.exp(log_t), axis=1)[np.arange(len(y)), y])
-
-    return float(np.exp(optimize.minimize_scalar(nll, bounds=(-3, 3), method="bounded").x))
-
-
-def _with_temperature(post: dict) -> dict:
-    t = _temperature(post["ce_held"], post["y_held"])
-    return {
-        **post,
-        "ce_ts_held": log_softmax(post["ce_held"] / t, axis=1),
-        "ce_ts_test": log_softmax(post["ce_test"] / t, axis=1),
-        "ce_ts_train_priors": post["ce_train_priors"],
-        "ce_ts_temperature": np.array(t),
-    }
+    :func:`~ebmclassifier.distributional.fit_temperature` (the function that
+    ``DistributionalConstraint(calibration=...)`` calls) on the held-out log posteriors; the
+    training priors of a calibrated model are the held-out part's class shares, as there.
+    """
+    post = dict(post)
+    held_priors = np.bincount(post["y_held"], minlength=10) / len(post["y_held"])
+    for base in CALIBRATED:
+        if f"{base}_held" not in post:
+            continue
+        for calibration, (bias, penalty) in CALIBRATIONS.items():
+            name = f"{base}_{calibration}"
+            t, b, _ = fit_temperature(
+                post[f"{base}_held"], post["y_held"], bias=bias, penalty=penalty
+            )
+            for split in ("held", "test"):
+                post[f"{name}_{split}"] = calibrated_log_proba(post[f"{base}_{split}"], t, b)
+            post[f"{name}_train_priors"] = held_priors
+            post[f"{name}_temperature"] = np.array(t)
+    return post
 
 
 # ---------------------------------------------------------------- the protocol
 
 
 def _metrics(proba: np.ndarray, y: np.ndarray) -> dict:
+    # A row the adaptation left without mass (0/0: the maximum-likelihood BCTS of a separable
+    # held-out split puts all of a sample's probability on a class EM then gives prior 0)
+    # counts as uniform.
+    proba = np.where(np.isnan(proba).any(axis=1, keepdims=True), 1.0 / proba.shape[1], proba)
     return {
         "accuracy": float(np.mean(proba.argmax(axis=1) == y)),
         "nll": float(-np.mean(np.log(np.clip(proba[np.arange(len(y)), y], NLL_FLOOR, None)))),
@@ -186,7 +227,8 @@ def _estimate(estimator, model, post, idx, true_priors) -> np.ndarray | None:
 
 
 def run_seed(name: str, seed: int, args) -> dict:
-    post = _with_temperature(_posteriors(name, seed, Path(args.cache), args.quick))
+    post = _with_calibration(_posteriors(name, seed, Path(args.cache), args.quick, args.models))
+    models = [m for m in MODELS if f"{m}_test" in post]
     rng = np.random.default_rng(seed)
     rows = {}
     for alpha in ALPHAS:
@@ -195,7 +237,7 @@ def run_seed(name: str, seed: int, args) -> dict:
             priors = rng.dirichlet(np.full(10, alpha))
             idx = _draw(post["y_test"], priors, args.n_deploy, rng)
             true = np.bincount(post["y_test"][idx], minlength=10) / len(idx)
-            for model in MODELS:
+            for model in models:
                 proba = np.exp(post[f"{model}_test"][idx])
                 for estimator in ESTIMATORS:
                     est = _estimate(estimator, model, post, idx, true)
@@ -211,10 +253,13 @@ def run_seed(name: str, seed: int, args) -> dict:
                     cell.append({"prior_l1": error, **_metrics(adapted, post["y_test"][idx])})
         rows[str(alpha)] = {k: {m: float(np.mean([c[m] for c in v])) for m in v[0]}
                             for k, v in cells.items()}  # fmt: skip
-    accuracy = {m: float(np.mean(post[f"{m}_test"].argmax(1) == post["y_test"])) for m in MODELS}
-    seconds = {m: float(post[f"{m}_seconds"]) for m in ("ce", "ngebm", "ngebm_all", "jem")}
+    accuracy = {m: float(np.mean(post[f"{m}_test"].argmax(1) == post["y_test"])) for m in models}
+    seconds = {m: float(post[f"{m}_seconds"]) for m in TRAINED if f"{m}_seconds" in post}
+    temperatures = {
+        m: float(post[f"{m}_temperature"]) for m in models if f"{m}_temperature" in post
+    }
     return {"by_alpha": rows, "test_accuracy": accuracy, "fit_seconds": seconds,
-            "temperature": float(post["ce_ts_temperature"])}  # fmt: skip
+            "temperature": temperatures}  # fmt: skip
 
 
 # ---------------------------------------------------------------- report
@@ -259,10 +304,17 @@ def print_tables(summary: dict) -> str:
 DOC_ROWS = (
     ("ce/none", "CE, no adaptation"),
     ("ce/em", "EM on CE"),
-    ("ce_ts/em", "EM on CE + temperature (held-out)"),
+    ("ce_ts_mle/em", "EM on CE + temperature (held-out, ML)"),
+    ("ce_ts/em", "EM on CE + temperature (held-out, penalty 1)"),
+    ("ce_bcts_mle/em", "EM on CE + BCTS (held-out, ML)"),
+    ("ce_bcts/em", "EM on CE + BCTS (held-out, penalty 1)"),
     ("ce_ts/bbse", "BBSE (held-out), on CE + temperature"),
     ("ngebm/none", "NG-EBM, no adaptation"),
     ("ngebm/em", "EM on NG-EBM"),
+    ("ngebm_ts_mle/em", "EM on NG-EBM + temperature (held-out, ML)"),
+    ("ngebm_ts/em", "EM on NG-EBM + temperature (held-out, penalty 1)"),
+    ("ngebm_bcts_mle/em", "EM on NG-EBM + BCTS (held-out, ML)"),
+    ("ngebm_bcts/em", "EM on NG-EBM + BCTS (held-out, penalty 1)"),
     ("ngebm_all/em", "EM on NG-EBM trained on fit + held-out"),
     ("jem/em", "EM on JEM"),
     ("ce_ts/oracle", "oracle priors, CE + temperature"),
@@ -278,6 +330,8 @@ def markdown(results: dict) -> str:
             out.append(f"\n**{name}, α = {alpha}** ({len(seeds)} seeds)\n")
             out += ["| method | prior L1 | accuracy | NLL | ECE |", "|---|---|---|---|---|"]
             for key, label in DOC_ROWS:
+                if key not in next(iter(seeds.values()))["by_alpha"][alpha]:
+                    continue  # a model this run did not train
                 cells = []
                 for metric in ("prior_l1", "accuracy", "nll", "ece"):
                     v = [s["by_alpha"][alpha][key][metric] for s in seeds.values()]
@@ -291,6 +345,38 @@ def markdown(results: dict) -> str:
     return "\n".join(out)
 
 
+CALIBRATION_ROWS = (
+    ("ce/em", "EM on CE"),
+    ("ce_ts/em", "+ temperature"),
+    ("ce_bcts_mle/em", "+ BCTS, ML"),
+    ("ce_bcts/em", "+ BCTS, penalty 1"),
+    ("ngebm/em", "EM on NG-EBM"),
+    ("ngebm_ts/em", "+ temperature"),
+    ("ngebm_bcts_mle/em", "+ BCTS, ML"),
+    ("ngebm_bcts/em", "+ BCTS, penalty 1"),
+)
+
+
+def calibration_table(results: dict) -> str:
+    """The calibration rows, one table per data set: prior L1 median [min-max] and accuracy
+    (median) over seeds, one column pair per α."""
+    out = []
+    for name, seeds in results["runs"].items():
+        by_alpha = [s["by_alpha"] for s in seeds.values()]
+        alphas = list(by_alpha[0])
+        out.append(f"\n**{name}** ({len(seeds)} seeds; prior L1 median [min-max], accuracy)\n")
+        out.append("| method | " + " | ".join(f"α = {a}" for a in alphas) + " |")
+        out.append("|---" * (len(alphas) + 1) + "|")
+        for key, label in CALIBRATION_ROWS:
+            cells = []
+            for alpha in alphas:
+                l1 = [b[alpha][key]["prior_l1"] for b in by_alpha]
+                accuracy = np.median([b[alpha][key]["accuracy"] for b in by_alpha])
+                cells.append(f"{np.median(l1):.3f} [{min(l1):.3f}-{max(l1):.3f}], {accuracy:.3f}")
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -> None:
     import matplotlib
 
@@ -300,11 +386,13 @@ def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -
     from ebmclassifier.plotting import plot_reliability_diagram
 
     fig, axes = plt.subplots(1, len(summary), figsize=(5 * len(summary), 3.6), squeeze=False)
-    curves = [("ce", "em"), ("ce_ts", "em"), ("ce", "bbse"), ("ngebm", "em"), ("ngebm_all", "em"),
-              ("jem", "em")]  # fmt: skip
+    curves = [("ce", "em"), ("ce_ts", "em"), ("ce_bcts", "em"), ("ce", "bbse"), ("ngebm", "em"),
+              ("ngebm_bcts", "em"), ("ngebm_all", "em"), ("jem", "em")]  # fmt: skip
     for ax, (name, by_alpha) in zip(axes[0], summary.items(), strict=True):
         alphas = [float(a) for a in by_alpha]
         for model, estimator in curves:
+            if f"{model}/{estimator}" not in next(iter(by_alpha.values())):
+                continue
             ax.plot(alphas, [by_alpha[a][f"{model}/{estimator}"]["prior_l1"] for a in by_alpha],
                     marker="o", label=f"{model} + {estimator}")  # fmt: skip
         ax.set_xscale("log")
@@ -317,7 +405,7 @@ def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -
     plt.close(fig)
     # reliability before/after EM: MNIST-1D (or the first data set), alpha = 0.1, seed 0, pooled
     name = "mnist1d" if "mnist1d" in summary else next(iter(summary))
-    post = _with_temperature(_posteriors(name, 0, cache, quick))
+    post = _posteriors(name, 0, cache, quick, ("ce", "ngebm"))
     rng = np.random.default_rng(12345)
     pooled = {k: [] for k in ("ce", "ce_em", "ngebm", "ngebm_em")}
     labels = []
@@ -352,12 +440,23 @@ def main(argv=None) -> int:
         "--cache", default=str(Path(tempfile.gettempdir()) / "ebmclassifier_label_shift")
     )
     parser.add_argument("--quick", action="store_true", help="2 epochs, 1 seed, 3 draws")
+    parser.add_argument(
+        "--models", type=lambda v: tuple(v.split(",")), default=TRAINED,
+        help=f"the models to train, a subset of {','.join(TRAINED)} (ce is needed by BBSE)",
+    )  # fmt: skip
     parser.add_argument("--report", help="print the tables of a results.json again")
     parser.add_argument("--markdown", action="store_true", help="with --report: the docs' tables")
+    parser.add_argument(
+        "--calibration-table", action="store_true",
+        help="with --report: the docs' table of the calibrations before EM",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.report:
         results = json.loads(Path(args.report).read_text())
-        print(markdown(results)) if args.markdown else print_tables(results["summary"])
+        if args.calibration_table:
+            print(calibration_table(results))
+        else:
+            print(markdown(results)) if args.markdown else print_tables(results["summary"])
         return 0
     if args.quick:
         args.seeds, args.draws = 1, 3

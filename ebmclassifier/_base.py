@@ -25,7 +25,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ._data import ShuffledTensorBatchIterator, TensorBatchIterator
+from ._data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
 from ._device import device_problem, draw_seed, resolve_device, seeded_rng
 from ._docstrings import fill_docstring
 from ._inference import InferenceMixin, OODDecisionMixin
@@ -96,6 +96,12 @@ class_weight : None, "balanced" or dict, default=None
     Weights of the classes, as scikit-learn's classifiers take them: ``{label: weight}``
     (classes not named weigh 1), or ``"balanced"``, ``n_samples / (n_classes *
     np.bincount(y))``. They multiply the ``sample_weight`` of ``fit``.""",
+    "class_prior": """\
+class_count_ : ndarray of shape (n_classes,)
+    Training samples per class, each counted with its ``sample_weight`` (``class_weight``
+    is not counted), summed over the fits since the network was built.
+class_prior_ : ndarray of shape (n_classes,)
+    ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.""",
     "engine": """\
 device : str, default="auto"
     ``"auto"`` picks CUDA when it is available, else the CPU; or any device torch names
@@ -199,6 +205,8 @@ class EBMClassifierBase(
         "input_max_",
         "ood_threshold_",
         "ood_method_",
+        "class_count_",
+        "class_prior_",
     )
 
     def __init__(
@@ -525,6 +533,7 @@ class EBMClassifierBase(
                 # Data statistics (input range, fd step, ...) of the samples that count; a
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
+            record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network)
             seed = self.seed_ if self.random_state is not None else None
             with seeded_rng(seed, self.device_):

@@ -1,4 +1,4 @@
-"""Mini-batches by slicing whole tensors.
+"""Mini-batches by slicing whole tensors; the class counts of the training labels.
 
 skorch's default ``DataLoader`` fetches rows one at a time and collates them in Python, which
 costs more than a small network's forward pass. The training data are already one tensor on
@@ -7,19 +7,28 @@ the device, so a batch is one indexing operation.
 Sample weights travel with the batches as skorch lets inputs travel together: the training set's
 ``X`` is then the dict ``{"X": inputs, "sample_weight": weights}`` (:func:`with_weights`), every
 batch is a dict of the same rows, and the training step takes it apart (:func:`split_weights`).
+
+What the estimators record of the labels they were trained on, ``class_count_`` and
+``class_prior_`` (:func:`record_class_counts`), is taken here from the same training data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import torch
 from skorch.dataset import Dataset
 from torch.utils.data import DataLoader, Subset
 
+from ._validation import sample_weight_array
+
 __all__ = [
     "ShuffledTensorBatchIterator",
     "TensorBatchIterator",
+    "class_counts",
+    "grow_class_counts",
+    "record_class_counts",
     "split_weights",
     "with_weights",
 ]
@@ -143,3 +152,70 @@ class ShuffledTensorBatchIterator(TensorBatchIterator):
 
     def __init__(self, dataset, batch_size: int = 128, shuffle: bool = True, **kwargs) -> None:
         super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)
+
+
+def class_counts(y: np.ndarray, n_classes: int, sample_weight=None) -> np.ndarray:
+    """The training samples of each class, each counted with its ``sample_weight``.
+
+    ``class_count_[c]`` is the sum of the ``sample_weight`` of the samples of class ``c``
+    (their number without weights), as scikit-learn's naive Bayes counts: a weight is a
+    frequency. ``class_weight`` does not enter: it re-balances the loss, and the network's
+    posteriors stay closer to the raw shares (measured in docs/distributional.md).
+
+    Parameters
+    ----------
+    y : ndarray of int of shape (n_samples,)
+        Encoded labels in ``0..n_classes-1``.
+    n_classes : int
+    sample_weight : None, number or array-like of shape (n_samples,), default=None
+        As ``fit`` takes it (already checked).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_classes,)
+    """
+    weights = sample_weight_array(sample_weight, len(y))
+    return np.bincount(y, weights, minlength=n_classes).astype(np.float64)
+
+
+def record_class_counts(estimator, y: np.ndarray, sample_weight, *, reset: bool) -> None:
+    """Add :func:`class_counts` of ``y`` to ``class_count_``; set ``class_prior_``.
+
+    ``class_prior_ = class_count_ / class_count_.sum()``, in the order of ``classes_``.
+    ``reset`` (a new network) starts from zero; otherwise the counts of every fit since the
+    network was built add up. An estimator loaded from a file written before the counts were
+    recorded has none, and a continuing fit does not start them: its earlier labels are unknown.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        With ``classes_``; ``class_count_`` and ``class_prior_`` are set on it.
+    y : ndarray of int of shape (n_samples,)
+        Encoded labels in ``0..n_classes-1``.
+    sample_weight : None, number or array-like of shape (n_samples,)
+    reset : bool
+
+    Returns
+    -------
+    None
+    """
+    n_classes = len(estimator.classes_)
+    if reset:
+        counts = np.zeros(n_classes)
+    elif hasattr(estimator, "class_count_"):
+        counts = estimator.class_count_
+    else:
+        return
+    estimator.class_count_ = counts + class_counts(y, n_classes, sample_weight)
+    estimator.class_prior_ = estimator.class_count_ / estimator.class_count_.sum()
+
+
+def grow_class_counts(estimator, old_rows: np.ndarray, n_classes: int) -> None:
+    """``class_count_`` and ``class_prior_`` for grown classes: old class ``r`` moves to
+    ``old_rows[r]``, the new classes count 0 (until the fit that brings them counts them)."""
+    if not hasattr(estimator, "class_count_"):
+        return
+    counts = np.zeros(n_classes)
+    counts[old_rows] = estimator.class_count_
+    estimator.class_count_ = counts
+    estimator.class_prior_ = counts / counts.sum()

@@ -142,7 +142,7 @@ def choose_threads(n_threads, module: nn.Module, x: torch.Tensor, batch_size: in
     """
     if n_threads != "auto":
         return n_threads
-    if _PINNED.get() or torch.get_num_threads() == 1 or len(x) == 0:
+    if _PINNED.get() or torch.get_num_threads() == 1 or len(x) == 0 or x.device.type != "cpu":
         return None
     batch = len(x) if batch_size < 1 else min(batch_size, len(x))
     macs = forward_macs(module, x[:1]) * batch

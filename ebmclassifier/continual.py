@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._data import grow_class_counts
 from ._parameters import ParamChecker, is_int
 from ._validation import as_numpy
 from .losses import criterion_mean, negatives_cross_entropy
@@ -329,6 +330,7 @@ class ClassIncrementalMixin:
             generator = torch.Generator().manual_seed(self.seed_ * 7919 + len(self.history))
         grow_output_layer(layer, old_rows, len(classes), self.optimizer_, generator)
         self.label_encoder_.classes_ = classes
+        grow_class_counts(self, old_rows, len(classes))
         if hasattr(self, "reservoir_seen_"):
             seen = torch.zeros(len(classes), dtype=torch.int64)
             seen[old_rows] = self.reservoir_seen_.cpu()

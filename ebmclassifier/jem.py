@@ -113,10 +113,10 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    {class_prior}
     module_ : torch.nn.Module
     replay_buffer_ : ReplayBuffer
-        The persistent chains (an ``nn.Module``: it moves, pickles and resets with the net;
-        ``partial_fit`` keeps it).
+        The persistent chains (an ``nn.Module``: moves, pickles, resets with the net).
     sgld_step_size_ : float
         The SGLD step in use; lower than ``sgld_step_size`` after recoveries.
     n_divergences_ : int

@@ -101,6 +101,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
+    {class_prior}
     module_ : torch.nn.Module
         The trained network.
     history_ : skorch.History

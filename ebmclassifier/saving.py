@@ -491,6 +491,11 @@ def _unpairs(value):
     return value
 
 
+def _array_or_none(value):
+    """A fitted array as a JSON list; ``None`` (an unused attribute) as it is."""
+    return None if value is None else np.asarray(value).tolist()
+
+
 def _constraint_base(adapted):
     """``(base estimator, frozen)`` of a fitted ``adapted`` that :func:`save_constraint` writes."""
     check_is_fitted(adapted, "lambda_")
@@ -534,7 +539,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     buffer = io.BytesIO()
     save(base, buffer, training_state=False)
     fitted = {name: _plain(getattr(adapted, name)) for name in adapted._saved_attributes}
-    fitted.update({k: np.asarray(getattr(adapted, k)).tolist() for k in adapted._saved_arrays})
+    fitted.update({k: _array_or_none(getattr(adapted, k)) for k in adapted._saved_arrays})
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
@@ -575,7 +580,8 @@ def _load_constraint(metadata: dict, base_file: bytes, params: dict):
     )
     adapted._check_params()
     adapted.classes_ = np.asarray(metadata["classes"])
-    for name, value in metadata["fitted"].items():
-        as_array = name in cls._saved_arrays
+    # a file written before an attribute existed gets its default (cls._saved_defaults)
+    for name, value in {**cls._saved_defaults, **metadata["fitted"]}.items():
+        as_array = name in cls._saved_arrays and value is not None
         setattr(adapted, name, np.asarray(value, dtype=float) if as_array else value)
     return adapted

@@ -40,6 +40,7 @@ CORE = (
     "sampling",
     "compose.energies",
     "distributional.posteriors",
+    "distributional.calibration",
     *(f"latent.{name}" for name in GENERIC_LATENT),
     "latent.categorical.simplex",
     "latent.trees",

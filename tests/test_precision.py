@@ -83,8 +83,15 @@ class _DtypeProbe(torch.nn.Module):
 
 def test_bfloat16_runs_the_forward_passes_in_bf16_and_keeps_float32_state(small_blobs):
     X, y = small_blobs
+    # n_threads=None: "auto" counts the network's multiply-adds with one float32 probe of a
+    # sample per call (tests/test_threads.py), which is not one of the forward passes checked here
     clf = JEMClassifier(
-        module=_DtypeProbe, precision="bfloat16", sgld_steps=2, buffer_size=32, **PARAMS
+        module=_DtypeProbe,
+        precision="bfloat16",
+        sgld_steps=2,
+        buffer_size=32,
+        n_threads=None,
+        **PARAMS,
     ).fit(X, y)
     net = clf.module_
     training = [dtype for grad, dtype in net.seen if grad]

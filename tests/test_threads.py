@@ -96,6 +96,20 @@ def test_auto_is_one_thread_below_the_measured_size_and_torchs_setting_above():
         assert choose_threads("auto", small_net, x, 64) is None
 
 
+def test_auto_counts_nothing_for_inputs_off_the_cpu():
+    # A GPU's kernels do not run on torch's intra-op threads: no probe (it would call a compiled
+    # network on a new shape). The meta device stands in for one; calling the network fails there.
+    torch.set_num_threads(2)
+
+    class Uncallable(torch.nn.Module):
+        def forward(self, x):
+            raise AssertionError("the network was run")
+
+    assert choose_threads("auto", Uncallable(), torch.zeros(10, 64, device="meta"), 64) is None
+    with pytest.raises(AssertionError, match="was run"):
+        choose_threads("auto", Uncallable(), torch.zeros(10, 64), 64)
+
+
 def test_intra_op_threads_restores_the_setting_also_when_the_block_raises():
     torch.set_num_threads(2)
     with pytest.raises(KeyError), intra_op_threads(1):

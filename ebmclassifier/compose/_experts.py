@@ -23,6 +23,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
+from .._data import class_counts
 from .._device import module_device
 from .._inference import map_batches
 from .._parameters import ParamChecker
@@ -213,6 +214,21 @@ class ExpertsBase(BaseEstimator):
                 "Compose experts that take float32 samples as they are: NGEBMClassifier, "
                 "JEMClassifier, LatentStructureClassifier(structure='categorical')."
             )
+
+    def _count_classes(
+        self, labels: np.ndarray, classes: np.ndarray, weights, where: str, who: str
+    ):
+        """``(class_count_, class_prior_)`` of ``labels`` among ``classes`` (sorted, as the
+        experts' ``classes_``), each sample counted with its weight; a ``ValueError`` names
+        labels outside ``classes`` (``where`` holds them, ``who`` does not know them)."""
+        unseen = np.setdiff1d(labels, classes)
+        if len(unseen):
+            raise ValueError(
+                f"{where} holds labels {unseen.tolist()!r} unknown to {who} (classes_ "
+                f"{classes.tolist()!r})."
+            )
+        counts = class_counts(np.searchsorted(classes, labels), len(classes), weights)
+        return counts, counts / counts.sum()
 
     # ------------------------------------------------------------------ inference
 

@@ -75,6 +75,9 @@ class ConceptComposition(ExpertsBase):
     named_estimators_ : sklearn.utils.Bunch
     classes_ : list of ndarray
         The labels of each concept.
+    class_count_, class_prior_ : list of ndarray
+        Per concept, in the order of its ``classes_``: the samples of each label in ``Y``, each
+        counted with its ``sample_weight``, and their shares.
     weights_ : ndarray of shape (n_concepts,)
     combinations_ : ndarray of shape (n_combinations, n_concepts)
         The encoded concept combinations seen in ``Y``, the classes of ``start_``.
@@ -173,8 +176,17 @@ class ConceptComposition(ExpertsBase):
         self.classes_ = [expert.classes_ for expert in self.estimators_]
         if weights is not None:  # what fit learns of the data: the samples that count
             X, columns = X[weights > 0], [column[weights > 0] for column in columns]
+            weights = weights[weights > 0]
+        names = [name for name, _ in self.estimators]
+        counted = [
+            self._count_classes(column, classes, weights, f"Column {k} of Y", f"the expert {n!r}")
+            for k, (column, classes, n) in enumerate(
+                zip(columns, self.classes_, names, strict=True)
+            )
+        ]
+        self.class_count_, self.class_prior_ = (list(parts) for parts in zip(*counted, strict=True))
         codes = np.column_stack(
-            [self._encode(k, column) for k, column in enumerate(columns)]
+            [np.searchsorted(classes, c) for c, classes in zip(columns, self.classes_, strict=True)]
         )  # (n, n_concepts)
         self.combinations_, combination = np.unique(codes, axis=0, return_inverse=True)
         self.start_ = informative_start(
@@ -202,16 +214,6 @@ class ConceptComposition(ExpertsBase):
                 + ("; reshape a single column with Y.reshape(-1, 1)." if len(shape) == 1 else ".")
             )
         return columns
-
-    def _encode(self, k: int, column: np.ndarray) -> np.ndarray:
-        classes = self.classes_[k]
-        unseen = np.setdiff1d(column, classes)
-        if len(unseen):
-            raise ValueError(
-                f"Column {k} of Y holds labels {unseen.tolist()!r} that the expert "
-                f"{self.estimators[k][0]!r} does not know (its classes_ are {classes.tolist()!r})."
-            )
-        return np.searchsorted(classes, column)
 
     # ------------------------------------------------------------------ queries
 

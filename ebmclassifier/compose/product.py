@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from .._inference import InferenceMixin, OODDecisionMixin
 from .._parameters import ParamChecker
@@ -70,6 +71,11 @@ class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, Expert
     named_estimators_ : sklearn.utils.Bunch
         The fitted experts by name.
     classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Samples of each class in the ``y`` of ``fit``, each counted with its ``sample_weight``.
+    class_prior_ : ndarray of shape (n_classes,)
+        ``class_count_`` normalised, which ``DistributionalConstraint`` reads: the prior that a
+        ``"mixture"`` of experts trained on ``y`` carries; a ``"product"`` carries no one prior.
     weights_ : ndarray of shape (n_experts,)
     n_features_in_ : int
     input_shape_ : tuple of int
@@ -168,7 +174,9 @@ class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, Expert
         if y is None:
             raise ValueError("ProductOfExperts requires y to be passed, but the target y is None.")
         X = self._validate_X(X, reset=True)
-        self._check_sample_weight(sample_weight, len(X))
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        weights = self._check_sample_weight(sample_weight, len(X))
         self._forget_ood_threshold()  # calibrated on the scores of the experts refit here
         self._fit_experts(X, [y] * len(self.estimators), sample_weight)
         first_name, first = self.estimators[0][0], self.estimators_[0]
@@ -180,6 +188,9 @@ class ProductOfExperts(OODDecisionMixin, InferenceMixin, ClassifierMixin, Expert
                     f"{first.classes_.tolist()!r}."
                 )
         self.classes_ = first.classes_
+        self.class_count_, self.class_prior_ = self._count_classes(
+            y, self.classes_, weights, "y", "the experts"
+        )
         return self
 
     # The estimators' inference face (InferenceMixin) over the composed logits: its batched

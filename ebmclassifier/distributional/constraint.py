@@ -18,13 +18,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parameters import ParamChecker
 from ..saving import save_constraint
+from ._source import class_vector, fit_calibration, is_share_array, source_priors
+from .calibration import calibrated_log_proba
 from .posteriors import bayes_offset, check_reachable, em_priors, solve_dual, tilted_log_proba
 
 __all__ = ["DistributionalConstraint"]
 
 _METHODS = ("projection", "bayes")
 _SOLVERS = ("trust-exact", "newton-cg", "l-bfgs-b")
-_PRIOR_TOL = 1e-6
+_CALIBRATIONS = (None, "temperature", "bcts")
+
+
+def _is_em(priors) -> bool:
+    return isinstance(priors, str) and priors == "em"
 
 
 def _base_has(name: str):  # for available_if: a method the base estimator has
@@ -45,7 +51,8 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
 
     What is wanted is said in one or more of three ways:
 
-    - ``priors={label: share}``: the deployment class priors (``φ`` = one-hot of ``y``).
+    - ``priors={label: share}`` (or an array in the order of ``classes_``): the deployment
+      class priors (``φ`` = one-hot of ``y``).
       ``method="projection"`` makes the *average prediction on X* equal to them;
       ``method="bayes"`` instead applies the closed form ``p(y|x) π'(y) / π(y)``, exact under
       label shift for a calibrated model, whose average on ``X`` is in general *not* ``π'``.
@@ -60,6 +67,12 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     adapted energy is ``E_λ(x) = -logsumexp_y (f(x)[y] + λ·φ(x, y))`` (:meth:`energy`,
     :meth:`score_ood`): the constraint is one more energy term, added with no retraining.
 
+    With ``calibration``, the base posteriors are first calibrated on labelled held-out
+    samples (``fit(X, calibration_set=(X_val, y_val))``): ``log softmax(f(x) / T + b)``, by
+    temperature scaling (``b = 0``) or bias-corrected temperature scaling (BCTS, Alexandari,
+    Kundaje & Shrikumar, 2020, which they pair with EM); everything above then applies to the
+    calibrated model (:func:`~ebmclassifier.distributional.fit_temperature`).
+
     Parameters
     ----------
     estimator : fitted classifier
@@ -67,25 +80,32 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         :class:`~sklearn.pipeline.Pipeline`, a scikit-learn classifier. It is used as it is,
         never refitted; wrap it in :class:`sklearn.frozen.FrozenEstimator` for ``clone`` (and
         so a grid search) to keep it fitted.
-    priors : dict, "em" or None, default=None
-        ``{label: share}`` for every class (non-negative, summing to 1), or ``"em"``.
+    priors : dict, array-like of shape (n_classes,), "em" or None, default=None
+        ``{label: share}`` for every class, or the shares in the order of ``classes_``
+        (non-negative, summing to 1), or ``"em"``.
     constraints : list of (callable, float) or None, default=None
         Moment constraints ``(phi, target)``; with ``priors`` too, both hold.
     method : {"projection", "bayes"}, default="projection"
         ``"bayes"`` needs ``priors`` and no ``constraints``.
     train_priors : dict, array-like of shape (n_classes,) or None, default=None
         The class priors ``π`` the base estimator was trained under, needed by
-        ``priors="em"`` and ``method="bayes"``. ``None`` takes the estimator's
-        ``class_prior_`` (naive Bayes has one); the library's estimators store no class
-        shares, so pass those of the training labels, ``np.bincount(y_train) / len(y_train)``
-        in the order of ``classes_``.
+        ``priors="em"`` and ``method="bayes"``. ``None`` takes, with ``calibration``, the
+        class shares of the calibration set (the calibrated posteriors' own); without, what
+        the estimator records: ``class_prior_`` (the library's estimators, the shares of their
+        training labels; naive Bayes), ``priors_`` (discriminant analysis) or
+        ``exp(class_log_prior_)``, also through a ``Pipeline``'s last step, a
+        ``FrozenEstimator`` or a ``CalibratedClassifierCV``. Other estimators need it, e.g.
+        ``np.bincount(y_train) / len(y_train)`` in the order of ``classes_``.
     solver : {"trust-exact", "newton-cg", "l-bfgs-b"}, default="trust-exact"
         The scipy optimiser of the dual (the first two use its exact Hessian).
     tol : float, default=1e-8
         The solve stops when the norm of the constraint residual is below ``tol``; EM when a
         step changes no prior by more than ``tol``.
     max_iter : int, default=1000
-        Iterations of the solver, and of EM.
+        Iterations of the solver, of EM, and of the calibration's.
+    calibration : {None, "temperature", "bcts"}, default=None
+        Calibrate the base posteriors on ``fit``'s ``calibration_set`` before anything else:
+        temperature scaling (Guo et al., 2017) or bias-corrected temperature scaling.
 
     Attributes
     ----------
@@ -105,6 +125,10 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         ``max_k |mean_i E_{p_λ}[φ_k] - μ_k|`` on ``X`` (0 for ``method="bayes"``, which has no
         constraint to meet).
     converged_ : bool
+    temperature_ : float or None
+        ``T`` of the calibration (None without one).
+    calibration_bias_ : ndarray of shape (n_classes,) or None
+        ``b`` of the calibration (zeros for ``"temperature"``; None without one).
 
     References
     ----------
@@ -128,9 +152,14 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     #: What :meth:`save` writes besides ``priors`` and ``train_priors``, and
     #: :func:`~ebmclassifier.load` restores: plain parameters, fitted values, and the fitted
     #: arrays (private ones too).
-    _saved_params = ("method", "solver", "tol", "max_iter")
-    _saved_attributes = ("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_")
-    _saved_arrays = ("prior_", "lambda_", "_class_offset_", "_user_lambda_")
+    _saved_params = ("method", "solver", "tol", "max_iter", "calibration")
+    _saved_attributes = (
+        *("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_"),
+        "temperature_",
+    )
+    _saved_arrays = ("prior_", "lambda_", "_class_offset_", "_user_lambda_", "calibration_bias_")
+    #: What a file written before an attribute existed gives for it: no calibration.
+    _saved_defaults = {"temperature_": None, "calibration_bias_": None}
 
     def __init__(
         self,
@@ -142,6 +171,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         solver="trust-exact",
         tol=1e-8,
         max_iter=1000,
+        calibration=None,
     ):
         self.estimator = estimator
         self.priors = priors
@@ -151,6 +181,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.calibration = calibration
 
     # ---------------------------------------------------------------- validation
 
@@ -160,11 +191,12 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         check.choice("solver", _SOLVERS)
         check.real("tol", 0.0, low_open=True)
         check.integer("max_iter", 1)
+        check.choice("calibration", _CALIBRATIONS)
         priors = self.priors
         check.satisfies(
             "priors",
-            priors is None or priors == "em" or isinstance(priors, dict),
-            'a dict {label: share}, "em" or None',
+            priors is None or _is_em(priors) or isinstance(priors, dict) or is_share_array(priors),
+            'a dict {label: share}, an array of shares in the order of classes_, "em" or None',
         )
         constraints = self.constraints
         ok = constraints is None or (
@@ -191,58 +223,15 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             )
         check.raise_if_any()
 
-    def _class_vector(self, name: str, value) -> np.ndarray:
-        """A dict {label: share} or an array in the order of ``classes_``, checked."""
-        classes = self.classes_.tolist()
-        if isinstance(value, dict):
-            unknown = [k for k in value if k not in classes]
-            missing = [c for c in classes if c not in value]
-            if unknown or missing:
-                raise ValueError(
-                    f"The {name!r} parameter of DistributionalConstraint must give a share for "
-                    f"every class of the estimator, {classes!r}. Got {value!r}: "
-                    + (f"unknown labels {unknown!r}" if unknown else f"missing {missing!r}")
-                    + "."
-                )
-            vector = np.array([value[c] for c in classes], dtype=float)
-        else:
-            vector = np.asarray(value, dtype=float)
-            if vector.shape != (len(classes),):
-                raise ValueError(
-                    f"The {name!r} parameter of DistributionalConstraint must have one share "
-                    f"per class ({len(classes)}). Got shape {vector.shape}."
-                )
-        if not np.all(np.isfinite(vector)) or np.any(vector < 0):
-            raise ValueError(
-                f"The {name!r} parameter of DistributionalConstraint must hold finite, "
-                f"non-negative shares. Got {value!r}."
-            )
-        if abs(vector.sum() - 1.0) > _PRIOR_TOL:
-            raise ValueError(
-                f"The {name!r} parameter of DistributionalConstraint must sum to 1 (within "
-                f"{_PRIOR_TOL}). Got a sum of {vector.sum()!r}; divide by it if the shares "
-                "are right but unnormalised."
-            )
-        return vector / vector.sum()
-
     def _train_priors(self) -> np.ndarray:
-        value = self.train_priors
-        if value is None:
-            value = getattr(self.estimator, "class_prior_", None)
-        if value is None:
-            raise ValueError(
-                f"DistributionalConstraint with priors={self.priors!r} and "
-                f"method={self.method!r} needs the training class priors, and "
-                f"{type(self.estimator).__name__} has no class_prior_: pass train_priors, "
-                "e.g. np.bincount(y_train) / len(y_train) in the order of classes_."
-            )
-        vector = self._class_vector("train_priors", value)
-        if np.any(vector <= 0):
-            raise ValueError(
-                "The 'train_priors' parameter of DistributionalConstraint must be positive for "
-                f"every class (the posteriors are divided by it). Got {value!r}."
-            )
-        return vector
+        needed_by = f"priors={self.priors!r}" if _is_em(self.priors) else "method='bayes'"
+        return source_priors(
+            self.train_priors,
+            self.estimator,
+            self.classes_.tolist(),
+            self._source_shares,
+            needed_by,
+        )
 
     def _log_proba(self, X) -> np.ndarray:
         """``log p(y|x)`` of the base estimator, float64, ``-inf`` for probability 0."""
@@ -252,6 +241,16 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             with np.errstate(divide="ignore"):
                 log_proba = np.log(np.asarray(self.estimator.predict_proba(X), dtype=float))
         return log_proba - logsumexp(log_proba, axis=1, keepdims=True)
+
+    def _calibrated(self, X) -> tuple[np.ndarray, np.ndarray | float]:
+        """``(log q(y|x), log Z(x))`` of the calibrated base (:func:`calibrated_log_proba`);
+        ``(log p(y|x), 0)`` without a calibration."""
+        log_proba = self._log_proba(X)
+        if self.temperature_ is None:
+            return log_proba, 0.0
+        return calibrated_log_proba(
+            log_proba, self.temperature_, self.calibration_bias_, return_log_partition=True
+        )
 
     def _features(self, X, n_samples: int) -> np.ndarray:
         """``φ_k(x_i, y)`` of the constraints, (n, K, m), each checked."""
@@ -273,7 +272,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
 
     # ---------------------------------------------------------------- fit
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, calibration_set=None):
         """Find ``λ`` on the unlabelled deployment samples ``X``.
 
         Parameters
@@ -282,6 +281,10 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             Deployment samples, as the base estimator takes them; at least 2.
         y : None
             Ignored: the adaptation needs no labels.
+        calibration_set : (X_val, y_val) or None, default=None
+            Labelled held-out samples of the training distribution (every class present),
+            needed by ``calibration``: the temperature (and biases) are fitted on them first,
+            and their class shares become the training priors unless ``train_priors`` is given.
 
         Returns
         -------
@@ -291,8 +294,9 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         ------
         ValueError
             For bad parameters, an unfitted estimator, fewer than 2 samples, a ``phi`` of the
-            wrong shape or non-finite values, and targets no posteriors can meet (naming the
-            constraint).
+            wrong shape or non-finite values, targets no posteriors can meet (naming the
+            constraint), training priors that are missing or not positive, and a
+            ``calibration_set`` that is missing, not a labelled pair, or lacks a class.
 
         Examples
         --------
@@ -318,7 +322,8 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                 f"constraints are on the average over X). Got {n_samples}."
             )
         self.classes_ = np.asarray(self.estimator.classes_)
-        log_proba = self._log_proba(X)
+        self._fit_calibration(calibration_set)
+        log_proba = self._calibrated(X)[0]
         user_features = self._features(X, n_samples)
         user_targets = np.array([t for _, t in self.constraints or ()], dtype=float)
         self.em_n_iter_ = None
@@ -331,9 +336,17 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             self._fit_projection(log_proba, priors, user_features, user_targets)
         return self
 
+    def _fit_calibration(self, calibration_set) -> None:
+        """``temperature_``, ``calibration_bias_`` (None without a calibration) and the
+        calibration set's class shares, the default training priors after it."""
+        self.temperature_, self.calibration_bias_, self._source_shares = fit_calibration(
+            self.calibration, calibration_set, self._log_proba, self.classes_.tolist(),
+            tol=self.tol, max_iter=self.max_iter,
+        )  # fmt: skip
+
     def _estimate_priors(self, log_proba: np.ndarray) -> np.ndarray:
-        if self.priors != "em":
-            return self._class_vector("priors", self.priors)
+        if not _is_em(self.priors):
+            return class_vector("priors", self.priors, self.classes_.tolist())
         priors, self.em_n_iter_ = em_priors(
             np.exp(log_proba), self._train_priors(), tol=self.tol, max_iter=self.max_iter
         )
@@ -378,7 +391,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         # only for zeros in the posteriors or for constraints of the user's. It also could not
         # tell EM's prior of 1e-19 (its usual limit for a class absent from X) from 0.
         joint = bool(len(user_targets)) or (
-            self.priors != "em" and not np.all(np.isfinite(masked[:, priors > 0]))
+            not _is_em(self.priors) and not np.all(np.isfinite(masked[:, priors > 0]))
         )
         check_reachable(masked, features, targets, names, joint=joint)
         lam, self.n_iter_, self.residual_ = solve_dual(
@@ -407,9 +420,12 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     def _tilted(self, X) -> tuple[np.ndarray, np.ndarray]:
         """``(log p_λ(y|x), log Z_λ(x))`` (:func:`~.posteriors.tilted_log_proba`) on ``X``."""
         check_is_fitted(self, "lambda_")
-        log_proba = self._log_proba(X) + self._class_offset_
+        log_proba, log_z_calibration = self._calibrated(X)
         features = self._features(X, len(log_proba))  # (n, K, 0) without constraints
-        return tilted_log_proba(log_proba, features, self._user_lambda_, return_log_partition=True)
+        tilted, log_z = tilted_log_proba(
+            log_proba + self._class_offset_, features, self._user_lambda_, return_log_partition=True
+        )
+        return tilted, log_z + log_z_calibration
 
     def predict_log_proba(self, X) -> np.ndarray:
         """``log p_λ(y|x)``.
@@ -473,7 +489,8 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> int(np.sum(adapted.predict(X) == 0)) > int(np.sum(clf.predict(X) == 0))
         True
         """
-        return self.classes_[np.argmax(self._tilted(X)[0], axis=1)]
+        log_proba = self._tilted(X)[0]  # checks that self is fitted, before classes_
+        return self.classes_[np.argmax(log_proba, axis=1)]
 
     @available_if(_base_has("energy"))
     def energy(self, X) -> np.ndarray:
@@ -500,7 +517,9 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> adapted.fit(X).energy(X).shape
         (40,)
         """
-        return np.asarray(self.estimator.energy(X), dtype=float) - self._tilted(X)[1]
+        log_z = self._tilted(X)[1]  # checks that self is fitted, before the base is called
+        energy = np.asarray(self.estimator.energy(X), dtype=float)
+        return (energy if self.temperature_ is None else energy / self.temperature_) - log_z
 
     @available_if(_base_has("energy"))
     def score_ood(self, X, method=None) -> np.ndarray:
@@ -526,6 +545,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> bool(np.all(adapted.fit(X).score_ood(X) == adapted.energy(X)))
         True
         """
+        check_is_fitted(self, "lambda_")
         if method in (None, "energy"):
             return self.energy(X)
         if method == "max_softmax":

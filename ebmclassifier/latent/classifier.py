@@ -110,6 +110,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    {class_prior}
     n_features_in_ : int
     module_ : CategoricalLatentModel
         ``module_.encoder``, ``module_.decoder``; ``module_(x)`` gives the prediction logits.
