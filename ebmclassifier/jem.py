@@ -249,8 +249,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         :meth:`on_train_begin` receives: until then the buffer is a one-chain placeholder.
         """
         super().initialize_module()
-        # An informative start needs y: on_train_begin fits it and replaces this one-chain
-        # placeholder, which saves building a uniform buffer only to throw it away.
+        # informative: a one-chain placeholder until on_train_begin fits the start on y
         size = 1 if self.buffer_init == "informative" else self.buffer_size
         start = UniformStart(self.input_min_, self.input_max_)
         self.replay_buffer_ = ReplayBuffer(start, size).to(self.device_)
