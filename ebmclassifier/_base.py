@@ -540,8 +540,7 @@ class EBMClassifierBase(
                 if new_network:
                     self.initialize()
                     check_module_output(self, torch.tensor(X[:1], device=self.device_))
-                # The whole training set moves to the device once; batches are slices of it.
-                # A copy: the user's array may be read-only, and it is never written.
+                # one copy on the device (the user's array may be read-only); batches slice it
                 X_t = torch.tensor(X, device=self.device_)
                 if self.augmentation is not None:
                     check_augmentation(self.augmentation, X_t[:8])
