@@ -32,6 +32,7 @@ from ._inference import InferenceMixin, OODDecisionMixin
 from ._parameters import InvalidParameterError, ParamChecker, is_int
 from ._precision import PRECISIONS, check_platform, full_precision
 from ._repr import ParamsReprMixin
+from ._resume import ResumableMixin
 from ._skorch import SkorchNet
 from ._threads import check_n_threads, choose_threads, intra_op_threads
 from ._validation import (
@@ -170,7 +171,12 @@ _FIT_MODES = {
 
 @fill_docstring(PARAMETER_DOCS)
 class EBMClassifierBase(
-    ParamsReprMixin, InferenceMixin, OODDecisionMixin, SavedEstimatorMixin, SkorchNet
+    ParamsReprMixin,
+    InferenceMixin,
+    OODDecisionMixin,
+    SavedEstimatorMixin,
+    ResumableMixin,
+    SkorchNet,
 ):
     """Shared base of the energy-based classifiers (not to be used directly).
 
@@ -534,8 +540,7 @@ class EBMClassifierBase(
                 if new_network:
                     self.initialize()
                     check_module_output(self, torch.tensor(X[:1], device=self.device_))
-                # The whole training set moves to the device once; batches are slices of it.
-                # A copy: the user's array may be read-only, and it is never written.
+                # one copy on the device (the user's array may be read-only); batches slice it
                 X_t = torch.tensor(X, device=self.device_)
                 if self.augmentation is not None:
                     check_augmentation(self.augmentation, X_t[:8])

@@ -165,6 +165,13 @@ class Snapshot:
             # a deep copy again, so the snapshot survives a second roll-back
             obj.load_state_dict(copy.deepcopy(self.states[name]))
 
+    @classmethod
+    def of_states(cls, states: dict) -> Snapshot:
+        """The snapshot whose states are ``states`` (as :attr:`states` holds them)."""
+        snapshot = cls.__new__(cls)
+        snapshot.states = states
+        return snapshot
+
 
 def state_is_healthy(
     module: nn.Module, buffer: nn.Module, max_energy: float, probe: Tensor | None = None
@@ -320,3 +327,89 @@ class RollbackPolicy:
     def end_fit(self) -> None:
         """Drop the snapshots and the probe: a copy of the weights is not worth pickling."""
         self._targets, self.probe, self._pending = [], None, None
+
+    _COUNTS = ("max_retries", "kept", "failures_before_older", "recoveries")
+    _STEPS = ("_steps_since_restore", "_failures_in_a_row")
+
+    def state_dict(self, **live) -> dict:
+        """Everything the policy holds, so that a resumed fit rolls back as this one would.
+
+        ``live``: the objects the snapshots were taken of (``module=...``, ...); a snapshot
+        tensor equal to theirs is given as theirs, so that a file stores it once.
+        """
+        current = {name: obj.state_dict() for name, obj in live.items()}
+        targets = [
+            {
+                "states": _shared(target.snapshot.states, current),
+                "restores": target.restores,
+                "lr_halvings": target.lr_halvings,
+            }
+            for target in self._targets
+        ]
+        pending = None if self._pending is None else list(self._pending)
+        counts = {name: getattr(self, name) for name in self._COUNTS + self._STEPS}
+        return {**counts, "probe": self.probe, "pending": pending, "targets": targets}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> RollbackPolicy:
+        """The policy of :meth:`state_dict`'s ``state``."""
+        policy = cls(*(state[name] for name in cls._COUNTS[:3]))
+        for name in cls._COUNTS[3:] + cls._STEPS:
+            setattr(policy, name, state[name])
+        policy.probe = state["probe"]
+        policy._pending = None if state["pending"] is None else Divergence(*state["pending"])
+        policy._targets = [
+            _Target(Snapshot.of_states(t["states"]), t["restores"], t["lr_halvings"])
+            for t in state["targets"]
+        ]
+        return policy
+
+
+def _shared(saved, current):
+    """``saved`` with every tensor equal to its counterpart in ``current`` replaced by it."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        return {key: _shared(value, current.get(key)) for key, value in saved.items()}
+    if isinstance(saved, list | tuple) and isinstance(current, list | tuple):
+        if len(saved) == len(current):
+            return type(saved)(_shared(a, b) for a, b in zip(saved, current, strict=True))
+        return saved
+    if isinstance(saved, Tensor) and isinstance(current, Tensor):
+        same = saved.dtype == current.dtype and saved.device == current.device
+        return current if same and torch.equal(saved, current) else saved
+    return saved
+
+
+class ResumableRollbackMixin:
+    """The roll-back policy's part of a training state (:mod:`ebmclassifier._resume`).
+
+    For an estimator with ``_rollback_`` (a :class:`RollbackPolicy`), ``sgld_step_size_`` and
+    ``n_divergences_``: a fit resumed from a state saved during a fit keeps the policy that the
+    interrupted fit had, its snapshots included, so that a divergence after the resumption
+    rolls back as it would have without the interruption.
+    """
+
+    def _resume_state(self) -> dict:
+        policy = getattr(self, "_rollback_", None) if self._fitting else None
+        return {
+            **super()._resume_state(),
+            "sgld_step_size": self.sgld_step_size_,
+            "n_divergences": self.n_divergences_,
+            "rollback": None if policy is None else policy.state_dict(**self._rollback_objects()),
+        }
+
+    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
+        super()._load_resume_state(state, in_fit=in_fit)
+        self.sgld_step_size_ = state["sgld_step_size"]
+        self.n_divergences_ = state["n_divergences"]
+        if state["rollback"] is not None:
+            self._resumed_rollback = RollbackPolicy.from_state_dict(state["rollback"])
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """In the first epoch of a resumed fit, the interrupted fit's policy takes over.
+
+        After ``on_train_begin``, which gives every fit a fresh policy.
+        """
+        super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
+        resumed = self.__dict__.pop("_resumed_rollback", None)
+        if resumed is not None:
+            self._rollback_ = resumed

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._modes import kept_modes
+
 __all__ = ["NORMS", "pgd_attack", "robust_accuracy"]
 
 #: The threat models, by name: the L-infinity ball (per coordinate) and the L2 ball.
@@ -61,6 +63,26 @@ def _random_start(
         radius = eps * torch.rand((shape[0],), generator=generator) ** (1.0 / d)
         delta = direction * radius.view(-1, *([1] * (x.dim() - 1)))
     return delta.to(device=x.device, dtype=x.dtype)
+
+
+def check_float_input(dtype, what: str = "x") -> None:
+    """Refuse integer inputs (token ids, indices): PGD follows a gradient they do not have.
+
+    Parameters
+    ----------
+    dtype : torch.dtype or numpy dtype
+        The dtype of the inputs the network takes.
+    what : str, default="x"
+        How the message names them.
+    """
+    floating = dtype.is_floating_point if isinstance(dtype, torch.dtype) else dtype.kind == "f"
+    if not floating:
+        raise ValueError(
+            f"PGD perturbs {what} along the gradient of the loss with respect to it, and {what} "
+            f"holds integers (dtype {dtype}): token ids or indices have no gradient, and a "
+            "perturbed id is no input of the network. Attack a model of continuous inputs, or "
+            "its embeddings with a model that takes them."
+        )
 
 
 def _validate_attack(eps: float, norm: str, steps: int, step_size: float | None) -> None:
@@ -157,6 +179,7 @@ def pgd_attack(
     True
     """
     _validate_attack(eps, norm, steps, step_size)
+    check_float_input(x.dtype)
     x = x.detach()
     if eps == 0:
         return x.clone()
@@ -182,19 +205,15 @@ def pgd_attack(
     else:
         delta = torch.zeros_like(x)
 
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.enable_grad():
-            for _ in range(steps):
-                delta.requires_grad_(True)
-                loss = F.cross_entropy(module(x + delta), y, reduction="sum")
-                (grad,) = torch.autograd.grad(loss, delta)
-                with torch.no_grad():
-                    delta = delta + step_size * _ascent_direction(grad, norm)
-                    delta = clip_to_box(_project(delta, eps, norm))
-    finally:
-        module.train(was_training)
+    with kept_modes(module), torch.enable_grad():
+        module.eval()
+        for _ in range(steps):
+            delta.requires_grad_(True)
+            loss = F.cross_entropy(module(x + delta), y, reduction="sum")
+            (grad,) = torch.autograd.grad(loss, delta)
+            with torch.no_grad():
+                delta = delta + step_size * _ascent_direction(grad, norm)
+                delta = clip_to_box(_project(delta, eps, norm))
     return (x + delta).detach()
 
 
@@ -249,10 +268,10 @@ def robust_accuracy(
     >>> robust_accuracy(module, X, np.array([0, 1]), [0.0, 0.05, 0.6], steps=5)
     array([1., 1., 0.])
     """
-    was_training = module.training
-    module.eval()
+    check_float_input(X.dtype)
     accuracies = []
-    try:
+    with kept_modes(module):
+        module.eval()
         for eps in epsilons:
             generator = torch.Generator().manual_seed(seed)
             n_correct = 0
@@ -263,6 +282,4 @@ def robust_accuracy(
                 with torch.no_grad():
                     n_correct += int((module(x_adv).argmax(dim=1) == yb).sum())
             accuracies.append(n_correct / X.shape[0])
-    finally:
-        module.train(was_training)
     return np.asarray(accuracies)

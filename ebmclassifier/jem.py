@@ -13,6 +13,7 @@ from ._data import split_weights
 from ._device import available_memory
 from ._divergence import (
     Divergence,
+    ResumableRollbackMixin,
     RollbackPolicy,
     diagnose_step,
     parameters_finite,
@@ -36,7 +37,7 @@ GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
 @fill_docstring(PARAMETER_DOCS)
-class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
+class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
     The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the
@@ -254,8 +255,7 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         :meth:`on_train_begin` receives: until then the buffer is a one-chain placeholder.
         """
         super().initialize_module()
-        # An informative start needs y: on_train_begin fits it and replaces this one-chain
-        # placeholder, which saves building a uniform buffer only to throw it away.
+        # informative: a one-chain placeholder until on_train_begin fits the start on y
         size = 1 if self.buffer_init == "informative" else self.buffer_size
         start = UniformStart(self.input_min_, self.input_max_)
         self.replay_buffer_ = ReplayBuffer(start, size).to(self.device_)

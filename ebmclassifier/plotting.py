@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ._atomic import atomic_write
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [
@@ -101,8 +102,11 @@ def finish_figure(fig: Figure, path, ax=None, title: str | None = None) -> Figur
         if title is not None:
             ax.set_title(title)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
-    if path is not None:
-        fig.savefig(os.fspath(path), dpi=100)
+    if isinstance(path, str | os.PathLike):  # replaced at once, whole or not at all
+        with atomic_write(path) as file:
+            fig.savefig(file, format=os.path.splitext(path)[1].lstrip(".") or None, dpi=100)
+    elif path is not None:  # a file object
+        fig.savefig(path, dpi=100)
     return fig
 
 

@@ -177,11 +177,12 @@ def paper_callbacks(
     start at ``lr * 0 / warmup_iters``; here the first step already moves (``lr /
     warmup_iters``), one step ahead of theirs.
 
-    The schedule is exact for a fit from scratch. Resuming it with ``partial_fit`` is not:
-    skorch's ``LRScheduler`` rebuilds its scheduler at the start of each fit call with the
-    number of epochs as the step count, which is wrong for a scheduler stepped per batch,
-    and a new ``MultiStepLR`` decays a second time when the resumed fit starts exactly at a
-    milestone. Train a scheduled run with one ``fit``.
+    skorch's ``LRScheduler`` rebuilds its scheduler at the start of each fit call from the
+    number of epochs, which is wrong for a scheduler stepped per batch, and a new
+    ``MultiStepLR`` decays a second time when the fit starts exactly at a milestone; the
+    estimators keep the schedulers' positions (their training state) and restore them when
+    the next epoch begins, so that ``partial_fit`` after ``fit``, and a run resumed after a
+    kill, follow the schedule of one uninterrupted ``fit`` (``tests/test_resume.py``).
 
     Parameters
     ----------

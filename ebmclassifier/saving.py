@@ -10,6 +10,9 @@
   ``training_state=True``), and fitted tensors such as ``input_min_``. Every tensor is saved on
   the CPU.
 
+Both writers replace a path at once (a temporary file beside it, synced, then renamed over
+it), so that the target is always the old file or the new one, never a torn one.
+
 :func:`load` rebuilds the estimator from these alone: no ``fit``, no data. It never unpickles
 code: the metadata is JSON, the weights are read with ``torch.load(weights_only=True)``, and a
 class named in the metadata is imported only from ``ebmclassifier``, ``torch`` or ``skorch``, and
@@ -50,6 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
 
 from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
+from ._atomic import atomic_write
 from ._device import resolve_device, seeded_rng
 from ._version import __version__
 
@@ -94,7 +98,8 @@ class SavedEstimatorMixin:
 
         Parameters
         ----------
-        path : str or path-like
+        path : str, path-like or file object
+            Replaced at once when the new file is complete (see :func:`save`).
         training_state : bool, default=True
             Also the optimizer's state and the history, so that ``partial_fit`` continues
             after ``load`` as it would have without the round trip.
@@ -197,20 +202,26 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
             attributes[name] = _encode(value)
     for name, value in vars(estimator).items():
         if name.endswith("_") and isinstance(value, torch.nn.Module):
-            states[name] = _cpu(value.state_dict())
+            states[name] = value.state_dict()
     if training_state:
-        states["optimizer_"] = _cpu(estimator.optimizer_.state_dict())
-    return attributes, tensors, states
+        states["optimizer_"] = estimator.optimizer_.state_dict()
+        # what a resumed fit needs besides these (ebmclassifier._resume); restored last
+        states["training_state_"] = estimator.training_state_.state_dict(checkpoint=False)
+    return attributes, tensors, _cpu(states, {})
 
 
-def _cpu(obj):
-    """A copy of a nested state with every tensor on the CPU."""
+def _cpu(obj, memo: dict):
+    """A copy of a nested state with every tensor on the CPU, a tensor seen twice copied once
+    (so that a snapshot equal to the weights is stored once)."""
     if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
+        key = (obj.data_ptr(), obj.dtype, tuple(obj.shape), tuple(obj.stride()), obj.device)
+        if key not in memo:
+            memo[key] = obj.detach().cpu()
+        return memo[key]
     if isinstance(obj, dict):
-        return {k: _cpu(v) for k, v in obj.items()}
+        return {k: _cpu(v, memo) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return type(obj)(_cpu(v) for v in obj)
+        return type(obj)(_cpu(v, memo) for v in obj)
     return obj
 
 
@@ -221,8 +232,13 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
     ----------
     estimator : NGEBMClassifier, JEMClassifier or another estimator of the library
         Fitted.
-    path : str or path-like
-        The file to write (a zip archive; ``.ebm`` is a fine suffix).
+    path : str, path-like or file object
+        The file to write (a zip archive; ``.ebm`` is a fine suffix). It is written whole or
+        not at all: to a temporary file in the same folder, synced to the disk, then renamed
+        over ``path``, so that a full disk, an error or a killed process leaves the old file
+        as it was (the folder needs room for both for a moment). A file object receives the
+        complete archive in one ``write`` call, or nothing when building it fails; whether a
+        ``write`` that fails half-way leaves part of it is the object's own affair.
     training_state : bool, default=True
         Also save the optimizer's state and the training history, so that ``partial_fit``
         after :func:`load` continues as it would have without the round trip. ``False``
@@ -272,9 +288,29 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
         ) from None
     weights = io.BytesIO()
     torch.save({"tensors": tensors, "states": states}, weights)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
-        archive.writestr("metadata.json", text)
-        archive.writestr("weights.pt", weights.getvalue())
+    _write_archive(path, {"metadata.json": text, "weights.pt": weights.getbuffer()})
+
+
+def _write_archive(path, members: dict) -> None:
+    """A zip archive of ``members`` (name -> str or bytes) at ``path``, whole or not at all.
+
+    A path is replaced at once (:func:`~ebmclassifier._atomic.atomic_write`): the old file
+    stays until the new one is complete and synced. A file object receives the complete archive
+    in one ``write`` call, or nothing when building it fails.
+    """
+
+    def fill(file) -> None:
+        with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED) as archive:
+            for name, data in members.items():
+                archive.writestr(name, data)
+
+    if isinstance(path, str | os.PathLike):
+        with atomic_write(path) as file:
+            fill(file)
+        return
+    buffer = io.BytesIO()
+    fill(buffer)
+    path.write(buffer.getvalue())
 
 
 # ---------------------------------------------------------------- load
@@ -493,6 +529,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
         Fitted, without ``constraints``, over an estimator of the library (bare or in a
         ``FrozenEstimator``).
     path : str, path-like or file object
+        Written whole or not at all, as :func:`save` writes.
 
     Returns
     -------
@@ -520,9 +557,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
             f"DistributionalConstraint holds a value JSON cannot store ({err}); labels must be "
             "numbers, strings or booleans. Pickle the estimator instead."
         ) from None
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
-        archive.writestr("distributional.json", text)
-        archive.writestr("estimator.ebm", buffer.getvalue())
+    _write_archive(path, {"distributional.json": text, "estimator.ebm": buffer.getbuffer()})
 
 
 def _load_constraint(metadata: dict, base_file: bytes, params: dict):

@@ -1,3 +1,4 @@
+import matplotlib
 import numpy as np
 import pytest
 import torch
@@ -17,6 +18,15 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
+
+
+@pytest.fixture(autouse=True)
+def _matplotlib_style_restored():
+    """Undo a test's changes to matplotlib's global style when it ends. Importing quapy (a
+    reference in tests/distributional) sets figure.dpi=200 and font.size=18 for the process,
+    and the layout test of a figure drawn later failed or passed by the order of the tests."""
+    with matplotlib.rc_context():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,8 @@ from ebmclassifier.detectors import (
 )
 from ebmclassifier.metrics import ood_metrics
 
+from .precision import assert_close_f32
+
 
 @pytest.fixture(scope="module")
 def features():
@@ -241,9 +243,7 @@ def test_penultimate_features_batched_equal_unbatched_and_feed_the_logits(fitted
     clf, X_train, _, X_test = fitted_ce
     once = penultimate_features(clf, X_test, batch_size=-1)
     # batch composition changes BLAS blocking, so float32 rounding may differ in the last bit
-    np.testing.assert_allclose(
-        penultimate_features(clf, X_test, batch_size=7), once, rtol=1e-5, atol=1e-6
-    )
+    assert_close_f32(penultimate_features(clf, X_test, batch_size=7), once)
     assert once.shape == (len(X_test), 6) and once.dtype == np.float32
     with torch.no_grad():
         direct = clf.module_.penultimate(torch.tensor(X_test)).numpy()
@@ -289,16 +289,11 @@ def test_penultimate_features_take_what_predict_takes(fitted_ce):
     # estimators' predict takes them (issues #14, #16)
     clf, _, _, X_test = fitted_ce
     once = penultimate_features(clf, X_test, batch_size=-1)
-    # The same rows in another order: equal up to float32 rounding (matmul kernels may sum in
-    # another order for another batch layout or thread count), not bitwise.
-    tol = dict(rtol=16 * np.finfo(np.float32).eps, atol=16 * np.finfo(np.float32).eps)
-    np.testing.assert_allclose(
-        penultimate_features(clf, X_test[::-1], batch_size=-1), once[::-1], **tol
-    )
-    np.testing.assert_allclose(penultimate_features(clf.module_, X_test[::-1]), once[::-1], **tol)
-    np.testing.assert_allclose(
-        penultimate_features(clf, X_test, batch_size=np.int64(16)), once, rtol=1e-5, atol=1e-6
-    )
+    # The same rows in another order, or batches of another size: equal up to float32
+    # rounding (matmul kernels may sum in another order for another batch layout), not bitwise.
+    assert_close_f32(penultimate_features(clf, X_test[::-1], batch_size=-1), once[::-1])
+    assert_close_f32(penultimate_features(clf.module_, X_test[::-1]), once[::-1])
+    assert_close_f32(penultimate_features(clf, X_test, batch_size=np.int64(16)), once)
 
 
 def test_penultimate_features_use_the_inference_batch_size(fitted_ce):

@@ -43,6 +43,7 @@ import time
 import numpy as np
 import torch
 
+from .._atomic import write_file
 from .._device import resolve_device
 from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
@@ -448,8 +449,7 @@ def _run_command(args) -> int:
     result = run_bench(quick=args.quick, device=args.device, gpu_only=args.gpu_only)
     print(format_bench(result))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        write_file(args.json, json.dumps(result, indent=2))
     return 0
 
 

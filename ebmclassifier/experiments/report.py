@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import write_file
 from ..plotting import (
     plot_accuracy_vs_epsilon,
     plot_ood_histograms,
@@ -46,7 +47,7 @@ def save_report(out, markdown: str, payload: dict) -> None:
     Parameters
     ----------
     out : str or path-like
-        The folder; created if needed.
+        The folder; created if needed. Each file is replaced at once, whole or not at all.
     markdown : str
         The text of ``report.md``.
     payload : dict
@@ -68,8 +69,9 @@ def save_report(out, markdown: str, payload: dict) -> None:
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(markdown)
-    (out / "results.json").write_text(json.dumps(_jsonable(payload), indent=2))
+    text = json.dumps(_jsonable(payload), indent=2)  # before writing: nothing half-written
+    write_file(out / "report.md", markdown)
+    write_file(out / "results.json", text)
 
 
 #: Per kind of figure (the file name's start): the heading and how to read it, in report.md.
@@ -229,7 +231,7 @@ def write_report(results: dict, out, command: str = "") -> dict:
     results : dict
         From :func:`~ebmclassifier.experiments.compare.run_comparison`.
     out : str or path-like
-        The folder; created if needed.
+        The folder; created if needed. Each file is replaced at once, whole or not at all.
     command : str, default=""
         The command line that reproduces the run, quoted in the report.
 

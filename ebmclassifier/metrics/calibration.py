@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from netcal.metrics import ECE, MCE
 
+from .._modes import kept_modes
 from ._checks import _check_n_bins, _check_proba, top_label
 
 __all__ = [
@@ -166,7 +167,8 @@ class _ProbaScorer:
     def __call__(self, estimator, X, y, sample_weight=None) -> float:
         if sample_weight is not None:
             raise ValueError(f"{self._name} does not support sample_weight.")
-        proba = estimator.predict_proba(X)
+        with kept_modes(estimator):  # predict_proba puts the modules in eval mode
+            proba = estimator.predict_proba(X)
         value = self._metric(y, proba, classes=estimator.classes_, **self._kwargs)
         return self._sign * value
 

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from ..attacks import NORMS, robust_accuracy
+from .._modes import kept_modes
+from ..attacks import NORMS, check_float_input, robust_accuracy
 from ._checks import _check_positive_int, encode_labels
 
 __all__ = ["adversarial_accuracy"]
@@ -105,27 +106,28 @@ def adversarial_accuracy(
     >>> bool(acc[0] == clf.score(X, y)), bool(acc[0] >= acc[1] >= acc[2])
     (True, True)
     """
-    X, y_enc = _attack_data(estimator, X, y)
-    epsilons = list(np.atleast_1d(np.asarray(epsilons, dtype=np.float64)))
-    if not epsilons or any(not (e >= 0 and np.isfinite(e)) for e in epsilons):
-        raise ValueError(
-            f"epsilons must be a non-empty list of finite numbers >= 0. Got {epsilons!r}."
-        )
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS!r}. Got {norm!r} instead.")
-    batch_size = _check_positive_int("batch_size", batch_size)
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    if input_range is None and hasattr(estimator, "input_range"):
-        input_range = estimator.input_range()
-    low, high = (None, None) if input_range is None else (float(v) for v in input_range)
-    module = estimator.module_
-    if preprocess is not None:
-        module = torch.nn.Sequential(preprocess, module)
-    return robust_accuracy(
-        module, X, y_enc, epsilons, device=torch.device(estimator.device_), seed=seed,
-        batch_size=batch_size, norm=norm, steps=steps, step_size=step_size,
-        random_start=random_start, input_min=low, input_max=high,
-    )  # fmt: skip
+    with kept_modes(estimator, preprocess):  # predict_proba and the attack switch modes
+        X, y_enc = _attack_data(estimator, X, y)
+        epsilons = list(np.atleast_1d(np.asarray(epsilons, dtype=np.float64)))
+        if not epsilons or any(not (e >= 0 and np.isfinite(e)) for e in epsilons):
+            raise ValueError(
+                f"epsilons must be a non-empty list of finite numbers >= 0. Got {epsilons!r}."
+            )
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS!r}. Got {norm!r} instead.")
+        batch_size = _check_positive_int("batch_size", batch_size)
+        seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        if input_range is None and hasattr(estimator, "input_range"):
+            input_range = estimator.input_range()
+        low, high = (None, None) if input_range is None else (float(v) for v in input_range)
+        module = estimator.module_
+        if preprocess is not None:
+            module = torch.nn.Sequential(preprocess, module)
+        return robust_accuracy(
+            module, X, y_enc, epsilons, device=torch.device(estimator.device_), seed=seed,
+            batch_size=batch_size, norm=norm, steps=steps, step_size=step_size,
+            random_start=random_start, input_min=low, input_max=high,
+        )  # fmt: skip
 
 
 def _attack_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +140,10 @@ def _attack_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray]:
                 "Call fit first."
             )
     X = _as_float32(X)
+    taken = []  # the dtype of what the network takes, seen on the way in
+    hook = estimator.module_.register_forward_pre_hook(
+        lambda module, args: taken.append(getattr(args[0], "dtype", None)) if args else None
+    )
     try:  # the estimator's own check of the input, on one sample
         estimator.predict_proba(X[:1])
     except ValueError as exc:
@@ -145,6 +151,10 @@ def _attack_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray]:
             f"X has samples of shape {X.shape[1:]}, which {type(estimator).__name__} does not "
             f"take: {exc} Pass X as it was given to fit."
         ) from exc
+    finally:
+        hook.remove()
+    if taken and isinstance(taken[0], torch.dtype):
+        check_float_input(taken[0], f"the input of {type(estimator).__name__}'s network")
     y_enc = encode_labels(y, estimator.classes_)
     if y_enc.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y_enc.shape[0]}.")

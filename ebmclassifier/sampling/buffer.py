@@ -184,8 +184,10 @@ class ReplayBuffer(nn.Module):
     def update(self, indices: Tensor, samples: Tensor) -> None:
         """Write evolved chains back at ``indices`` (as returned by :meth:`draw`).
 
-        ``draw`` samples indices with replacement, as JEM does; where an index repeats, one of
-        its evolved samples is kept.
+        ``draw`` samples indices with replacement, as JEM does; where an index repeats, the
+        last of its evolved samples is kept. (Writing all of them at once keeps one of them at
+        random: torch's ``index_put_`` with repeated indices, run on several threads or on a
+        GPU, made two seeded fits differ.)
 
         Parameters
         ----------
@@ -210,4 +212,8 @@ class ReplayBuffer(nn.Module):
         >>> torch.equal(buf.samples[idx], x + 1), buf.samples.requires_grad
         (True, False)
         """
-        self.samples[indices] = samples.detach().to(self.samples.dtype)
+        order = torch.arange(len(indices), device=indices.device)
+        last = torch.full((self.buffer_size,), -1, dtype=order.dtype, device=indices.device)
+        last.scatter_reduce_(0, indices, order, reduce="amax")  # a maximum: any order gives it
+        keep = last[indices] == order
+        self.samples[indices[keep]] = samples[keep].detach().to(self.samples.dtype)
