@@ -58,7 +58,7 @@ from ._data import grow_class_counts
 from ._device import seeded_rng
 from ._parameters import ParamChecker, is_int
 from ._validation import as_numpy
-from .losses import criterion_mean, negatives_cross_entropy
+from .losses import _sum_of_squares, criterion_mean, negatives_cross_entropy
 from .sampling.langevin import run_sampler
 
 __all__ = ["grow_output_layer", "output_layer", "reservoir_update"]
@@ -296,8 +296,11 @@ class ClassIncrementalMixin:
         super()._prepare_fit(X)
         # Generated replay's chains start from the data's per-feature Gaussian (the shape of
         # the first fit's data, as the input range): statistics, not samples.
-        self.input_mean_ = torch.as_tensor(X.mean(axis=0), device=self.device_)
-        self.input_std_ = torch.as_tensor(X.std(axis=0), device=self.device_)
+        # X.std(axis=0), bitwise, without its copy of X
+        mean = X.mean(axis=0)
+        std = np.sqrt(_sum_of_squares(X, mean) / len(X))
+        self.input_mean_ = torch.as_tensor(mean, device=self.device_)
+        self.input_std_ = torch.as_tensor(std, device=self.device_)
 
     def classification_loss(
         self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None

@@ -123,6 +123,19 @@ def test_generated_replay_is_deterministic_under_random_state():
     assert not torch.equal(a.generated_X_, c.generated_X_)
 
 
+@pytest.mark.parametrize("shape", [(7, 3), (300_001, 4), (50, 1, 40)])  # (300_001, 4): 2 blocks
+def test_chain_start_statistics_are_numpys_bitwise_without_a_copy(shape):
+    from ebmclassifier.losses import _sum_of_squares
+
+    X = np.random.default_rng(0).normal(3.0, 2.0, size=shape).astype(np.float32)
+    mean = X.mean(axis=0)
+    std = np.sqrt(_sum_of_squares(X, mean) / len(X))
+    assert std.dtype == np.float32
+    np.testing.assert_array_equal(std, X.std(axis=0))
+    clf = _ngebm(max_epochs=0).fit(X[:7].reshape(7, -1), np.arange(7) % 2)
+    np.testing.assert_array_equal(clf.input_std_.numpy(), X[:7].reshape(7, -1).std(axis=0))
+
+
 def test_generated_replay_draws_the_old_classes_inside_the_input_range():
     clf = _stream(_generated(), TASKS[:2])
     labels = clf.classes_[clf.generated_y_.numpy()]
