@@ -135,7 +135,8 @@ def choose_threads(n_threads, module: nn.Module, x: torch.Tensor, batch_size: in
     --------
     >>> from ebmclassifier.nn import MLP
     >>> x = torch.zeros(100, 64)
-    >>> choose_threads("auto", MLP(64, 10), x, 64), choose_threads(None, MLP(64, 10), x, 64)
+    >>> with intra_op_threads(2):  # torch on two threads: "auto" picks one for a small MLP
+    ...     choose_threads("auto", MLP(64, 10), x, 64), choose_threads(None, MLP(64, 10), x, 64)
     (1, None)
     >>> choose_threads(3, MLP(64, 10), x, 64)
     3

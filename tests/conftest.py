@@ -6,8 +6,12 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-# Two cores: more threads than that only adds contention.
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# One intra-op thread: the suite's networks and tensors are tiny, where a second thread gains
+# little on a quiet machine and, beside any other busy process, makes torch's operations wait
+# for the descheduled thread (a float64 gradcheck of SparseMAP took 1.8 s on one thread and 50 s
+# on two at load average 3; docs/performance.md, "Threads on a shared machine"). Tests of the
+# threading set their own count; the fixture below restores it after each test.
+torch.set_num_threads(1)
 
 
 def pytest_configure(config):
@@ -18,6 +22,14 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """Give the next test the suite's thread count, whatever this one set."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """The ``n_threads`` parameter: the intra-op threads of a fit or an inference call, restored after.
 
 torch's thread count is one per process; every test here leaves it as it found it (the
-``restore_threads`` fixture makes sure even a failing test does).
+``_torch_threads_restored`` fixture of conftest.py makes sure even a failing test does).
 """
 
 import importlib.util
@@ -24,13 +24,6 @@ from ebmclassifier.losses import ngebm_loss
 from ebmclassifier.nn import MLP, ConvNet
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def restore_threads():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture
