@@ -1,23 +1,27 @@
-"""Naive fine-tuning and replay as hand-written PyTorch loops, against the estimators (#24).
+"""Naive fine-tuning, replay and LwF as hand-written PyTorch loops, against the estimators.
 
 Avalanche (``avalanche-lib``) does not import here: it needs torchvision, and pip would bring it
 with a CUDA build of torch that replaces the CPU one (``pip install --dry-run avalanche-lib``).
-So the library's ``ce`` and ``ce_replay`` baselines of ``python -m ebmclassifier continual``
+So the ``ce``, ``ce_replay`` and ``ce_lwf`` methods of ``python -m ebmclassifier continual``
 are checked against these loops, written without the library: the same split of digits
-(70/30, stratified, standardized), the same MLP (64-100-classes, SiLU), Adam at 1e-3, batches
-of 64, 15 epochs per task. The class-incremental head is a 10-logit layer whose logits of the
-classes not yet seen are masked out (what growing the layer computes); replay keeps 20 random
-training samples per class and weighs each stored class as an average class of the task.
+(70/30, stratified, standardized), the command's tasks (0,9 / 1,8 / 2,7 / 3,6 / 4,5), the
+same MLP (the estimators' default: 64-256-256-classes, SiLU), Adam at 1e-3, batches of 64, 15
+epochs per task. The class-incremental head is a 10-logit layer whose logits of the classes
+not yet seen are masked out (what growing the layer computes); replay keeps 20 random training
+samples per class and weighs each stored class as an average class of the task; LwF adds
+``T^2 KL(softmax(old / T) || softmax(new / T))`` over the classes seen before the task, with
+the network as it was when the task began (weight 1, T = 2; Li & Hoiem 2016).
 
     PYTHONPATH=. python benchmarks/continual_reference.py --seeds 5
 
 prints the median [min-max] final average accuracy of each loop, and of the estimators'
-methods run on the same seeds.
+methods run on the same seeds (issues #24, #32).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 
 import numpy as np
 import torch
@@ -27,7 +31,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-TASKS = [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+TASKS = [[0, 9], [1, 8], [2, 7], [3, 6], [4, 5]]
 
 
 def _data(seed):
@@ -45,15 +49,27 @@ def _data(seed):
     )
 
 
-def run_loop(seed: int, replay: int, epochs: int = 15) -> float:
+def _distillation(logits, teacher_logits, temperature=2.0):
+    """LwF's term, written out: T^2 * KL(p_teacher || p_student) at temperature T, mean."""
+    p = F.softmax(teacher_logits / temperature, dim=1)
+    log_q = F.log_softmax(logits / temperature, dim=1)
+    return temperature**2 * (p * (torch.log(p) - log_q)).sum(1).mean()
+
+
+def run_loop(seed: int, replay: int, epochs: int = 15, lwf: bool = False) -> float:
     """Final average accuracy (mean over tasks) of one hand-written stream."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     X_train, X_test, y_train, y_test = _data(seed)
-    net = nn.Sequential(nn.Linear(64, 100), nn.SiLU(), nn.Linear(100, 10))
+    net = nn.Sequential(
+        nn.Linear(64, 256), nn.SiLU(), nn.Linear(256, 256), nn.SiLU(), nn.Linear(256, 10)
+    )
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    seen, memory = [], []
+    seen, memory, teacher = [], [], None
     for task in TASKS:
+        old = list(seen)
+        if lwf and old:
+            teacher = copy.deepcopy(net).requires_grad_(False)
         seen += task
         mask = torch.full((10,), float("-inf"))
         mask[seen] = 0.0
@@ -70,8 +86,11 @@ def run_loop(seed: int, replay: int, epochs: int = 15) -> float:
             order = torch.randperm(len(rows))
             for start in range(0, len(rows), 64):
                 b = order[start : start + 64]
-                losses = F.cross_entropy(net(X[b]) + mask, y[b], reduction="none")
+                logits = net(X[b]) + mask
+                losses = F.cross_entropy(logits, y[b], reduction="none")
                 loss = (w[b] * losses).sum() / w[b].sum()
+                if teacher is not None:
+                    loss = loss + _distillation(logits[:, old], teacher(X[b])[:, old])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -95,11 +114,17 @@ def main() -> None:
     from ebmclassifier.experiments.continual import run_continual, summarize_runs
 
     seeds = range(args.seeds)
-    for name, replay in (("naive (hand-written)", 0), ("replay 20/class (hand-written)", 20)):
-        values = [run_loop(seed, replay, args.epochs) for seed in seeds]
+    loops = {
+        "naive (hand-written)": (0, False),
+        "replay 20/class (hand-written)": (20, False),
+        "LwF (hand-written)": (0, True),
+    }
+    for name, (replay, lwf) in loops.items():
+        values = [run_loop(seed, replay, args.epochs, lwf) for seed in seeds]
         print(f"{name:34s} {np.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]")
+    tasks = "/".join(",".join(map(str, task)) for task in TASKS)
     runs = run_continual(
-        ["digits"], ["ce", "ce_replay"], seeds=seeds, epochs=args.epochs, progress=False
+        ["digits"], ["ce", "ce_replay", "ce_lwf"], tasks, seeds, args.epochs, progress=False
     )
     for row in summarize_runs(runs):
         median, low, high = row["average_accuracy"]

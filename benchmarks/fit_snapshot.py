@@ -113,13 +113,16 @@ def _continual_cases(X, y, X_test, out: dict) -> None:
         est = NGEBMClassifier(
             class_incremental=True, max_epochs=2, random_state=0, module__hidden_sizes=(32,)
         )
-        est.set_params(**params)
+        # the settings before "auto" (issue #32), so that the snapshot compares across it
+        before = dict(negatives="all", replay_per_class=0, generated_per_class=0)
+        est.set_params(**{**before, **params})
         for mask in tasks:
             est.partial_fit(X[mask], y[mask])
         _outputs(name, est, X_test, out)
     jem = JEMClassifier(
         class_incremental=True, negatives="batch", max_epochs=1, random_state=0, sgld_steps=3
     )
+    jem.set_params(replay_per_class=0, generated_per_class=0)
     for mask in tasks:
         jem.partial_fit(X[mask], y[mask])
     _outputs("continual_jem", jem, X_test, out)

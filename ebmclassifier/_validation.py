@@ -26,6 +26,7 @@ from ._parameters import ParamChecker, is_real
 
 __all__ = [
     "check_X",
+    "check_known_labels",
     "check_partial_fit_classes",
     "check_sample_weight",
     "check_some_weight",
@@ -247,6 +248,20 @@ def check_warm_start_classes(estimator, y: np.ndarray) -> None:
             f"y has {estimator.classes_[present].tolist()!r}. Set warm_start=False to fit "
             "afresh on these classes."
         )
+
+
+def check_known_labels(estimator, y, n: int) -> np.ndarray:
+    """``y`` as an array of ``n`` labels of ``estimator.classes_``, else a ValueError."""
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},). Got shape {y.shape!r}.")
+    unknown = np.setdiff1d(y, estimator.classes_)
+    if len(unknown):
+        raise ValueError(
+            f"y contains labels {unknown.tolist()!r} that are not in classes_ "
+            f"{estimator.classes_.tolist()!r}."
+        )
+    return y
 
 
 def check_partial_fit_classes(estimator, classes) -> None:

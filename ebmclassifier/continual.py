@@ -14,9 +14,17 @@ The pieces that :class:`~ebmclassifier.NGEBMClassifier` and
 
 ``ClassIncrementalMixin``, the estimators' face over them, fills the base's hooks
 ``_accept_new_classes`` (a continuing fit whose labels are new grows ``classes_`` and the
-output layer) and ``_add_replay`` (the per-class reservoir mixed into each fit's data), and
-validates the parameters (``class_incremental``, ``negatives``, ``replay_per_class``, which are
-the estimators' own, so that scikit-learn's ``get_params`` sees them).
+output layer) and ``_add_replay`` (the per-class reservoir and generated replay mixed into
+each fit's data), resolves ``"auto"`` (:data:`AUTO`: with ``class_incremental=True`` batch
+negatives, 20 stored and 100 generated samples per class, the best of the methods measured in
+``docs/continual.md``), warns when an energy term meets restricted negatives without replay,
+and validates the parameters (``class_incremental``, ``negatives``, ``replay_per_class``,
+``generated_per_class``, ``generated_steps``, which are the estimators' own, so that
+scikit-learn's ``get_params`` sees them). Generated replay draws the old classes from the
+model itself, by proximal SGLD (:func:`~ebmclassifier.sampling.langevin.run_sampler`) on the
+class-conditional energy ``E(x, y) = -f(x)[y]`` of [3]_, at each call that adds classes: the
+energy-based model's own rehearsal, which stores no training sample (deep generative replay,
+[4]_, with the classifier as its own generator).
 
 The objective that leaves absent classes alone, Li et al.'s [1]_, is
 :func:`ebmclassifier.losses.negatives_cross_entropy`: the estimators pass ``negatives`` to
@@ -29,6 +37,10 @@ References
    Learning". CoLLAs 2022 (arXiv:2011.12216, 2020).
 .. [2] Vitter, J. S. "Random sampling with a reservoir". ACM Transactions on Mathematical
    Software 11(1), 1985.
+.. [3] Grathwohl, W., et al. "Your Classifier is Secretly an Energy Based Model and You
+   Should Treat it Like One". ICLR 2020.
+.. [4] Shin, H., Lee, J. K., Kim, J. and Kim, J. "Continual Learning with Deep Generative
+   Replay". NeurIPS 2017.
 """
 
 from __future__ import annotations
@@ -43,14 +55,33 @@ import torch
 from torch import nn
 
 from ._data import grow_class_counts
+from ._device import seeded_rng
 from ._parameters import ParamChecker, is_int
 from ._validation import as_numpy
-from .losses import criterion_mean, negatives_cross_entropy
+from .losses import _sum_of_squares, criterion_mean, negatives_cross_entropy
+from .sampling.langevin import run_sampler
 
 __all__ = ["grow_output_layer", "output_layer", "reservoir_update"]
 
 #: The fitted attributes of the reservoir, saved with the estimator.
 RESERVOIR_ATTRIBUTES = ("reservoir_X_", "reservoir_y_", "reservoir_seen_")
+#: Generated replay's samples (no training sample among them) and its chains' start.
+GENERATED_ATTRIBUTES = ("generated_X_", "generated_y_", "input_mean_", "input_std_")
+#: What ``"auto"`` resolves to, with ``class_incremental`` True and False (docs/continual.md:
+#: the best of the methods measured on split digits and split MNIST-1D, and today's loss).
+AUTO = {
+    True: {"negatives": "batch", "replay_per_class": 20, "generated_per_class": 100},
+    False: {"negatives": "all", "replay_per_class": 0, "generated_per_class": 0},
+}
+#: Generated replay's sampler: proximal SGLD's step, noise and gradient clip (a fraction of
+#: each feature's input range), JEMClassifier's defaults.
+GENERATION_SAMPLER = {"step_size": 1.0, "noise": 0.01, "clip_fraction": 0.01}
+#: Every fitted attribute of class-incremental learning that the estimators save.
+CONTINUAL_ATTRIBUTES = (
+    *RESERVOIR_ATTRIBUTES,
+    *GENERATED_ATTRIBUTES,
+    *(f"{name}_" for name in AUTO[True]),
+)
 
 
 def output_layer(module: nn.Module) -> nn.Linear:
@@ -228,15 +259,48 @@ def reservoir_update(
 
 
 class ClassIncrementalMixin:
-    """``class_incremental``, ``negatives`` and ``replay_per_class`` for an estimator."""
+    """``class_incremental``, ``negatives``, ``replay_per_class`` and generated replay.
+
+    The parameters ``negatives``, ``replay_per_class`` and ``generated_per_class`` take
+    ``"auto"``, resolved at every fit from ``class_incremental`` (:data:`AUTO`) into the
+    fitted attributes ``negatives_``, ``replay_per_class_`` and ``generated_per_class_``.
+    """
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)
         check.satisfies("class_incremental", isinstance(self.class_incremental, bool), "a bool")
         negatives = self.negatives
-        ok = negatives in ("all", "batch") or (is_int(negatives) and negatives >= 1)
-        check.satisfies("negatives", ok, "'all', 'batch' or an int >= 1")
-        check.integer("replay_per_class", 0)
+        ok = _is_auto(negatives) or negatives in ("all", "batch")
+        ok = ok or (is_int(negatives) and negatives >= 1)
+        check.satisfies("negatives", ok, "'auto', 'all', 'batch' or an int >= 1")
+        for name in ("replay_per_class", "generated_per_class"):
+            value = getattr(self, name)
+            ok = _is_auto(value) or (is_int(value) and value >= 0)
+            check.satisfies(name, ok, "'auto' or an int >= 0")
+        check.integer("generated_steps", 0)
+
+    def _resolved(self, name: str):
+        """The value of the parameter ``name``, ``"auto"`` resolved (see :data:`AUTO`)."""
+        value = getattr(self, name)
+        return AUTO[bool(self.class_incremental)][name] if _is_auto(value) else value
+
+    #: The parameter that weighs the estimator's energy term besides the classification
+    #: (None: no such term).
+    _energy_weight: str | None = None
+
+    def _has_energy_term(self) -> bool:
+        """Whether the loss has an energy term besides the classification."""
+        return self._energy_weight is not None and getattr(self, self._energy_weight) > 0
+
+    def _prepare_fit(self, X: np.ndarray) -> None:
+        super()._prepare_fit(X)
+        # Generated replay's chains start from the data's per-feature Gaussian (the shape of
+        # the first fit's data, as the input range): statistics, not samples.
+        # X.std(axis=0), bitwise, without its copy of X
+        mean = X.mean(axis=0)
+        std = np.sqrt(_sum_of_squares(X, mean) / len(X))
+        self.input_mean_ = torch.as_tensor(mean, device=self.device_)
+        self.input_std_ = torch.as_tensor(std, device=self.device_)
 
     def classification_loss(
         self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
@@ -284,7 +348,8 @@ class ClassIncrementalMixin:
         :func:`~ebmclassifier.losses.negatives_cross_entropy`, so that the whole loss is built
         in ``losses.py`` without a call back to the estimator.
         """
-        return {"criterion": partial(criterion_mean, self.criterion_), "negatives": self.negatives}
+        negatives = self._resolved("negatives")
+        return {"criterion": partial(criterion_mean, self.criterion_), "negatives": negatives}
 
     # ------------------------------------------------------------------ growing the classes
 
@@ -336,31 +401,53 @@ class ClassIncrementalMixin:
             seen[old_rows] = self.reservoir_seen_.cpu()
             self.reservoir_seen_ = seen
             self.reservoir_y_ = torch.as_tensor(old_rows)[self.reservoir_y_.cpu()]
+        if hasattr(self, "generated_y_"):
+            self.generated_y_ = torch.as_tensor(old_rows)[self.generated_y_.cpu()]
+        self._rehearsed_rows = old_rows  # the classes that generated replay draws, this call
         self._grow_class_state(old_rows, len(classes))
 
     def _grow_class_state(self, old_rows: np.ndarray, n_classes: int) -> None:
         """Grow what else the estimator keeps per class (JEM: its chain start)."""
 
-    # ------------------------------------------------------------------ the reservoir
+    # ------------------------------------------------------------------ replay
 
     def _add_replay(self, X: np.ndarray, y: np.ndarray, weights, *, reset: bool):
-        """The fit's data with the reservoir's samples appended; the reservoir updated.
+        """The fit's data with replayed samples appended: stored, then generated.
 
-        The samples stored before this call are appended to ``(X, y)``, weighted so that each
-        stored class weighs, in all, as much as an average class of the chunk (times its
-        ``class_weight``); then the chunk's samples of positive weight enter the reservoir.
-        ``reset`` (a fresh fit) empties it first.
+        Resolves the ``"auto"`` parameters first. The reservoir's samples stored before this
+        call are appended, then the chunk's samples of positive weight enter the reservoir. A
+        call that added classes draws ``generated_per_class`` samples of each class known
+        before it from the model (:meth:`_generate`), kept until the next such call and
+        appended to every call's data. Each replayed class weighs, in all, as much as an
+        average class of the chunk (times its ``class_weight``), per kind of replay. ``reset``
+        (a fresh fit) empties both memories first.
         """
+        for name in AUTO[True]:
+            setattr(self, f"{name}_", self._resolved(name))
+        rehearsed = self.__dict__.pop("_rehearsed_rows", None)
         if reset:
-            for name in RESERVOIR_ATTRIBUTES:
+            for name in (*RESERVOIR_ATTRIBUTES, "generated_X_", "generated_y_"):
                 self.__dict__.pop(name, None)
         # what a state saved during this call keeps, so that a resumed call mixes it again
         self._reservoir_before = {
             k: getattr(self, k) for k in RESERVOIR_ATTRIBUTES if hasattr(self, k)
         }
-        if self.replay_per_class:
-            X, y, weights = self._replay(X, y, weights)
+        counted = np.ones(len(y), dtype=bool) if weights is None else weights > 0
+        per_class = counted.sum() / max(1, len(np.unique(y[counted])))
+        if self.replay_per_class_:
+            stored_X, stored_y = self._update_reservoir(X, y, counted)
+            X, y, weights = self._mixed(X, y, weights, stored_X, stored_y, per_class)
+        if not self.generated_per_class_:
+            self.__dict__.pop("generated_X_", None)
+            self.__dict__.pop("generated_y_", None)
+        elif rehearsed is not None and len(rehearsed):
+            self._generate(rehearsed)
+        if hasattr(self, "generated_y_"):
+            generated = self.generated_X_.cpu().numpy(), self.generated_y_.cpu().numpy()
+            X, y, weights = self._mixed(X, y, weights, *generated, per_class)
         self._warn_one_class(y, weights)
+        if rehearsed is not None:
+            self._warn_energy_term_alone()
         return X, y, weights
 
     def _resume_state(self) -> dict:
@@ -377,7 +464,8 @@ class ClassIncrementalMixin:
                 self.__dict__.pop(name, None)
             self.__dict__.update(state["reservoir_before"])
 
-    def _replay(self, X: np.ndarray, y: np.ndarray, weights):
+    def _update_reservoir(self, X: np.ndarray, y: np.ndarray, counted: np.ndarray):
+        """The samples stored before this call; the chunk's counted samples then enter."""
         n_classes = len(self.classes_)
         if not hasattr(self, "reservoir_seen_"):
             self.reservoir_X_ = torch.empty((0, *X.shape[1:]), dtype=torch.float32)
@@ -389,12 +477,11 @@ class ClassIncrementalMixin:
         seed = getattr(self, "seed_", None)
         # Seeded by the stream's position: a resumed stream draws what an uninterrupted one does
         rng = np.random.default_rng(None if seed is None else [seed, int(seen.sum())])
-        counted = np.ones(len(y), dtype=bool) if weights is None else weights > 0
         kept_X, kept_y = [], []
         for c in range(n_classes):
             incoming = X[counted & (y == c)]
             kept = reservoir_update(
-                stored_X[stored_y == c], int(seen[c]), incoming, self.replay_per_class, rng
+                stored_X[stored_y == c], int(seen[c]), incoming, self.replay_per_class_, rng
             )
             seen[c] += len(incoming)
             kept_X.append(kept)
@@ -402,36 +489,112 @@ class ClassIncrementalMixin:
         self.reservoir_X_ = torch.as_tensor(np.concatenate(kept_X)).float()
         self.reservoir_y_ = torch.as_tensor(np.concatenate(kept_y))
         self.reservoir_seen_ = torch.as_tensor(seen)
-        if not len(stored_y):
+        return stored_X, stored_y
+
+    def _mixed(self, X, y, weights, replay_X, replay_y, per_class: float):
+        """``(X, y, weights)`` with ``(replay_X, replay_y)`` appended, each replayed class
+        weighing ``per_class`` in all (times its ``class_weight``)."""
+        if not len(replay_y):
             return X, y, weights
-        replay_weights = np.ones(len(stored_y), dtype=np.float32)
+        replay_weights = np.ones(len(replay_y), dtype=np.float32)
         if isinstance(self.class_weight, Mapping):
             replay_weights = self._check_sample_weight(
-                None, stored_y, partial=True, require_classes=False
+                None, replay_y, partial=True, require_classes=False
             )
-            replay_weights = np.ones(len(stored_y)) if replay_weights is None else replay_weights
-        # Each stored class weighs, in all, as much as an average class of the chunk: the
+            replay_weights = np.ones(len(replay_y)) if replay_weights is None else replay_weights
+        # Each replayed class weighs, in all, as much as an average class of the chunk: the
         # equal mix of replay methods, without which 20 samples drown among hundreds.
-        per_class = counted.sum() / max(1, len(np.unique(y[counted])))
-        stored_counts = np.bincount(stored_y, minlength=n_classes)
-        replay_weights = replay_weights * per_class / stored_counts[stored_y]
+        counts = np.bincount(replay_y, minlength=len(self.classes_))
+        replay_weights = replay_weights * per_class / counts[replay_y]
         own = np.ones(len(y), dtype=np.float32) if weights is None else weights
         mixed = np.concatenate([own, replay_weights]).astype(np.float32)
-        return np.concatenate([X, stored_X]), np.concatenate([y, stored_y]), mixed
+        return np.concatenate([X, replay_X]), np.concatenate([y, replay_y]), mixed
+
+    # ------------------------------------------------------------------ generated replay
+
+    def _generate(self, rows: np.ndarray) -> None:
+        """Draw ``generated_per_class`` samples of each class ``rows`` (encoded) from the model.
+
+        Proximal SGLD (:func:`~ebmclassifier.sampling.run_sampler`) on the class-conditional
+        energy ``E(x, y) = -f(x)[y]``, ``generated_steps`` steps inside the input range, from
+        :meth:`_chain_start`; seeded by ``random_state`` and the stream's position, so that a
+        resumed stream draws what an uninterrupted one does. Sets ``generated_X_`` (float32)
+        and ``generated_y_``.
+        """
+        labels = torch.as_tensor(np.repeat(rows, self.generated_per_class_), dtype=torch.int64)
+        seed = getattr(self, "seed_", None)
+        if seed is not None:
+            seed = int(np.random.SeedSequence([seed, len(self.history), 1]).generate_state(1)[0])
+        training = self.module_.training
+        self.module_.eval()
+        try:
+            with seeded_rng(seed, self.device_):
+                chunks = [self._generated(part.to(self.device_)) for part in labels.split(1024)]
+        finally:
+            self.module_.train(training)
+        self.generated_X_ = torch.cat(chunks).float()
+        self.generated_y_ = labels
+
+    def _generated(self, labels: torch.Tensor) -> torch.Tensor:
+        """Samples of the classes ``labels`` (encoded, on the device), on the CPU."""
+        module = self.module_
+        samples = run_sampler(
+            "proximal",
+            lambda x: -module(x).gather(1, labels[:, None]).squeeze(1),
+            self._chain_start(labels),
+            n_steps=self.generated_steps,
+            low=self.input_min_,
+            high=self.input_max_,
+            **GENERATION_SAMPLER,
+        )
+        return samples.cpu()
+
+    def _chain_start(self, labels: torch.Tensor) -> torch.Tensor:
+        """Where generated replay's chains start: the first fit's per-feature Gaussian,
+        clamped to the input range."""
+        noise = torch.randn((len(labels), *self.input_shape_), device=self.device_)
+        x0 = self.input_mean_ + self.input_std_ * noise
+        return torch.clamp(x0.float(), self.input_min_, self.input_max_)
+
+    # ------------------------------------------------------------------ warnings
+
+    def _warn_energy_term_alone(self) -> None:
+        """Warn at a call that adds classes when the energy term meets restricted negatives
+        and no replay: the new classes are then barely learned (docs/continual.md)."""
+        restricted = self.negatives_ != "all"
+        replay = self.replay_per_class_ or self.generated_per_class_
+        if self.class_incremental and restricted and not replay and self._has_energy_term():
+            warnings.warn(
+                f"{type(self).__name__}(class_incremental=True, negatives="
+                f"{self.negatives_!r}) with its energy term and no replay learns new classes "
+                "poorly: nothing relates their energies to the old classes' ones, and the "
+                "energy term keeps the new logits below the old ones (split MNIST-1D: worse "
+                "than plain fine-tuning, docs/continual.md). Use generated_per_class > 0 "
+                "(generated replay, which stores no training sample) or replay_per_class > 0 "
+                "(stored samples), both on with 'auto'; or train the classification term "
+                "alone (NGEBMClassifier(beta=0), JEMClassifier(px_weight=0)).",
+                UserWarning,
+                stacklevel=5,  # the user's fit / partial_fit
+            )
 
     def _warn_one_class(self, y: np.ndarray, weights) -> None:
         """Warn when restricted negatives meet data of a single class: nothing to contrast."""
-        if self.negatives == "all":
+        if self.negatives_ == "all":
             return
         present = np.unique(y if weights is None else y[weights > 0])
         if len(present) == 1:
             label = self.classes_[present[0]]
             label = label.item() if isinstance(label, np.generic) else label
             warnings.warn(
-                f"{type(self).__name__}(negatives={self.negatives!r}) trains on samples of one "
+                f"{type(self).__name__}(negatives={self.negatives_!r}) trains on samples of one "
                 f"class only, {label!r}: its normalising term has no other class to contrast, "
                 "so the classification loss is 0 and teaches nothing. Keep samples of earlier "
-                "classes with replay_per_class > 0, or use negatives='all'.",
+                "classes with replay_per_class > 0 or generated_per_class > 0, or use "
+                "negatives='all'.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=5,  # the user's fit / partial_fit
             )
+
+
+def _is_auto(value) -> bool:
+    return isinstance(value, str) and value == "auto"

@@ -22,7 +22,8 @@ from ._divergence import (
 from ._docstrings import fill_docstring
 from ._parameters import ParamChecker
 from ._threads import choose_threads, intra_op_threads
-from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
+from ._validation import check_known_labels
+from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy
 from .exceptions import DivergenceError
 from .losses import jem_loss
@@ -99,7 +100,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         What to do when a training step diverges (see above).
     max_energy : float, default=1e4
         A step whose data or sample energies exceed this in absolute value counts as diverged.
-    class_incremental, negatives, replay_per_class
+    class_incremental, negatives, replay_per_class, generated_per_class, generated_steps
         Class-incremental learning, as in :class:`~ebmclassifier.NGEBMClassifier`; the
         contrastive energy term is unchanged. A new class's Gaussian of the informative chain
         start is the mean of the old classes' ones (no data is kept for it).
@@ -153,8 +154,9 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         *EBMClassifierBase._saved_attributes,
         "sgld_step_size_",
         "n_divergences_",
-        *RESERVOIR_ATTRIBUTES,
+        *CONTINUAL_ATTRIBUTES,
     )
+    _energy_weight = "px_weight"
 
     def __init__(
         self,
@@ -174,8 +176,10 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         on_divergence: str = "recover",
         max_energy: float = 1e4,
         class_incremental: bool = False,
-        negatives: str | int = "all",
-        replay_per_class: int = 0,
+        negatives: str | int = "auto",
+        replay_per_class: str | int = "auto",
+        generated_per_class: str | int = "auto",
+        generated_steps: int = 40,
         ood_method: str = "energy",
         **kwargs,
     ) -> None:
@@ -196,6 +200,8 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         self.class_incremental = class_incremental
         self.negatives = negatives
         self.replay_per_class = replay_per_class
+        self.generated_per_class = generated_per_class
+        self.generated_steps = generated_steps
 
     # ------------------------------------------------------------------ parameters
 
@@ -579,15 +585,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
             n_steps = max(20, 5 * self.sgld_steps)
         labels = None
         if y is not None:
-            y = np.asarray(y)
-            if y.shape != (n,):
-                raise ValueError(f"y must have shape ({n},). Got shape {y.shape!r}.")
-            unknown = np.setdiff1d(y, self.classes_)
-            if len(unknown):
-                raise ValueError(
-                    f"y contains labels {unknown.tolist()!r} that are not in classes_ "
-                    f"{self.classes_.tolist()!r}."
-                )
+            y = check_known_labels(self, y, n)
             labels = torch.as_tensor(self.label_encoder_.transform(y), device=self.device_)
         if labels is not None and isinstance(self.replay_buffer_.start, GaussianStart):
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians

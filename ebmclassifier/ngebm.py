@@ -11,7 +11,7 @@ from ._base import PARAMETER_DOCS, EBMClassifierBase
 from ._docstrings import fill_docstring
 from ._parameters import ParamChecker
 from ._precision import FD_STEPS
-from .continual import RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
+from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -75,21 +75,36 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         for the new rows (:func:`~ebmclassifier.continual.grow_output_layer`). A later
         ``partial_fit(classes=...)`` may then name more classes. ``False``: new labels are a
         ``ValueError``, as in scikit-learn. See :doc:`/continual`.
-    negatives : {"all", "batch"} or int, default="all"
+    negatives : {"auto", "all", "batch"} or int, default="auto"
         Which classes the normalising term of the cross-entropy covers (Li et al. 2020):
         ``"all"`` every class (the usual cross-entropy); ``"batch"`` the classes of the
         training batch, so the logits of absent classes are not pushed down; an int ``k``,
         ``k`` classes drawn per sample from the batch's other classes (all of them where
         fewer are there). See :func:`~ebmclassifier.losses.negatives_cross_entropy`. The
-        energy terms are unchanged.
-    replay_per_class : int, default=0
+        energy terms are unchanged. ``"auto"``: ``"batch"`` with ``class_incremental=True``,
+        else ``"all"`` (resolved at every fit into ``negatives_``).
+    replay_per_class : "auto" or int, default="auto"
         When positive, a reservoir of up to that many training samples per class (Vitter's
         reservoir sampling, seeded by ``random_state``; attributes ``reservoir_X_``,
         ``reservoir_y_``, ``reservoir_seen_``, saved and pickled with the estimator). Every
         ``fit``/``partial_fit`` trains on its data plus the samples stored before the call,
         weighted so that each stored class weighs, in all, as much as an average class of the
         data (times its ``class_weight``), then stores from its own data (samples of positive
-        weight); a fresh ``fit`` empties the reservoir first.
+        weight); a fresh ``fit`` empties the reservoir first. ``"auto"``: 20 with
+        ``class_incremental=True`` (the estimator then keeps up to 20 training samples per
+        class, in memory and in its saved file), else 0; resolved into ``replay_per_class_``.
+    generated_per_class : "auto" or int, default="auto"
+        Generated replay, which stores no training sample: a ``partial_fit`` that adds classes
+        first draws that many samples of each class known before it from the model itself,
+        by ``generated_steps`` steps of proximal SGLD on ``E(x, y) = -f(x)[y]`` inside the
+        input range, from the first fit's per-feature Gaussian (``input_mean_``,
+        ``input_std_``), seeded by ``random_state``. They are kept (``generated_X_``,
+        ``generated_y_``, saved with the estimator) until the next call that adds classes,
+        and mixed into every call's data, each generated class weighing as an average class
+        of the data. ``"auto"``: 100 with ``class_incremental=True``, else 0; resolved into
+        ``generated_per_class_``. See :doc:`/continual`.
+    generated_steps : int, default=40
+        The sampler's steps for generated replay (0: the chain start itself).
     ood_method : {"approx_mass", "energy", "max_softmax"}, default="approx_mass"
         The default method of :meth:`score_ood` and :meth:`score_samples`.
     {criterion}
@@ -110,6 +125,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     fd_step_size_ : float
         The finite-difference step ``h`` in input units (``fd_step``, or the precision's step
         for ``"auto"``, times the data's scale).
+    negatives_, replay_per_class_, generated_per_class_
+        The parameters of the same names with ``"auto"`` resolved, at the last fit.
+    reservoir_X_, reservoir_y_, reservoir_seen_, generated_X_, generated_y_
+        The stored and the generated replay samples, when there are any (see above).
 
     Notes
     -----
@@ -138,8 +157,9 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     _saved_attributes = (
         *EBMClassifierBase._saved_attributes,
         "fd_step_size_",
-        *RESERVOIR_ATTRIBUTES,
+        *CONTINUAL_ATTRIBUTES,
     )
+    _energy_weight = "beta"
 
     def __init__(
         self,
@@ -151,8 +171,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         grad_norm: str = "exact",
         fd_step: float | str = "auto",
         class_incremental: bool = False,
-        negatives: str | int = "all",
-        replay_per_class: int = 0,
+        negatives: str | int = "auto",
+        replay_per_class: str | int = "auto",
+        generated_per_class: str | int = "auto",
+        generated_steps: int = 40,
         ood_method: str = "approx_mass",
         **kwargs,
     ) -> None:
@@ -165,6 +187,8 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         self.class_incremental = class_incremental
         self.negatives = negatives
         self.replay_per_class = replay_per_class
+        self.generated_per_class = generated_per_class
+        self.generated_steps = generated_steps
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)
@@ -195,9 +219,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
                 "energy over a batch, which data-parallel training would compute per shard; "
                 "use energy_var_weight=0 for data-parallel training."
             )
-        if self.negatives != "all":  # the classes present in a batch are not per-sample
+        negatives = self._resolved("negatives")
+        if negatives != "all":  # the classes present in a batch are not per-sample
             problems.append(
-                f"negatives={self.negatives!r} draws the negatives from the batch's classes, "
+                f"negatives={negatives!r} draws the negatives from the batch's classes, "
                 "which data-parallel training would see per shard; use negatives='all'."
             )
         return problems

@@ -57,6 +57,9 @@ MODEL_STYLES: dict[str, tuple[str, str]] = {
     "ngebm_batch": ("#c49c94", "^"),
     "ngebm_batch_replay": ("#7f7f7f", "h"),
     "jem_batch": ("#bcbd22", "D"),
+    "ce_lwf": ("#dbdb8d", "p"),
+    "ngebm_generated": ("#ad494a", "H"),
+    "jem_generated": ("#6b6ecf", "8"),
 }
 _SPARE = (("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3"), "ov^sDP")
 

@@ -27,7 +27,9 @@ def _task(*labels):
 
 
 def _clf(**params):
+    # no replay unless a test asks for it: the "auto" defaults are tested in test_continual_replay
     defaults = dict(class_incremental=True, max_epochs=2, random_state=0, beta=0.0)
+    defaults.update(replay_per_class=0, generated_per_class=0)
     if "module" not in params:
         defaults["module__hidden_sizes"] = (8,)
     return NGEBMClassifier(**{**defaults, **params})
@@ -295,41 +297,3 @@ def test_label_conditioned_network_grows_and_isolates_absent_classes():
     loss, _ = clf.compute_loss(torch.tensor(xb), torch.tensor(yb), True)
     loss.backward()
     assert not clf.module_.last_layer.weight.grad[2:].any()
-
-
-def test_continual_command_writes_its_report(tmp_path, capsys):
-    from ebmclassifier.cli import main
-
-    out = tmp_path / "run"
-    status = main(
-        [
-            "continual",
-            "--tasks",
-            "0,1/2,3",
-            "--methods",
-            "ce,ce_batch_replay,joint",
-            "--seeds",
-            "1",
-            "--epochs",
-            "1",
-            "--replay",
-            "2",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
-    )
-    assert status == 0
-    results = __import__("json").loads((out / "results.json").read_text())
-    assert {r["method"] for r in results["runs"]} == {"ce", "ce_batch_replay", "joint"}
-    assert len(results["runs"][0]["accuracy_matrix"]) == 2
-    assert (out / "report.md").exists() and (out / "continual_digits_curves.png").exists()
-    assert main(["continual", "--tasks", "0/1", "--out", str(out)]) == 2
-    assert "first task must have at least 2 classes" in capsys.readouterr().err
-
-
-def test_continual_command_layer_sizes_may_repeat():
-    from ebmclassifier.cli import build_parser
-
-    args = build_parser().parse_args(["continual", "--hidden", "256,256"])
-    assert args.hidden == [256, 256]

@@ -22,6 +22,7 @@ import math
 import os
 import shlex
 import tempfile
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -366,6 +367,9 @@ class Command:
     check : callable or None, default=None
         ``check(args)``: the checks across options that need no data (e.g. an option that
         only some data sets take), raising a ValueError; run before any output path is made.
+    epilog : str, default=""
+        Text after the options in ``--help``; each of its lines is wrapped on its own (a
+        legend keeps one entry per line).
     auto_threads : callable or None, default=None
         ``auto_threads(args)``: the intra-op threads of a run with ``--threads auto`` (None:
         torch's setting, for a run of large networks, whose fits then choose by their
@@ -379,11 +383,18 @@ class Command:
     options: tuple[Option, ...]
     run: Callable[[argparse.Namespace], int]
     check: Callable[[argparse.Namespace], None] | None = None
+    epilog: str = ""
     auto_threads: Callable[[argparse.Namespace], int | None] | None = None
 
     def add_to(self, subparsers) -> argparse.ArgumentParser:
         """Register the command and its options; ``func`` is :meth:`start`, ``command`` the name."""
-        parser = subparsers.add_parser(self.name, help=self.help, description=self.description)
+        parser = subparsers.add_parser(
+            self.name,
+            help=self.help,
+            description=self.description,
+            epilog=self.epilog or None,
+            formatter_class=_LineWrappingFormatter,
+        )
         for option in self.options:
             parser.add_argument(option.flag, help=option.help, **option.argparse)
         parser.set_defaults(func=self.start, command=self.name)
@@ -437,3 +448,13 @@ class Command:
         for option in self.options:
             parts += option.spell(getattr(args, option.dest))
         return shlex.join(parts)
+
+
+class _LineWrappingFormatter(argparse.HelpFormatter):
+    """Wraps each line of a description or epilog on its own, a hanging indent after it."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "    ")
+            for line in text.splitlines()
+        )

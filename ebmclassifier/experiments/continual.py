@@ -1,6 +1,6 @@
 """Class-incremental learning, task after task: ``python -m ebmclassifier continual``.
 
-Split digits or split MNIST-1D into tasks of classes (``--tasks 0,1/2,3/4,5/6,7/8,9``), train
+Split digits or split MNIST-1D into tasks of classes (``--tasks 0,9/1,8/2,7/3,6/4,5``), train
 each method on the tasks in turn with ``partial_fit`` (``class_incremental=True``), and measure
 after every task, on the test samples of every class seen so far and with no task identity at
 test time (the class-incremental scenario of van de Ven et al. 2019):
@@ -11,13 +11,16 @@ test time (the class-incremental scenario of van de Ven et al. 2019):
 - forgetting (Chaudhry et al. 2018): ``mean_{j<t} (max_{l<t} A[l, j] - A[t, j])``;
 - the expected calibration error on the test samples of the classes seen;
 - the AUROC of the energy ``E(x)`` as an OOD score, the classes not yet seen against those
-  seen (none after the last task).
+  seen (none after the last task);
+- the bytes a method keeps besides its network: stored samples, generated samples, LwF's
+  copy of the network, all the data for ``joint``.
 
-Methods: ``joint`` (a fresh fit on the union of the tasks so far: the upper bound), ``ce``
-(fine-tuning with the full cross-entropy: the lower bound), ``ce_batch`` / ``ce_k1``
-(Li et al.'s objective, all the batch's classes or one sampled negative), ``ngebm_batch``,
-``jem_batch``, and the replay variants ``*_replay`` (``--replay`` samples per class).
-The experiment reaches the estimators through their public methods only.
+The methods, their names and what they build are in ``_continual_methods.METHODS`` (``--help``
+lists them). MNIST-1D's signals reach the estimators as ``(n, 1, 40)``, so they build their
+ConvNet (``--network mlp``: flat features and the MLP); the digits are flat. Methods whose
+results are identical on every seed (``ce_batch`` and ``ce_k1`` on two-class tasks: one
+negative to draw) are reported once. The experiment reaches the estimators through their
+public methods only.
 """
 
 from __future__ import annotations
@@ -29,17 +32,21 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
-from ..jem import JEMClassifier
 from ..metrics import expected_calibration_error, ood_metrics
-from ..ngebm import NGEBMClassifier
-from ..nn import LabelConditionedMLP
 from ..plotting import plot_accuracy_matrices, plot_task_curves
 from ._command import THREADS, CommaList, Command, DeviceName, Number, Option, OutputPath
+from ._continual_methods import (
+    METHODS,
+    bytes_stored,
+    legend,
+    make_estimator,
+    merge_coinciding,
+    method_notes,
+)
 from .report import save_report
 from .standardize import _standardized_digits
 
 __all__ = [
-    "METHODS",
     "format_table",
     "parse_tasks",
     "run_continual",
@@ -64,35 +71,21 @@ class _LayerSizes(CommaList):
         return sizes
 
 
-#: Each method: the estimator class, its parameters, and whether it is the joint upper bound.
-METHODS: dict[str, tuple[type, dict, bool]] = {
-    "joint": (NGEBMClassifier, {"beta": 0.0}, True),
-    "ce": (NGEBMClassifier, {"beta": 0.0, "negatives": "all"}, False),
-    "ce_batch": (NGEBMClassifier, {"beta": 0.0, "negatives": "batch"}, False),
-    "ce_k1": (NGEBMClassifier, {"beta": 0.0, "negatives": 1}, False),
-    "ngebm_batch": (NGEBMClassifier, {"beta": 0.5, "negatives": "batch"}, False),
-    "ce_cond": (NGEBMClassifier, {"beta": 0.0, "negatives": "all", "cond": True}, False),
-    "ce_batch_cond": (NGEBMClassifier, {"beta": 0.0, "negatives": "batch", "cond": True}, False),
-    "jem_batch": (
-        JEMClassifier,
-        {"negatives": "batch", "sgld_steps": 10, "buffer_size": 2000, "sampler": "proximal"},
-        False,
-    ),
-    "ce_replay": (NGEBMClassifier, {"beta": 0.0, "negatives": "all", "replay": True}, False),
-    "ce_batch_replay": (
-        NGEBMClassifier,
-        {"beta": 0.0, "negatives": "batch", "replay": True},
-        False,
-    ),
-    "ce_k1_replay": (NGEBMClassifier, {"beta": 0.0, "negatives": 1, "replay": True}, False),
-    "ngebm_batch_replay": (
-        NGEBMClassifier,
-        {"beta": 0.5, "negatives": "batch", "replay": True},
-        False,
-    ),
-}
-DEFAULT_METHODS = list(METHODS)
-DEFAULT_TASKS = "0,1/2,3/4,5/6,7/8,9"
+#: The methods run when ``--methods`` is not given: the table of docs/continual.md.
+DEFAULT_METHODS = [
+    "joint",
+    "ce",
+    "ce_batch",
+    "ngebm_batch",
+    "jem_batch",
+    "ngebm_generated",
+    "ngebm_batch_replay",
+    "ce_lwf",
+    "ngebm",
+    "jem",
+]
+DEFAULT_TASKS = "0,9/1,8/2,7/3,6/4,5"
+NETWORKS = ("auto", "mlp", "conv")
 
 
 def parse_tasks(text: str) -> list[list[int]]:
@@ -138,34 +131,29 @@ def parse_tasks(text: str) -> list[list[int]]:
     return tasks
 
 
-def _load(data: str, seed: int):
-    """``(X_train, X_test, y_train, y_test)``: standardized, flat features."""
+def _load(data: str, seed: int, network: str):
+    """``(X_train, X_test, y_train, y_test)``, standardized; MNIST-1D as ``(n, 1, 40)``
+    signals for the ConvNet, flat for the MLP."""
     if data == "digits":
-        return _standardized_digits(seed)
+        X_train, X_test, y_train, y_test = _standardized_digits(seed)
+        if network == "conv":  # the 8x8 images
+            X_train, X_test = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
+        return X_train, X_test, y_train, y_test
     from ..datasets import load_mnist1d
 
     bunch = load_mnist1d(shape="flat")
-    X_train, X_test, y_train, y_test = bunch.X_train, bunch.X_test, bunch.y_train, bunch.y_test
-    scaler = StandardScaler().fit(X_train)
-    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+    scaler = StandardScaler().fit(bunch.X_train)
+    X_train, X_test = scaler.transform(bunch.X_train), scaler.transform(bunch.X_test)
+    if network == "conv":
+        X_train, X_test = X_train.reshape(-1, 1, 40), X_test.reshape(-1, 1, 40)
+    return X_train, X_test, bunch.y_train, bunch.y_test
 
 
-def _estimator(method: str, seed: int, config: dict):
-    cls, params, _ = METHODS[method]
-    params = dict(params)
-    replay = params.pop("replay", False)
-    if params.pop("cond", False):  # the label-conditioned energy network E(x, y)
-        params["module"] = LabelConditionedMLP
-    return cls(
-        class_incremental=True,
-        replay_per_class=config["replay"] if replay else 0,
-        max_epochs=config["epochs"],
-        lr=config["lr"],
-        module__hidden_sizes=tuple(config["hidden"]),
-        random_state=seed,
-        device=config["device"],
-        **params,
-    )
+def _network(data: str, network: str) -> str:
+    """``"auto"``: the ConvNet for MNIST-1D's signals, the MLP for the digits."""
+    if network != "auto":
+        return network
+    return "conv" if data == "mnist1d" else "mlp"
 
 
 def _evaluate(clf, X_test, y_test, tasks, t) -> dict:
@@ -205,22 +193,27 @@ def _forgetting(matrix: list[list[float]], t: int) -> float | None:
 
 def _run_stream(method, data, seed, tasks, config) -> dict:
     X_train, X_test, y_train, y_test = config["_data"][(data, seed)]
-    joint = METHODS[method][2]
-    clf = None if joint else _estimator(method, seed, config)
+    config = {**config, "network": _network(data, config["network"])}
+    joint = METHODS[method].joint
+    clf = None if joint else make_estimator(method, seed, config)
     matrix, steps = [], []
     for t, task in enumerate(tasks):
         if joint:  # a fresh fit on every task so far: the upper bound after task t
-            clf = _estimator(method, seed, config)
+            clf = make_estimator(method, seed, config)
             rows = np.isin(y_train, [c for done in tasks[: t + 1] for c in done])
             clf.fit(X_train[rows], y_train[rows])
         else:
+            if t > 0 and hasattr(clf, "remember_model"):  # LwF: the previous task's model
+                clf.remember_model()
             rows = np.isin(y_train, task)
             clf.partial_fit(X_train[rows], y_train[rows])
         step = _evaluate(clf, X_test, y_test, tasks, t)
         matrix.append(step.pop("accuracy_row"))
         step["forgetting"] = _forgetting(matrix, t)
         steps.append(step)
-    return {"method": method, "data": data, "seed": seed, "accuracy_matrix": matrix, "steps": steps}
+    stored = bytes_stored(clf, X_train[rows].astype(np.float32) if joint else None)
+    return {"method": method, "data": data, "seed": seed, "accuracy_matrix": matrix,
+            "steps": steps, "bytes_stored": stored}  # fmt: skip
 
 
 def run_continual(
@@ -230,7 +223,10 @@ def run_continual(
     seeds: Sequence[int] = (0,),
     epochs: int = 15,
     replay: int = 20,
-    hidden: Sequence[int] = (100,),
+    generated: int = 100,
+    generated_steps: int = 40,
+    network: str = "auto",
+    hidden: Sequence[int] | None = None,
     lr: float = 1e-3,
     device: str = "auto",
     progress: bool = True,
@@ -241,17 +237,25 @@ def run_continual(
     ----------
     data : sequence of {"digits", "mnist1d"}, default=("digits",)
     methods : sequence of str, default=("ce", "ce_batch")
-        Keys of :data:`METHODS`.
-    tasks : str, default="0,1/2,3/4,5/6,7/8,9"
+        Names of the command's methods (``python -m ebmclassifier continual --help``).
+    tasks : str, default="0,9/1,8/2,7/3,6/4,5"
         See :func:`parse_tasks`.
     seeds : sequence of int, default=(0,)
         The estimator's ``random_state`` and, for digits, the train/test split.
     epochs : int, default=15
         Epochs per task (``max_epochs`` of each ``partial_fit``, and of each joint fit).
     replay : int, default=20
-        ``replay_per_class`` of the replay methods.
-    hidden : sequence of int, default=(100,)
-        The MLP's hidden sizes.
+        ``replay_per_class`` of the stored-replay methods.
+    generated : int, default=100
+        ``generated_per_class`` of the generated-replay methods.
+    generated_steps : int, default=40
+        ``generated_steps`` of every method that generates.
+    network : {"auto", "mlp", "conv"}, default="auto"
+        The estimators' default network for the data's shape: ``"auto"`` gives MNIST-1D as
+        ``(n, 1, 40)`` signals (the ConvNet) and the digits flat (the MLP); ``"mlp"`` flat
+        features, ``"conv"`` signals or 8x8 images.
+    hidden : sequence of int or None, default=None
+        The MLP's hidden sizes; None: the estimator's default (two layers of 256).
     lr : float, default=1e-3
     device : str, default="auto"
     progress : bool, default=True
@@ -260,7 +264,8 @@ def run_continual(
     -------
     list of dict
         One run per (data, seed, method): ``accuracy_matrix`` (row ``t``: the accuracies on
-        tasks ``0..t`` after task ``t``) and ``steps``, the metrics after each task.
+        tasks ``0..t`` after task ``t``), ``steps``, the metrics after each task, and
+        ``bytes_stored`` after the last task.
 
     Examples
     --------
@@ -269,11 +274,13 @@ def run_continual(
     (2, ['average_accuracy', 'ece', 'forgetting', 'ood_auroc'])
     """
     parsed = parse_tasks(tasks)
-    config = {"epochs": epochs, "replay": replay, "hidden": list(hidden), "lr": lr}
-    config.update(device=device, _data={})
+    config = {"epochs": epochs, "replay": replay, "generated": generated, "lr": lr}
+    config["generated_steps"] = generated_steps
+    config.update(device=device, network=network, _data={})
+    config["hidden"] = None if hidden is None else list(hidden)
     for name in data:
         for seed in seeds:
-            config["_data"][(name, seed)] = _load(name, seed)
+            config["_data"][(name, seed)] = _load(name, seed, _network(name, network))
             labels = np.unique(config["_data"][(name, seed)][2])
             missing = sorted(set(c for t in parsed for c in t) - set(labels.tolist()))
             if missing:
@@ -288,6 +295,9 @@ def run_continual(
 def summarize_runs(runs: list[dict]) -> list[dict]:
     """Per (data, method): median, min and max over seeds of the final metrics.
 
+    Methods whose accuracy matrices are identical on every seed of a data set are one row,
+    under the first one's name, with the others in ``same_as``.
+
     Parameters
     ----------
     runs : list of dict
@@ -296,17 +306,17 @@ def summarize_runs(runs: list[dict]) -> list[dict]:
     Returns
     -------
     list of dict
-        ``data``, ``method``, ``seeds`` and for each of ``average_accuracy``,
-        ``forgetting``, ``ece`` (after the last task) and ``ood_auroc`` (mean over the tasks
-        before the last) a ``(median, min, max)`` triple; ``curve``, the median average
-        accuracy after each task.
+        ``data``, ``method``, ``seeds``, ``same_as`` and for each of ``average_accuracy``,
+        ``forgetting``, ``ece`` (after the last task), ``ood_auroc`` (mean over the tasks
+        before the last) and ``bytes_stored`` a ``(median, min, max)`` triple; ``curve``, the
+        median average accuracy after each task.
 
     Examples
     --------
     >>> runs = run_continual(methods=["ce"], tasks="0,1/2,3", epochs=1, progress=False)
     >>> row = summarize_runs(runs)[0]
-    >>> row["method"], len(row["curve"]), len(row["average_accuracy"])
-    ('ce', 2, 3)
+    >>> row["method"], len(row["curve"]), len(row["average_accuracy"]), row["same_as"]
+    ('ce', 2, 3, [])
     """
     rows = []
     for data, method in dict.fromkeys((r["data"], r["method"]) for r in runs):
@@ -322,17 +332,22 @@ def summarize_runs(runs: list[dict]) -> list[dict]:
                 else float("nan")
                 for r in group
             ],
+            "bytes_stored": [r.get("bytes_stored", 0) for r in group],
         }
         for key, values in final.items():
             row[key] = (float(np.median(values)), float(np.min(values)), float(np.max(values)))
         curves = np.array([[s["average_accuracy"] for s in r["steps"]] for r in group])
         row["curve"] = np.median(curves, axis=0).tolist()
+        row["same_as"] = []
         rows.append(row)
-    return rows
+    return merge_coinciding(rows, runs)
 
 
 def format_table(summary: list[dict]) -> str:
     """A markdown table of :func:`summarize_runs`'s rows: median [min-max] over seeds.
+
+    A row that stands for methods with identical results names them all (``ce_batch =
+    ce_k1``).
 
     Parameters
     ----------
@@ -345,19 +360,31 @@ def format_table(summary: list[dict]) -> str:
     Examples
     --------
     >>> row = {"data": "digits", "method": "ce", "seeds": [0], "average_accuracy": (0.2,) * 3,
-    ...        "forgetting": (0.9,) * 3, "ece": (0.5,) * 3, "ood_auroc": (0.6,) * 3}
+    ...        "forgetting": (0.9,) * 3, "ece": (0.5,) * 3, "ood_auroc": (0.6,) * 3,
+    ...        "bytes_stored": (0.0,) * 3, "same_as": []}
     >>> format_table([row]).splitlines()[2].split(" | ")[:4]
     ['| digits', 'ce', '0.200 [0.200-0.200]', '0.900 [0.900-0.900]']
     """
     keys = ("average_accuracy", "forgetting", "ece", "ood_auroc")
     lines = [
-        "| data | method | final average accuracy | forgetting | ECE | OOD AUROC (unseen) |",
-        "|---|---|---|---|---|---|",
+        "| data | method | final average accuracy | forgetting | ECE | OOD AUROC (unseen) "
+        "| bytes stored |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in summary:
         cells = [f"{row[k][0]:.3f} [{row[k][1]:.3f}-{row[k][2]:.3f}]" for k in keys]
-        lines.append(f"| {row['data']} | {row['method']} | " + " | ".join(cells) + " |")
+        cells.append(_size(row["bytes_stored"][0]))
+        name = " = ".join([row["method"], *row["same_as"]])
+        lines.append(f"| {row['data']} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _size(n_bytes: float) -> str:
+    """``0``, ``31.2 KiB``, ``1.5 MiB``."""
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.1f} {unit}"
+    return f"{n_bytes:.0f}"
 
 
 def _median_matrices(runs: list[dict]) -> dict[str, np.ndarray]:
@@ -375,10 +402,12 @@ def _median_matrices(runs: list[dict]) -> dict[str, np.ndarray]:
 
 
 def _figures(runs: list[dict], summary: list[dict], out: Path) -> list[str]:
-    """Per data set, the accuracy curves and the accuracy matrices; their file names."""
+    """Per data set, the accuracy curves and the accuracy matrices; their file names (a
+    method that another's row stands for is not drawn)."""
     names = []
     for data in dict.fromkeys(r["data"] for r in runs):
         rows = [s for s in summary if s["data"] == data]
+        shown = {row["method"] for row in rows}
         curves = {row["method"]: row["curve"] for row in rows}
         styles = {m: "--" if m == "joint" else ":" if "replay" in m else "-" for m in curves}
         name = f"continual_{data}_curves.png"
@@ -386,8 +415,8 @@ def _figures(runs: list[dict], summary: list[dict], out: Path) -> list[str]:
                          path=out / name)  # fmt: skip
         names.append(name)
         name = f"continual_{data}_matrices.png"
-        plot_accuracy_matrices(_median_matrices([r for r in runs if r["data"] == data]),
-                               path=out / name)  # fmt: skip
+        drawn = [r for r in runs if r["data"] == data and r["method"] in shown]
+        plot_accuracy_matrices(_median_matrices(drawn), path=out / name)
         names.append(name)
     return names
 
@@ -434,9 +463,12 @@ def write_continual_report(runs: list[dict], out, command: str = "") -> list[str
         "",
         "Median [min-max] over seeds, after the last task; forgetting as Chaudhry et al. "
         "(2018); OOD AUROC: the energy, the classes not yet seen against those seen, mean "
-        "over the tasks before the last.",
+        "over the tasks before the last; bytes stored: what a method keeps besides its "
+        "network after the last task (median).",
         "",
         format_table(summary),
+        "",
+        *method_notes(summary),
         "",
     ]
     text += [f"![{name}]({name})" for name in figures]
@@ -453,6 +485,13 @@ def _check(args) -> None:
     bad = sorted(set(args.data) - set(DATASETS))
     if bad:
         raise ValueError(f"argument --data: unknown {bad}; choose from {list(DATASETS)}")
+    flat = [m for m in args.methods if METHODS[m].flat_only]
+    conv = [d for d in args.data if _network(d, args.network) == "conv"]
+    if flat and conv:
+        raise ValueError(
+            f"argument --methods: {flat} need flat features, but {conv} reach the networks as "
+            "signals or images with this --network; add --network mlp"
+        )
 
 
 def _run_command(args, log: Callable = print) -> int:
@@ -463,13 +502,18 @@ def _run_command(args, log: Callable = print) -> int:
         range(args.seeds),
         epochs=args.epochs,
         replay=args.replay,
+        generated=args.generated,
+        generated_steps=args.generated_steps,
+        network=args.network,
         hidden=args.hidden,
         lr=args.lr,
         device=args.device,
         progress=not args.quiet,
     )
     figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))
-    log(format_table(summarize_runs(runs)))
+    summary = summarize_runs(runs)
+    log(format_table(summary) + "\n")
+    log("\n".join(method_notes(summary)))
     log(f"Report: {Path(args.out) / 'report.md'}, results.json and {len(figures)} figures.")
     return 0
 
@@ -483,6 +527,7 @@ COMMAND = Command(
         "matrix, the average accuracy over the classes seen, forgetting, ECE and the energy's "
         "OOD AUROC on the classes not yet seen. Writes report.md, results.json and figures."
     ),
+    epilog="methods:\n" + "\n".join(f"  {line}" for line in legend(METHODS).splitlines()),
     options=(
         Option(
             "--data",
@@ -496,7 +541,7 @@ COMMAND = Command(
         ),
         Option(
             "--methods",
-            f"comma-separated, of {', '.join(METHODS)} (default: all)",
+            f"comma-separated names, listed below (default: {','.join(DEFAULT_METHODS)})",
             {"type": CommaList(str), "default": DEFAULT_METHODS},
         ),
         Option("--seeds", "number of seeds (default: 5)", {"type": Number(int, 1), "default": 5}),
@@ -505,13 +550,29 @@ COMMAND = Command(
         ),
         Option(
             "--replay",
-            "samples per class of the replay methods (default: 20)",
+            "stored samples per class of the *_replay methods (default: 20)",
             {"type": Number(int, 1), "default": 20},
         ),
         Option(
+            "--generated",
+            "generated samples per old class of the *_generated methods (default: 100)",
+            {"type": Number(int, 1), "default": 100},
+        ),
+        Option(
+            "--generated-steps",
+            "the sampler's steps of generated replay, in every method that generates (default: 40)",
+            {"type": Number(int, 0), "default": 40},
+        ),
+        Option(
+            "--network",
+            "auto (MNIST-1D as signals for the ConvNet, digits flat for the MLP), mlp (flat "
+            "features) or conv (signals, 8x8 images) (default: auto)",
+            {"choices": NETWORKS, "default": "auto"},
+        ),
+        Option(
             "--hidden",
-            "the MLP's hidden sizes (default: 100)",
-            {"type": _LayerSizes(), "default": [100]},
+            "the MLP's hidden sizes (default: the estimators', 256,256)",
+            {"type": _LayerSizes(), "default": None},
         ),
         Option(
             "--lr",

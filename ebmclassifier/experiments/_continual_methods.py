@@ -1,0 +1,357 @@
+"""The methods of ``python -m ebmclassifier continual``: what each name means and builds.
+
+Each method is an estimator class with its parameters and a one-line description, which the
+command's ``--help``, its printed legend and ``report.md`` show. Every method is
+class-incremental; those that are not named for a kind of replay have none
+(``replay_per_class=0, generated_per_class=0``), so that a row means what its name says;
+``ngebm`` and ``jem`` are the estimators with every other parameter at its default.
+
+The regulariser baseline of the continual-learning literature, LwF's distillation (Li &
+Hoiem 2016), is :class:`LwFClassifier`: a subclass through the documented ``compute_loss``
+hook that adds :func:`distillation_loss` of the previous task's model on the new data.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..jem import JEMClassifier
+from ..losses import weighted_mean
+from ..ngebm import NGEBMClassifier
+from ..nn import LabelConditionedMLP
+
+__all__ = [
+    "METHODS",
+    "LwFClassifier",
+    "bytes_stored",
+    "distillation_loss",
+    "legend",
+    "make_estimator",
+    "merge_coinciding",
+    "method_notes",
+]
+
+
+def distillation_loss(
+    logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    temperature: float = 2.0,
+    sample_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """LwF's distillation term: ``T^2 KL(softmax(t / T) || softmax(s / T))``, batch mean.
+
+    ``s`` are the student's logits of the old classes and ``t`` the previous model's
+    (Li & Hoiem 2016, eq. 2, the cross-entropy of the recorded responses; the KL divergence
+    differs from it by the teacher's entropy, a constant, so the gradients are the same).
+    The factor ``T^2`` keeps the gradients' scale independent of ``T`` (Hinton et al. 2015).
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, k)
+        The student's logits of the ``k`` old classes.
+    teacher_logits : Tensor of shape (n, k)
+        The previous model's logits of the same classes (no gradient is taken through them).
+    temperature : float, default=2.0
+    sample_weight : Tensor of shape (n,) or None, default=None
+        A weighted mean over the samples when given.
+
+    Returns
+    -------
+    scalar Tensor
+
+    Examples
+    --------
+    >>> import torch
+    >>> s = torch.tensor([[1.0, 0.0]])
+    >>> float(distillation_loss(s, s.clone()))  # the same responses: nothing to distil
+    0.0
+    >>> float(distillation_loss(s, torch.tensor([[0.0, 1.0]]))) > 0
+    True
+    """
+    log_student = F.log_softmax(logits / temperature, dim=1)
+    log_teacher = F.log_softmax(teacher_logits.detach() / temperature, dim=1)
+    kl = (log_teacher.exp() * (log_teacher - log_student)).sum(dim=1)
+    return temperature**2 * weighted_mean(kl, sample_weight)
+
+
+class LwFClassifier(NGEBMClassifier):
+    """NG-EBM plus LwF's distillation of the previous task's model (the regulariser baseline).
+
+    :meth:`remember_model`, called before each new task, freezes a copy of the network and
+    its classes; :meth:`compute_loss` then adds ``distill_weight *``
+    :func:`distillation_loss` of that copy's logits of its classes on every training batch.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance, or None, default=None
+    distill_weight : float, default=1.0
+        LwF's ``lambda_o``.
+    temperature : float, default=2.0
+        LwF's ``T``.
+    **kwargs
+        Those of :class:`~ebmclassifier.NGEBMClassifier`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_blobs
+    >>> X, y = make_blobs(60, n_features=4, centers=4, random_state=0)
+    >>> clf = LwFClassifier(beta=0.0, class_incremental=True, replay_per_class=0,
+    ...                     generated_per_class=0, max_epochs=2, random_state=0)
+    >>> clf = clf.partial_fit(X[y < 2], y[y < 2])
+    >>> clf.remember_model()
+    >>> clf.partial_fit(X[y >= 2], y[y >= 2]).classes_.tolist()
+    [0, 1, 2, 3]
+    """
+
+    def __init__(self, module=None, *, distill_weight: float = 1.0, temperature: float = 2.0,
+                 **kwargs) -> None:  # fmt: skip
+        super().__init__(module, **kwargs)
+        self.distill_weight = distill_weight
+        self.temperature = temperature
+
+    def remember_model(self) -> None:
+        """Freeze a copy of the network and of ``classes_``: the next task's teacher.
+
+        Returns
+        -------
+        None
+        """
+        teacher = copy.deepcopy(self.module_).eval().requires_grad_(False)
+        # in a tuple: skorch refuses a module attribute set outside initialize
+        self.teacher_ = (teacher, self.classes_.copy())
+
+    def compute_loss(self, X, y, training, sample_weight=None):
+        """NG-EBM's loss plus ``distill_weight`` times the distillation term.
+
+        Parameters
+        ----------
+        X, y, training, sample_weight
+            As :meth:`NGEBMClassifier.compute_loss <ebmclassifier.NGEBMClassifier.compute_loss>`.
+
+        Returns
+        -------
+        loss : scalar Tensor
+        logits : Tensor of shape (n, n_classes)
+        """
+        loss, logits = super().compute_loss(X, y, training, sample_weight)
+        if getattr(self, "teacher_", None) is None or not self.distill_weight:
+            return loss, logits
+        teacher, classes = self.teacher_
+        with torch.no_grad():
+            old = teacher(X)
+        columns = torch.as_tensor(np.searchsorted(self.classes_, classes), device=logits.device)
+        term = distillation_loss(logits[:, columns], old, self.temperature, sample_weight)
+        return loss + self.distill_weight * term, logits
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of the command: the estimator, its parameters, and what it is."""
+
+    estimator: type
+    params: dict
+    description: str
+    joint: bool = False
+    flat_only: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+_NONE = {"replay_per_class": 0, "generated_per_class": 0}
+_CE = {"beta": 0.0, **_NONE}
+_JEM_FAST = {"sgld_steps": 10, "buffer_size": 2000, "sampler": "proximal"}
+
+#: Every method of the command, by name.
+METHODS: dict[str, Method] = {
+    "joint": Method(NGEBMClassifier, {"beta": 0.0, "negatives": "all", **_NONE},
+                    "a fresh cross-entropy fit on every task so far, after each task: the "
+                    "upper bound (it stores all the data)", joint=True),
+    "ce": Method(NGEBMClassifier, {**_CE, "negatives": "all"},
+                 "naive fine-tuning: cross-entropy over every class seen, no replay (the "
+                 "lower bound)"),
+    "ce_batch": Method(NGEBMClassifier, {**_CE, "negatives": "batch"},
+                       "cross-entropy normalised over the batch's classes only (Li et al. "
+                       "2020), no replay"),
+    "ce_k1": Method(NGEBMClassifier, {**_CE, "negatives": 1},
+                    "cross-entropy against one negative class drawn per sample (Li et al.'s "
+                    "k=1), no replay"),
+    "ngebm_batch": Method(NGEBMClassifier, {"beta": 0.5, "negatives": "batch", **_NONE},
+                          "NG-EBM (beta=0.5) with batch negatives, no replay: the combination "
+                          "that warns"),
+    "jem_batch": Method(JEMClassifier, {"negatives": "batch", **_JEM_FAST, **_NONE},
+                        "JEM with batch negatives, no replay (proximal sampler, 10 steps, "
+                        "buffer of 2000)"),
+    "ce_cond": Method(NGEBMClassifier, {**_CE, "negatives": "all"},
+                      "naive fine-tuning of the label-conditioned network E(x, y) (flat data)",
+                      flat_only=True, extra={"module": LabelConditionedMLP}),
+    "ce_batch_cond": Method(NGEBMClassifier, {**_CE, "negatives": "batch"},
+                            "batch negatives with the label-conditioned network E(x, y) "
+                            "(flat data)", flat_only=True, extra={"module": LabelConditionedMLP}),
+    "ce_lwf": Method(LwFClassifier, {**_CE, "negatives": "all"},
+                     "fine-tuning plus LwF's distillation of the previous task's model on the "
+                     "new data (Li & Hoiem 2016; weight 1, T=2): the regulariser baseline"),
+    "ce_replay": Method(NGEBMClassifier, {**_CE, "negatives": "all", "replay_per_class": None},
+                        "fine-tuning with --replay stored training samples per class"),
+    "ce_batch_replay": Method(NGEBMClassifier,
+                              {**_CE, "negatives": "batch", "replay_per_class": None},
+                              "batch negatives with --replay stored samples per class"),
+    "ce_k1_replay": Method(NGEBMClassifier, {**_CE, "negatives": 1, "replay_per_class": None},
+                           "one drawn negative with --replay stored samples per class"),
+    "ngebm_batch_replay": Method(NGEBMClassifier, {"beta": 0.5, "negatives": "batch",
+                                                   **_NONE, "replay_per_class": None},
+                                 "NG-EBM, batch negatives, --replay stored samples per class, "
+                                 "none generated (stored replay)"),
+    "ngebm_generated": Method(NGEBMClassifier, {"beta": 0.5, "negatives": "batch", **_NONE,
+                                                "generated_per_class": None},
+                              "NG-EBM, batch negatives, --generated samples per old class "
+                              "drawn from the model itself, nothing stored (generated "
+                              "replay)"),
+    "jem_generated": Method(JEMClassifier, {"negatives": "batch", **_JEM_FAST, **_NONE,
+                                            "generated_per_class": None},
+                            "JEM (as jem_batch) with generated replay, nothing stored"),
+    "ngebm": Method(NGEBMClassifier, {},
+                    "NGEBMClassifier(class_incremental=True), every other parameter at its "
+                    "default: batch negatives, 20 stored and 100 generated samples per class"),
+    "jem": Method(JEMClassifier, {},
+                  "JEMClassifier(class_incremental=True), every other parameter at its "
+                  "default (SGLD sampler, 20 steps, buffer of 10000)"),
+}  # fmt: skip
+
+
+def legend(names) -> str:
+    """One line per method: its name and what it is.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Keys of :data:`METHODS`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(legend(["ce"]))
+    ce: naive fine-tuning: cross-entropy over every class seen, no replay (the lower bound)
+    """
+    return "\n".join(f"{name}: {METHODS[name].description}" for name in names)
+
+
+def make_estimator(method: str, seed: int, config: dict):
+    """The estimator of ``method`` for one stream: class-incremental, seeded.
+
+    ``config`` holds ``epochs``, ``lr``, ``device``, ``replay`` and ``generated`` (the sizes
+    of the methods whose parameter is ``None`` in :data:`METHODS`), ``generated_steps``,
+    ``network`` (``"mlp"`` or ``"conv"``: the data's shape chooses the estimators' default
+    network, an MLP for flat features, the ConvNet for signals and images) and ``hidden``
+    (the MLP's sizes, or None for the estimator's default).
+    """
+    spec = METHODS[method]
+    sizes = {"replay_per_class": config["replay"], "generated_per_class": config["generated"]}
+    params = {k: sizes[k] if v is None else v for k, v in spec.params.items()}
+    params.update(spec.extra)
+    if config["network"] == "mlp" and config["hidden"] is not None:
+        params["module__hidden_sizes"] = tuple(config["hidden"])
+    if issubclass(spec.estimator, (NGEBMClassifier, JEMClassifier)):
+        params.setdefault("generated_steps", config["generated_steps"])
+    return spec.estimator(
+        class_incremental=True,
+        max_epochs=config["epochs"],
+        lr=config["lr"],
+        random_state=seed,
+        device=config["device"],
+        **params,
+    )
+
+
+def bytes_stored(clf, joint_rows: np.ndarray | None = None) -> int:
+    """What a method keeps besides its network between tasks, in bytes.
+
+    The reservoir and the generated samples; LwF's frozen copy of the network; for the joint
+    upper bound, the training data itself (``joint_rows``, the rows it refits on).
+    """
+    if joint_rows is not None:
+        return int(joint_rows.nbytes)
+    total = 0
+    for name in ("reservoir_X_", "generated_X_"):
+        value = getattr(clf, name, None)
+        if value is not None:
+            total += value.numel() * value.element_size()
+    teacher = getattr(clf, "teacher_", None)
+    if teacher is not None:
+        total += sum(p.numel() * p.element_size() for p in teacher[0].parameters())
+    return int(total)
+
+
+def merge_coinciding(rows: list[dict], runs: list[dict]) -> list[dict]:
+    """Fold each summary row whose runs equal an earlier row's on every seed into that row
+    (its ``same_as``): ``ce_batch`` and ``ce_k1`` on two-class tasks, where a batch offers
+    one negative, which ``k=1`` draws.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Summary rows with ``data``, ``method``, ``seeds`` and an empty ``same_as``.
+    runs : list of dict
+        The runs they summarise, with ``accuracy_matrix``.
+
+    Returns
+    -------
+    list of dict
+        The rows kept, in order.
+    """
+    matrices = {(r["data"], r["method"], r["seed"]): r["accuracy_matrix"] for r in runs}
+    kept = []
+    for row in rows:
+        for earlier in kept:
+            same = earlier["data"] == row["data"] and earlier["seeds"] == row["seeds"]
+            same = same and all(
+                matrices[(row["data"], row["method"], s)]
+                == matrices[(row["data"], earlier["method"], s)]
+                for s in row["seeds"]
+            )
+            if same:
+                earlier["same_as"].append(row["method"])
+                break
+        else:
+            kept.append(row)
+    return kept
+
+
+def method_notes(summary: list[dict]) -> list[str]:
+    """The legend of the methods in ``summary`` and a note per row standing for several.
+
+    Parameters
+    ----------
+    summary : list of dict
+        Rows of ``summarize_runs``.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
+    names = [name for row in summary for name in (row["method"], *row["same_as"])]
+    lines = ["Methods:", "", *(f"- {line}" for line in legend(dict.fromkeys(names)).splitlines())]
+    lines.append("")
+    for row in summary:
+        if row["same_as"]:
+            why = _WHY_SAME.get((row["method"], *row["same_as"]), "")
+            lines.append(
+                f"{row['data']}: {' and '.join(row['same_as'])} gave the same accuracies as "
+                f"{row['method']} on every seed, so the row and the figures show them once"
+                f"{why}."
+            )
+    return lines
+
+
+#: Why two methods coincide, where it is known.
+_WHY_SAME = {
+    ("ce_batch", "ce_k1"): " (a batch of a two-class task offers one negative, which k=1 draws)"
+}

@@ -1,0 +1,132 @@
+"""The ``continual`` command (``ebmclassifier.experiments.continual``) and its methods
+(``experiments/_continual_methods.py``): the report, the methods' names and descriptions, the
+LwF baseline's loss (issues #24, #32, #34)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import make_blobs
+
+from ebmclassifier import NGEBMClassifier
+from ebmclassifier.cli import build_parser, main
+from ebmclassifier.experiments._continual_methods import (
+    METHODS,
+    LwFClassifier,
+    distillation_loss,
+)
+from ebmclassifier.experiments.continual import run_continual, summarize_runs
+
+X, Y = make_blobs(300, n_features=4, centers=6, random_state=0)
+X = X.astype(np.float32)
+
+
+def _task(*labels):
+    rows = np.isin(Y, labels)
+    return X[rows], Y[rows]
+
+
+# ---------------------------------------------------------------- the report
+
+
+def test_continual_command_writes_its_report(tmp_path, capsys):
+    out = tmp_path / "run"
+    status = main(
+        [
+            "continual",
+            "--tasks",
+            "0,1/2,3",
+            "--methods",
+            "ce,ce_batch_replay,joint",
+            "--seeds",
+            "1",
+            "--epochs",
+            "1",
+            "--replay",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert status == 0
+    results = json.loads((out / "results.json").read_text())
+    assert {r["method"] for r in results["runs"]} == {"ce", "ce_batch_replay", "joint"}
+    assert len(results["runs"][0]["accuracy_matrix"]) == 2
+    assert (out / "report.md").exists() and (out / "continual_digits_curves.png").exists()
+    assert main(["continual", "--tasks", "0/1", "--out", str(out)]) == 2
+    assert "first task must have at least 2 classes" in capsys.readouterr().err
+
+
+def test_continual_command_layer_sizes_may_repeat():
+    args = build_parser().parse_args(["continual", "--hidden", "256,256"])
+    assert args.hidden == [256, 256]
+
+
+# ---------------------------------------------------------------- LwF, the baseline
+
+
+def test_distillation_loss_against_kl_div_and_a_hand_computation():
+    generator = torch.Generator().manual_seed(0)
+    s, t = torch.randn(5, 3, generator=generator), torch.randn(5, 3, generator=generator)
+    w = torch.tensor([1.0, 0.0, 2.0, 1.0, 0.5])
+    T = 2.0
+    expected = F.kl_div(F.log_softmax(s / T, 1), F.log_softmax(t / T, 1), log_target=True,
+                        reduction="none").sum(1)  # fmt: skip
+    assert torch.isclose(distillation_loss(s, t, T), T**2 * expected.mean())
+    assert torch.isclose(distillation_loss(s, t, T, w), T**2 * (w * expected).sum() / w.sum())
+    p_t = np.exp(t.numpy() / T) / np.exp(t.numpy() / T).sum(1, keepdims=True)
+    p_s = np.exp(s.numpy() / T) / np.exp(s.numpy() / T).sum(1, keepdims=True)
+    by_hand = T**2 * np.mean((p_t * np.log(p_t / p_s)).sum(1))
+    assert np.isclose(float(distillation_loss(s, t, T)), by_hand, rtol=1e-5)
+
+
+def test_lwf_loss_adds_the_distillation_of_the_remembered_model():
+    clf = LwFClassifier(beta=0.0, class_incremental=True, replay_per_class=0,
+                        generated_per_class=0, max_epochs=2, random_state=0,
+                        module__hidden_sizes=(8,), distill_weight=0.7, temperature=3.0)  # fmt: skip
+    clf.partial_fit(*_task(2, 4))
+    clf.remember_model()
+    teacher = pickle.loads(pickle.dumps(clf.module_))
+    clf.partial_fit(*_task(0, 3))
+    xb, yb = _task(0, 3)
+    xb, yb = torch.tensor(xb), torch.tensor(clf.label_encoder_.transform(yb))
+    loss, logits = clf.compute_loss(xb, yb, training=True)
+    base, _ = NGEBMClassifier.compute_loss(clf, xb, yb, training=True)
+    with torch.no_grad():
+        old = teacher(xb)
+    term = distillation_loss(logits[:, [1, 3]], old, 3.0)  # classes 2, 4 sit at 1 and 3
+    assert torch.isclose(loss, base + 0.7 * term)
+    assert term > 0
+
+
+# ---------------------------------------------------------------- the command's names
+
+
+def test_every_method_is_explained_in_help_and_report(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["continual", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())  # unwrapped
+    for name, method in METHODS.items():
+        assert f"{name}: {method.description}" in help_text
+    out = tmp_path / "run"
+    args = ["continual", "--tasks", "0,1/2,3", "--methods", "ce,ce_batch,ce_k1", "--seeds",
+            "1", "--epochs", "1", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    for text in (printed, report):
+        assert "| ce_batch = ce_k1 |" in text and "| ce |" in text
+        assert f"- ce_k1: {METHODS['ce_k1'].description}" in text
+        assert "ce_k1 gave the same accuracies as ce_batch on every seed" in text
+
+
+def test_methods_that_differ_stay_apart():
+    runs = run_continual(methods=["ce", "ce_batch"], tasks="0,1/2,3", epochs=1, progress=False)
+    rows = summarize_runs(runs)
+    assert [(r["method"], r["same_as"]) for r in rows] == [("ce", []), ("ce_batch", [])]
