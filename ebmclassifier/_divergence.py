@@ -30,6 +30,17 @@ __all__ = [
 ]
 
 
+#: The settings that steady JEM's sampler, suggested when it diverges (docs/user_guide/jem.md).
+STABLE_SGLD = {"sampler": "proximal", "buffer_init": "informative"}
+
+
+def untried_settings(estimator, before: str) -> str:
+    """``before`` and those of :data:`STABLE_SGLD` that ``estimator`` does not use yet, joined
+    by "or"; "" when it uses them all (a message must not suggest what is already on)."""
+    untried = [f"{k}={v!r}" for k, v in STABLE_SGLD.items() if getattr(estimator, k) != v]
+    return before + " or ".join(untried) if untried else ""
+
+
 class Divergence(NamedTuple):
     """A diverged step: why, and whether the ``"model"`` or the ``"sampler"`` went wrong."""
 

@@ -18,6 +18,7 @@ from ._divergence import (
     diagnose_step,
     parameters_finite,
     state_is_healthy,
+    untried_settings,
 )
 from ._docstrings import fill_docstring
 from ._parameters import ParamChecker
@@ -480,8 +481,8 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         raise DivergenceError(
             f"{type(self).__name__} kept diverging after {self._rollback_.max_retries} "
             f"roll-backs in a row in epoch {len(self.history)}, each with a halved SGLD step "
-            f"(now {self.sgld_step_size_:g}). Check the input for extreme values, lower lr, or "
-            "use sampler='proximal' and buffer_init='informative'."
+            f"(now {self.sgld_step_size_:g}). Check the input for extreme values, lower lr"
+            f"{untried_settings(self, ', or use ')}."
         )
 
     def _handle_divergence(self, divergence: Divergence) -> None:
@@ -491,7 +492,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
             raise DivergenceError(
                 f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: "
                 f"{divergence.reason}. Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr "
-                f"(now {self.lr!r}), try sampler='proximal' or buffer_init='informative', or pass "
+                f"(now {self.lr!r}){untried_settings(self, ', try ')}, or pass "
                 "on_divergence='recover' to roll back and continue automatically."
             )
         self._rollback_.recover(divergence, **self._rollback_objects())

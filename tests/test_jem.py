@@ -189,6 +189,23 @@ def test_raise_policy_raises_a_clear_error(small_blobs, provocation):
         clf.fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "settings, suggested",
+    [
+        ({"buffer_init": "uniform"}, "try sampler='proximal' or buffer_init='informative', or"),
+        ({}, r"\(now 100.0\), try sampler='proximal', or pass"),  # informative: the default
+        ({"sampler": "proximal"}, r"\(now 100.0\), or pass"),
+    ],
+)
+def test_divergence_messages_suggest_only_settings_not_in_use(small_blobs, settings, suggested):
+    # the continual command's jem_batch (proximal already) was told to use sampler='proximal'
+    X, y = small_blobs
+    provocation = {"optimizer": torch.optim.SGD, "lr": 100.0, "on_divergence": "raise"}
+    clf = JEMClassifier(**{**FAST, **provocation, **settings})
+    with pytest.raises(DivergenceError, match=suggested):
+        clf.fit(X, y)
+
+
 def test_healthy_fit_records_no_divergence(fitted):
     assert fitted.n_divergences_ == 0 and _divergences(fitted) == []
     assert fitted.sgld_step_size_ == fitted.sgld_step_size

@@ -152,6 +152,20 @@ class CommaList:
         return ",".join(str(v) for v in values)
 
 
+class LayerSizes(CommaList):
+    """An argparse ``type``: ``"256,256"`` -> ``[256, 256]``, layer sizes (which may repeat)."""
+
+    def __init__(self):
+        super().__init__(Number(int, 1))
+        self.__name__ = "comma-separated layer sizes"
+
+    def __call__(self, text: str) -> list:
+        sizes = []
+        for part in text.split(","):  # one at a time: the parent refuses repeated values
+            sizes += super().__call__(part)
+        return sizes
+
+
 class DeviceName:
     """An argparse ``type``: a device the estimators can compute on here, kept as written.
 

@@ -63,6 +63,34 @@ def test_continual_command_writes_its_report(tmp_path, capsys):
     assert "first task must have at least 2 classes" in capsys.readouterr().err
 
 
+def test_a_failed_stream_leaves_the_others_report_and_exits_1(tmp_path, capsys, monkeypatch):
+    # a divergence in one method's stream once ended a 33-minute run with no results.json
+    from ebmclassifier.exceptions import DivergenceError
+    from ebmclassifier.experiments import continual
+
+    real = continual._run_stream
+
+    def diverging(method, data, seed, tasks, config):
+        if method == "ce_batch":
+            raise DivergenceError("JEMClassifier kept diverging")
+        return real(method, data, seed, tasks, config)
+
+    monkeypatch.setattr(continual, "_run_stream", diverging)
+    out, common = tmp_path / "run", ["continual", "--tasks", "0,1/2,3", "--epochs", "1", "--quiet"]
+    status = main([*common, "--methods", "ce,ce_batch", "--seeds", "2", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1 and len(err) == 1
+    assert "2 stream(s) failed" in err[0] and "'ce_batch' on digits at seed 1" in err[0]
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [(r["method"], r["seed"]) for r in runs] == [("ce", 0), ("ce", 1)]
+    assert "| digits | ce |" in (out / "report.md").read_text()
+    status = main([*common, "--methods", "ce_batch", "--seeds", "1", "--out", str(tmp_path / "x")])
+    assert status == 1 and "every stream failed" in capsys.readouterr().err
+    assert not (tmp_path / "x" / "results.json").exists()
+    with pytest.raises(DivergenceError):  # the function without a failures list raises
+        continual.run_continual(methods=["ce_batch"], tasks="0,1/2,3", epochs=1, progress=False)
+
+
 def test_continual_command_layer_sizes_may_repeat():
     args = build_parser().parse_args(["continual", "--hidden", "256,256"])
     assert args.hidden == [256, 256]
