@@ -59,6 +59,8 @@ def test_a_seeded_refit_and_a_round_trip_are_bitwise(threads, small_blobs, tmp_p
     _assert_bitwise(_outputs(load(tmp_path / "model.ebm"), X), _outputs(first, X))
 
 
+# the snapshot pins the continual settings from before "auto": no replay, which warns
+@pytest.mark.filterwarnings("ignore:.*learns new classes poorly:UserWarning")
 def test_the_fit_snapshot_repeats_bitwise(threads):
     spec = importlib.util.spec_from_file_location("fit_snapshot", SNAPSHOT)
     snapshot = importlib.util.module_from_spec(spec)
