@@ -327,14 +327,16 @@ class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
 
     Parameters
     ----------
-    module, beta, gamma, energy_var_weight, grad_norm, fd_step, class_incremental, negatives, \
-replay_per_class, generated_per_class, generated_steps, ood_method, criterion, optimizer, lr, \
-max_epochs, batch_size, train_split, callbacks, warm_start, class_weight, device, random_state, \
-augmentation, n_threads, precision, verbose, iterator_train, iterator_valid, compile, dataset, \
-predict_nonlinearity, use_caching, torch_load_kwargs, **kwargs
-        As for :class:`~ebmclassifier.NGEBMClassifier`, with two constraints:
-        ``random_state`` must be an int (every process draws the same batches) and
-        ``energy_var_weight`` must be 0 (a batch variance is not a mean of per-sample terms).
+    module, beta, gamma, energy_var_weight, grad_norm, fd_step, penalty_every, \
+penalty_fraction, class_incremental, negatives, replay_per_class, generated_per_class, \
+generated_steps, ood_method, criterion, optimizer, lr, max_epochs, batch_size, train_split, \
+callbacks, warm_start, class_weight, device, random_state, augmentation, n_threads, precision, \
+verbose, iterator_train, iterator_valid, compile, dataset, predict_nonlinearity, use_caching, \
+torch_load_kwargs, **kwargs
+        As for :class:`~ebmclassifier.NGEBMClassifier`, with three constraints:
+        ``random_state`` must be an int (every process draws the same batches),
+        ``energy_var_weight`` must be 0 (a batch variance is not a mean of per-sample terms)
+        and ``penalty_fraction`` must be 1 (each shard's first rows are not the batch's).
 
     Examples
     --------
