@@ -1,0 +1,242 @@
+"""NG-EBM's cheaper penalty (``penalty_every``, ``penalty_fraction``): what it costs, what it keeps.
+
+Issue #40. Two parts, each printing markdown tables:
+
+- ``cost``: whole fits of every model on the same data, network and batches (64), interleaved:
+  one fit of each per round in a rotating order (after an untimed warm-up round), the ratio of
+  each fit's CPU time to the cross-entropy fit of the same round, then the median and the
+  10th-90th percentiles over rounds. Every fit of a setting has the same epochs, so the ratio is
+  the cost per epoch. Settings: the digits as standardized 1x8x8 images with the default
+  ConvNet (the issue's 2.36x setting, ``benchmarks/fit_overhead.py``), the digits flat with
+  the MLP, MNIST-1D with the MLP (2,000 signals) and the ConvNet (4,000).
+- ``quality``: ``python -m ebmclassifier compare``'s protocol (:func:`run_comparison`: data
+  standardized on the training split, 20% held out for temperature scaling, 30 epochs, PGD in
+  the data's units) for cross-entropy (``ce``), cross-entropy with temperature scaling
+  (``ce_ts``), full NG-EBM (``ngebm``) and NG-EBM with each interval and fraction, per seed:
+  accuracy, ECE, NLL, far-OOD AUROC (uniform noise, and the worst of compare's three OOD sets,
+  each model's own score: ``approx_mass`` for NG-EBM, ``energy`` for ``ce``, ``max_softmax`` for
+  ``ce_ts``) and accuracy under L-inf PGD (eps 0.05 on digits, 0.1 on MNIST-1D). Medians
+  [min, max] over seeds; a variant "keeps" a metric when its [min, max] overlaps full NG-EBM's
+  (compare's "within the seed spread").
+
+Run from the repository root, on one thread (about 40 minutes on a shared two-core machine,
+``--quick`` about 4)::
+
+    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py
+    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part cost \\
+        --settings digits_conv mnist1d_conv --rounds 7
+    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part quality \\
+        --settings mnist1d_conv --seeds 5 --intervals 4 8 --fractions
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
+
+from ebmclassifier import NGEBMClassifier
+from ebmclassifier.datasets import load_mnist1d
+from ebmclassifier.experiments.compare import CompareConfig, ModelSpec, run_comparison
+
+#: Per setting: compare's data set and network, the training signals it keeps, the PGD radius.
+QUALITY = {
+    "digits_mlp": dict(data="digits", network="default", max_train=None, eps=0.05),
+    "mnist1d_mlp": dict(data="mnist1d", network="mlp", max_train=2000, eps=0.1),
+    "mnist1d_conv": dict(data="mnist1d", network="default", max_train=4000, eps=0.1),
+}
+#: Per setting of the cost part: the epochs of each timed fit (a few seconds of CE each).
+COST_EPOCHS = {"digits_conv": 3, "digits_mlp": 6, "mnist1d_mlp": 6, "mnist1d_conv": 1}
+HEADLINE = {"ce": "energy", "ce_ts": "max_softmax"}  # NG-EBM models: approx_mass
+
+
+def variants(grad_norms, intervals, fractions) -> dict[str, dict]:
+    """The NG-EBM models by name: full, then each interval and each fraction, per mode."""
+    models = {}
+    for mode in grad_norms:
+        tag = "" if mode == "exact" else "_fd"
+        models[f"ngebm{tag}"] = dict(grad_norm=mode)
+        for k in intervals:
+            models[f"ngebm{tag}_every{k}"] = dict(grad_norm=mode, penalty_every=k)
+        for f in fractions:
+            models[f"ngebm{tag}_frac{f:g}"] = dict(grad_norm=mode, penalty_fraction=f)
+    return models
+
+
+# ---------------------------------------------------------------- cost
+
+
+def cost_data(setting: str) -> tuple[np.ndarray, np.ndarray]:
+    if setting.startswith("digits"):
+        X, y = load_digits(return_X_y=True)
+        X = ((X - X.mean(0)) / (X.std(0) + 1e-8)).astype(np.float32)
+        return (X.reshape(-1, 1, 8, 8) if setting == "digits_conv" else X), y
+    flat = setting == "mnist1d_mlp"
+    data = load_mnist1d(shape="flat" if flat else "sequence")
+    n = 2000 if flat else 4000
+    return data.X_train[:n], data.y_train[:n]
+
+
+def run_cost(setting: str, models: dict[str, dict], rounds: int) -> dict:
+    """CPU seconds of each model's fit per round, and its ratio to the same round's CE fit."""
+    X, y = cost_data(setting)
+    common = dict(max_epochs=COST_EPOCHS[setting], random_state=0, device="cpu", n_threads=1)
+    estimators = {"ce": NGEBMClassifier(beta=0.0, **common)}
+    estimators.update({name: NGEBMClassifier(**common, **p) for name, p in models.items()})
+    names = list(estimators)
+    seconds = {name: [] for name in names}
+    for r in range(1 + rounds):  # round 0: warm-up, not timed
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start = time.process_time()
+            estimators[name].fit(X, y)
+            if r:
+                seconds[name].append(time.process_time() - start)
+    ce = np.asarray(seconds["ce"])
+    rows = {}
+    for name in names:
+        ratios = np.asarray(seconds[name]) / ce
+        rows[name] = {
+            "seconds_per_epoch": float(np.median(seconds[name])) / COST_EPOCHS[setting],
+            "ratio": float(np.median(ratios)),
+            "p10": float(np.percentile(ratios, 10)),
+            "p90": float(np.percentile(ratios, 90)),
+        }
+    return rows
+
+
+def print_cost(setting: str, rows: dict, rounds: int) -> None:
+    steps = COST_EPOCHS[setting]
+    print(f"\n### cost: {setting} ({steps} epochs per fit, {rounds} rounds, CPU time)\n")
+    print("| model | s / epoch | x CE [p10, p90] |\n|---|---|---|")
+    for name, row in rows.items():
+        spread = f"[{row['p10']:.2f}, {row['p90']:.2f}]"
+        print(f"| {name} | {row['seconds_per_epoch']:.3f} | {row['ratio']:.2f} {spread} |")
+
+
+# ---------------------------------------------------------------- quality
+
+
+def registry(models: dict[str, dict]) -> dict[str, ModelSpec]:
+    def build(params):
+        return lambda fit_params: NGEBMClassifier(**{"beta": 0.5, **params, **fit_params})
+
+    specs = {
+        "ce": ModelSpec("ce", "cross-entropy", build=build({"beta": 0.0})),
+        "ce_ts": ModelSpec(
+            "ce_ts", "ce, temperature-scaled", scores=("max_softmax",), calibrates="ce"
+        ),  # fmt: skip
+    }
+    for name, params in models.items():
+        specs[name] = ModelSpec(name, f"NG-EBM {params}", build=build(params))
+    return specs
+
+
+def run_quality(setting: str, models: dict[str, dict], seeds: int, epochs: int | None) -> list:
+    spec = QUALITY[setting]
+    names = ("ce", "ce_ts", *models)
+    config = CompareConfig(
+        data=spec["data"], models=names, seeds=seeds, network=spec["network"],
+        max_train=spec["max_train"], epsilons=(0.0, spec["eps"]), max_epochs=epochs,
+        device="cpu", progress=False,
+    )  # fmt: skip
+    results = run_comparison(config, registry(models))
+    runs = []
+    for run in results["runs"]:
+        score = HEADLINE.get(run["model"], "approx_mass")
+        aurocs = {name: v["auroc"] for name, v in run["ood"][score].items()}
+        runs.append({
+            "model": run["model"], "seed": run["seed"], "accuracy": run["accuracy"],
+            "ece": run["ece"], "nll": run["nll"], "auroc_uniform": aurocs["uniform"],
+            "auroc_worst": min(aurocs.values()),
+            "pgd": None if run["robust_accuracy"] is None else run["robust_accuracy"][1],
+            "cost_vs_ce": run.get("cost_vs_ce"),
+        })  # fmt: skip
+    return runs
+
+
+METRICS = ("accuracy", "ece", "nll", "auroc_uniform", "auroc_worst", "pgd")
+
+
+def _spread(runs: list, model: str, metric: str) -> np.ndarray:
+    return np.asarray([r[metric] for r in runs if r["model"] == model and r[metric] is not None])
+
+
+def print_quality(setting: str, runs: list, seeds: int) -> None:
+    eps = QUALITY[setting]["eps"]
+    print(f"\n### quality: {setting} (median [min, max] over {seeds} seeds)\n")
+    header = ["model", *METRICS[:-1], f"PGD eps {eps}", "compare's cost x CE", "keeps"]
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    models = list(dict.fromkeys(r["model"] for r in runs))
+    for model in models:
+        cells, kept = [model], []
+        for metric in (*METRICS, "cost_vs_ce"):
+            values = _spread(runs, model, metric)
+            if not len(values):
+                cells.append("-")
+                continue
+            cells.append(f"{np.median(values):.3f} [{values.min():.3f}, {values.max():.3f}]")
+            full = _spread(runs, "ngebm", metric)
+            if metric in METRICS and model.startswith("ngebm_") and len(full):
+                if values.max() >= full.min() and values.min() <= full.max():
+                    kept.append(metric)
+        cells.append(", ".join(kept) if model.startswith("ngebm_") else "")
+        print("| " + " | ".join(cells) + " |")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("both", "cost", "quality"), default="both")
+    parser.add_argument("--settings", nargs="*", help="default: every setting of the part")
+    parser.add_argument("--seeds", type=int, help="quality: seeds 0..N-1 (default 5)")
+    parser.add_argument("--rounds", type=int, help="cost: timed rounds (default 5)")
+    parser.add_argument("--epochs", type=int, help="quality: epochs (default compare's 30)")
+    parser.add_argument("--intervals", type=int, nargs="*", help="default 2 4 8 16")
+    parser.add_argument("--fractions", type=float, nargs="*", help="default 0.5 0.25")
+    parser.add_argument(
+        "--grad-norms",
+        nargs="*",
+        help="default: exact and finite_difference for the cost, exact (the estimator's "
+        "default) for the quality",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="defaults for a try: 2 seeds, 2 rounds, 10 epochs, interval 8, fraction 0.25",
+    )
+    parser.add_argument("--out", help="write every measurement to this JSON file")
+    args = parser.parse_args()
+    defaults = dict(seeds=5, rounds=5, epochs=None, intervals=[2, 4, 8, 16], fractions=[0.5, 0.25])
+    if args.quick:
+        defaults = dict(seeds=2, rounds=2, epochs=10, intervals=[8], fractions=[0.25])
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    torch.set_num_threads(1)
+    out = {"args": vars(args), "cost": {}, "quality": {}}
+    if args.part in ("both", "cost"):
+        modes = args.grad_norms or ["exact", "finite_difference"]
+        models = variants(modes, args.intervals, args.fractions)
+        for setting in args.settings or COST_EPOCHS:
+            if setting in COST_EPOCHS:
+                out["cost"][setting] = run_cost(setting, models, args.rounds)
+                print_cost(setting, out["cost"][setting], args.rounds)
+    if args.part in ("both", "quality"):
+        models = variants(args.grad_norms or ["exact"], args.intervals, args.fractions)
+        for setting in args.settings or QUALITY:
+            if setting in QUALITY:
+                out["quality"][setting] = run_quality(setting, models, args.seeds, args.epochs)
+                print_quality(setting, out["quality"][setting], args.seeds)
+    if args.out:
+        with open(args.out, "w") as file:
+            json.dump(out, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
