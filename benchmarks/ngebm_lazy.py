@@ -1,6 +1,6 @@
 """NG-EBM's cheaper penalty (``penalty_every``, ``penalty_fraction``): what it costs, what it keeps.
 
-Issue #40. Two parts, each printing markdown tables:
+Issue #40. Two parts, each printing markdown tables, and two diagnostics:
 
 - ``cost``: whole fits of every model on the same data, network and batches (64), interleaved:
   one fit of each per round in a rotating order (after an untimed warm-up round), the ratio of
@@ -18,15 +18,27 @@ Issue #40. Two parts, each printing markdown tables:
   ``ce_ts``) and accuracy under L-inf PGD (eps 0.05 on digits, 0.1 on MNIST-1D). Medians
   [min, max] over seeds; a variant "keeps" a metric when its [min, max] overlaps full NG-EBM's
   (compare's "within the seed spread").
+- ``--part optimizer``: full and lazy NG-EBM on the digits under Adam and under plain SGD
+  (:func:`run_optimizer`), which shows why the lazy penalty loses quality with Adam.
+- ``--reuse K ...``: adds to the quality part the experiment :class:`ReusedPenalty` (not an
+  option of the library): the penalty every ``K`` steps at its own weight, its gradient reused
+  at the steps between.
 
-Run from the repository root, on one thread (about 40 minutes on a shared two-core machine,
-``--quick`` about 4)::
+Run from the repository root, on one thread. The default run (both parts, every setting, 5
+seeds) took about 45 minutes of CPU time, 1 h 40 min on the shared two-core machine at load
+3-7: the cost part about 15 minutes of it, the quality part 5 on the MLPs and 25 on MNIST-1D's
+ConvNet. ``--part``, ``--settings``, ``--seeds``, ``--intervals`` and ``--fractions`` shrink it;
+``--quick`` tries both parts in a few minutes::
 
     OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py
     OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part cost \\
         --settings digits_conv mnist1d_conv --rounds 7
     OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part quality \\
-        --settings mnist1d_conv --seeds 5 --intervals 4 8 --fractions
+        --settings mnist1d_conv --intervals 4 8 --fractions
+    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part optimizer \\
+        --seeds 3 --intervals 4 16
+    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part quality \\
+        --intervals --fractions --reuse 4 8 16
 """
 
 from __future__ import annotations
