@@ -391,7 +391,7 @@ def _shared(saved, current):
 
 
 class ResumableRollbackMixin:
-    """The roll-back policy's part of a training state (:mod:`ebmclassifier._resume`).
+    """The roll-back policy's part of a training state (:mod:`ebmclassifier._estimator.resume`).
 
     For an estimator with ``_rollback_`` (a :class:`RollbackPolicy`), ``sgld_step_size_`` and
     ``n_divergences_``: a fit resumed from a state saved during a fit keeps the policy that the

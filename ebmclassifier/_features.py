@@ -11,10 +11,10 @@ import torch
 from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
-from ._device import module_device
-from ._inference import map_batches
-from ._parameters import ParamChecker, is_int
-from ._validation import as_numpy, check_sample_shape, without_negative_strides
+from ._estimator.inference import map_batches
+from ._utils.device import module_device
+from ._utils.parameters import ParamChecker, is_int
+from ._utils.validation import as_numpy, check_sample_shape, without_negative_strides
 
 __all__ = ["last_layer_parameters", "penultimate_features"]
 

@@ -54,10 +54,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._data import grow_class_counts
-from ._device import seeded_rng
-from ._parameters import ParamChecker, is_int
-from ._validation import as_numpy
+from ._utils.data import grow_class_counts
+from ._utils.device import seeded_rng
+from ._utils.parameters import ParamChecker, is_int
+from ._utils.validation import as_numpy
 from .losses import _sum_of_squares, criterion_mean, negatives_cross_entropy
 from .sampling.langevin import run_sampler
 

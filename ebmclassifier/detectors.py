@@ -37,8 +37,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._features import last_layer_parameters, penultimate_features
-from ._parameters import ParamChecker
-from ._validation import as_numpy
+from ._utils.parameters import ParamChecker
+from ._utils.validation import as_numpy
 
 __all__ = [
     "DETECTORS",

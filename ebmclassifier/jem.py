@@ -8,9 +8,6 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import PARAMETER_DOCS, EBMClassifierBase
-from ._data import split_weights
-from ._device import available_memory
 from ._divergence import (
     Divergence,
     ResumableRollbackMixin,
@@ -20,10 +17,14 @@ from ._divergence import (
     state_is_healthy,
     untried_settings,
 )
-from ._docstrings import fill_docstring
-from ._parameters import ParamChecker
-from ._threads import choose_threads, intra_op_threads
-from ._validation import check_known_labels
+from ._estimator.base import EBMClassifierBase
+from ._estimator.parameter_docs import PARAMETER_DOCS
+from ._utils.data import split_weights
+from ._utils.device import available_memory
+from ._utils.docstrings import fill_docstring
+from ._utils.parameters import ParamChecker
+from ._utils.threads import choose_threads, intra_op_threads
+from ._utils.validation import check_known_labels
 from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy
 from .exceptions import DivergenceError

@@ -7,10 +7,11 @@ from numbers import Real
 
 import numpy as np
 
-from ._base import PARAMETER_DOCS, EBMClassifierBase
-from ._docstrings import fill_docstring
-from ._parameters import ParamChecker
-from ._precision import FD_STEPS
+from ._estimator.base import EBMClassifierBase
+from ._estimator.parameter_docs import PARAMETER_DOCS
+from ._utils.docstrings import fill_docstring
+from ._utils.parameters import ParamChecker
+from ._utils.precision import FD_STEPS
 from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning

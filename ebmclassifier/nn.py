@@ -26,7 +26,7 @@ from math import prod
 import torch
 from torch import nn
 
-from ._parameters import InvalidParameterError, ParamChecker
+from ._utils.parameters import InvalidParameterError, ParamChecker
 
 __all__ = ["MLP", "ConvNet", "LabelConditionedMLP", "WideResNet", "wide_resnet_blocks_per_group"]
 

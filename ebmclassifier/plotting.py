@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ._atomic import atomic_write
+from ._utils.atomic import atomic_write
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [

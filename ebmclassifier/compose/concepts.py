@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 from ..sampling import GaussianStart, informative_start, uniform_start
 from ..sampling.langevin import SAMPLERS, run_sampler
 from ._experts import ExpertsBase

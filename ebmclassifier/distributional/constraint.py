@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 from ..saving import save_constraint
 from ._source import class_vector, fit_calibration, is_share_array, source_priors
 from .calibration import calibrated_log_proba

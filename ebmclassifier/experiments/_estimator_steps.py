@@ -19,7 +19,7 @@ import math
 import numpy as np
 import torch
 
-from .._precision import FD_STEPS
+from .._utils.precision import FD_STEPS
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
 from ._steps import SGLD_STEPS, make_step_tasks

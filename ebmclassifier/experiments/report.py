@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._atomic import write_file
+from .._utils.atomic import write_file
 from ..plotting import (
     plot_accuracy_vs_epsilon,
     plot_ood_histograms,

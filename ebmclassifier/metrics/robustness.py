@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from .._modes import kept_modes
+from .._utils.modes import kept_modes
 from ..attacks import NORMS, check_float_input, robust_accuracy
 from ._checks import _check_positive_int, encode_labels
 

@@ -13,7 +13,7 @@ from skorch.callbacks import Callback
 from skorch.dataset import Dataset, ValidSplit
 
 from ebmclassifier import DivergenceError, NGEBMClassifier
-from ebmclassifier._base import EBMClassifierBase
+from ebmclassifier._estimator.base import EBMClassifierBase
 
 FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
 
@@ -31,7 +31,7 @@ def _tensors(clf, X, y, n=8):
     )
 
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 _COMPARE = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -198,7 +198,7 @@ STEP_HOOKS = ("compute_loss", "classification_loss", "augment_batch", "handle_di
 
 
 def test_the_template_declares_every_hook_its_step_calls():
-    from ebmclassifier._skorch import SkorchNet
+    from ebmclassifier._estimator.net import SkorchNet
 
     for name in STEP_HOOKS:
         assert name in vars(SkorchNet), f"SkorchNet does not declare {name}"

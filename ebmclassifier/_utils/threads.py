@@ -28,7 +28,7 @@ from math import prod
 import torch
 from torch import nn
 
-from ._parameters import ParamChecker, is_int
+from .parameters import ParamChecker, is_int
 
 __all__ = [
     "AUTO_ONE_THREAD_MACS",

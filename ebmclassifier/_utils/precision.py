@@ -26,13 +26,10 @@ from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
-from ._compile import compile_problem
-
 __all__ = [
     "FD_STEPS",
     "PRECISIONS",
     "autocast",
-    "check_platform",
     "full_precision",
     "grad_scaler",
     "precision_problem",
@@ -106,47 +103,6 @@ def _native_bf16(device: torch.device) -> bool:
             return torch.cuda.is_bf16_supported(including_emulation=False)
         except TypeError:  # a torch without emulation, hence without the argument
             return torch.cuda.is_bf16_supported()
-
-
-def check_platform(check, device: torch.device, precision: str, compile_backend=None) -> None:
-    """Add to ``check`` what this machine cannot train: the precision, and compilation.
-
-    The precision on the device (:func:`precision_problem`), and, when ``compile_backend`` is
-    given (``compile=True``), ``torch.compile`` failing here
-    (:func:`._compile.compile_problem`), each as one message naming what to use instead.
-
-    Parameters
-    ----------
-    check : ParamChecker
-        Of the estimator (its class names the messages).
-    device : torch.device
-        The resolved training device.
-    precision : {"float32", "bfloat16", "float16"}
-    compile_backend : str, callable or None, default=None
-        ``torch.compile``'s backend with ``compile=True``; None without compilation.
-
-    Returns
-    -------
-    None
-
-    Examples
-    --------
-    >>> import torch
-    >>> from ebmclassifier._parameters import ParamChecker
-    >>> check = ParamChecker.of({}, owner="Est")
-    >>> check_platform(check, torch.device("cpu"), "float16")
-    >>> print(check.messages[0][:53])
-    Est cannot train on cpu in this precision: precision=
-    """
-    problem = precision_problem(precision, device)
-    if problem is not None:
-        check.add(f"{check.owner} cannot train on {device} in this precision: {problem}")
-    problem = None if compile_backend is None else compile_problem(device, compile_backend)
-    if problem is not None:
-        check.add(
-            f"{check.owner}(compile=True) cannot train on {device}: torch.compile fails on this "
-            f"machine ({problem}). Use compile=False."
-        )
 
 
 def autocast(precision: str, device: torch.device) -> AbstractContextManager:

@@ -5,7 +5,7 @@ import pytest
 from skorch.dataset import ValidSplit
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier._progress import EpochTable, ProgressBar
+from ebmclassifier._estimator.progress import EpochTable, ProgressBar
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ import torch
 from skorch.callbacks import Checkpoint, LRScheduler
 from torch import nn
 
-from ._atomic import atomic_write
+from .._utils.atomic import atomic_write
 
 __all__ = ["ResumableMixin", "TrainingState"]
 
@@ -153,7 +153,7 @@ class ResumableMixin:
         """What a resumed fit needs besides the network, optimizer and history.
 
         For skorch's ``Checkpoint(f_training_state=...)`` and ``LoadInitState`` (see
-        :mod:`ebmclassifier._resume`).
+        :mod:`ebmclassifier._estimator.resume`).
         """
         return TrainingState(self)
 
@@ -168,7 +168,7 @@ class ResumableMixin:
         """skorch's ``save_params``, every file given by its path written whole or not at all.
 
         ``Checkpoint`` calls it each epoch; a full disk or a process killed while it writes
-        leaves each file the old one or the new one (see :mod:`ebmclassifier._atomic`).
+        leaves each file the old one or the new one (see :mod:`ebmclassifier._utils.atomic`).
 
         Parameters
         ----------
@@ -278,7 +278,7 @@ class _Unclosed:
         self._file = file
 
     def close(self) -> None:
-        """Nothing: :func:`~ebmclassifier._atomic.atomic_write` syncs and closes it."""
+        """Nothing: :func:`~ebmclassifier._utils.atomic.atomic_write` syncs and closes it."""
 
     def __getattr__(self, name):
         return getattr(self._file, name)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-import ebmclassifier._precision as precision_module
+import ebmclassifier._estimator.base as base_module
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier
-from ebmclassifier._compile import compile_in_place, no_donated_buffers
-from ebmclassifier._parameters import InvalidParameterError
+from ebmclassifier._utils.compile import compile_in_place, no_donated_buffers
+from ebmclassifier._utils.parameters import InvalidParameterError
 from ebmclassifier.sampling.langevin import run_sampler
 
 # 150 samples in batches of 32: the last batch of 22 recompiles for a dynamic batch size, the
@@ -59,8 +59,8 @@ def test_without_the_switch_the_finite_difference_breaks(small_blobs, monkeypatc
     # the regression the switch fixes, reproduced on the dynamic-shape graph
     from contextlib import nullcontext
 
-    import ebmclassifier._compile as compile_module
-    import ebmclassifier._skorch as skorch_module
+    import ebmclassifier._estimator.net as skorch_module
+    import ebmclassifier._utils.compile as compile_module
 
     X, y = small_blobs
     monkeypatch.setattr(compile_module, "no_donated_buffers", nullcontext)
@@ -114,8 +114,9 @@ def test_a_compiled_sgld_update_draws_the_same_samples():
 
 def test_compile_where_it_fails_is_refused_before_anything_trains(small_blobs, monkeypatch):
     X, y = small_blobs
+    # the estimator asks compile_problem (imported into its module) before it builds anything
     monkeypatch.setattr(
-        precision_module, "compile_problem", lambda device, backend: "CppCompileError: no g++"
+        base_module, "compile_problem", lambda device, backend: "CppCompileError: no g++"
     )
     clf = MODES["ce"](**FAST).fit(X, y)
     clf.set_params(compile=True)

@@ -7,7 +7,7 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier
-from ebmclassifier._inference import OODDecisionMixin
+from ebmclassifier._estimator.inference import OODDecisionMixin
 
 X, Y = make_blobs(300, n_features=4, centers=3, random_state=0)
 X = X.astype(np.float32)

@@ -5,7 +5,7 @@ scikit-learn's own ``validate_data``, so the inner code trusts its types;
 :func:`check_sample_weight` turns ``sample_weight`` and the ``class_weight`` parameter into one
 weight per sample; :func:`check_training_params` checks the parameters every estimator shares.
 The parameter checker itself, ``ParamChecker``, knows no scikit-learn and
-lives in ``_parameters.py``, so that the functional core can check its own arguments.
+lives in ``_utils/parameters.py``, so that the functional core can check its own arguments.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sklearn.utils.validation import validate_data
 from skorch.callbacks import Callback
 from torch import nn
 
-from ._parameters import ParamChecker, is_real
+from .parameters import ParamChecker, is_real
 
 __all__ = [
     "check_X",

@@ -21,7 +21,7 @@ import torch
 from skorch.dataset import Dataset
 from torch.utils.data import DataLoader, Subset
 
-from ._validation import sample_weight_array
+from .validation import sample_weight_array
 
 __all__ = [
     "ShuffledTensorBatchIterator",

@@ -13,7 +13,7 @@ import torch
 from skorch.callbacks import Callback
 
 from ebmclassifier import NGEBMClassifier
-from ebmclassifier._threads import (
+from ebmclassifier._utils.threads import (
     AUTO_ONE_THREAD_MACS,
     choose_threads,
     forward_macs,
@@ -23,7 +23,7 @@ from ebmclassifier.cli import main
 from ebmclassifier.losses import ngebm_loss
 from ebmclassifier.nn import MLP, ConvNet
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

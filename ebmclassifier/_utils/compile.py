@@ -17,7 +17,7 @@ create_graph=False and retain_graph=False". Every call of a compiled network the
 compiles with donation off (:func:`no_donated_buffers`, the switch torch's message names,
 ``torch._functorch.config.donated_buffer``), and training runs with it off too, since the
 backward pass reads the switch again. This is the one place that touches that private
-switch; ``tests/test_compile.py`` pins it.
+switch; ``tests/_utils/test_compile.py`` pins it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
-import ebmclassifier._precision as precision_module
+import ebmclassifier._estimator.base as base_module
 from ebmclassifier import (
     DivergenceError,
     JEMClassifier,
@@ -21,8 +21,8 @@ from ebmclassifier import (
     NGEBMClassifier,
     load,
 )
-from ebmclassifier._parameters import InvalidParameterError
-from ebmclassifier._precision import FD_STEPS, autocast, grad_scaler, precision_problem
+from ebmclassifier._utils.parameters import InvalidParameterError
+from ebmclassifier._utils.precision import FD_STEPS, autocast, grad_scaler, precision_problem
 from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.experiments.bench import _hand_fit
 from ebmclassifier.losses import fd_step_size
@@ -34,9 +34,10 @@ CPU = torch.device("cpu")
 
 @pytest.fixture
 def float16_on_cpu(monkeypatch):
-    """Lift the refusal of float16 on the CPU, to run the scaler's code paths here."""
+    """Lift the refusal of float16 on the CPU, to run the scaler's code paths here (the
+    estimator asks precision_problem, imported into its module, before it builds anything)."""
     monkeypatch.setattr(
-        precision_module,
+        base_module,
         "precision_problem",
         lambda p, d: None if p == "float16" else precision_problem(p, d),
     )
@@ -84,7 +85,8 @@ class _DtypeProbe(torch.nn.Module):
 def test_bfloat16_runs_the_forward_passes_in_bf16_and_keeps_float32_state(small_blobs):
     X, y = small_blobs
     # n_threads=None: "auto" counts the network's multiply-adds with one float32 probe of a
-    # sample per call (tests/test_threads.py), which is not one of the forward passes checked here
+    # sample per call (tests/_utils/test_threads.py), which is not one of the forward passes
+    # checked here
     clf = JEMClassifier(
         module=_DtypeProbe,
         precision="bfloat16",

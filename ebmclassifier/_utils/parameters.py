@@ -6,7 +6,7 @@ estimator (``ParamChecker(estimator)``) or the arguments of a function
 :class:`InvalidParameterError`, both a ``ValueError`` and a ``TypeError``, as scikit-learn's
 is. Plain Python and no scikit-learn, so that the functional core (``sampling/``, the
 networks) checks its own arguments at its public functions without reaching the estimators'
-validation (``_validation.py``).
+validation (``_utils/validation.py``).
 """
 
 from __future__ import annotations

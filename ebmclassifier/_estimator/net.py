@@ -6,13 +6,13 @@ takes the batch apart, calls :meth:`~SkorchNet.augment_batch` and
 :meth:`~SkorchNet.compute_loss`, back-propagates, and hands a non-finite loss to
 :meth:`~SkorchNet.handle_divergence`. These hooks of the template are declared here with
 their defaults, so that the step and everything it calls are in one file;
-:class:`~ebmclassifier._base.EBMClassifierBase` (``_base.py``) is the scikit-learn face
-(parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows nothing of
-batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py`` override
-``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here, by
-the step and the skorch loop that runs it, rather than the step moving to ``_base.py``: a
-newcomer who wants to know what one batch does reads one class, and the estimator face stays
-free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
+:class:`~ebmclassifier._estimator.base.EBMClassifierBase` (``_estimator/base.py``) is the
+scikit-learn face (parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows
+nothing of batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py``
+override ``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here,
+by the step and the skorch loop that runs it, rather than the step moving to
+``_estimator/base.py``: a newcomer who wants to know what one batch does reads one class, and the
+estimator face stays free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
 
 Which hooks to override
 -----------------------
@@ -33,16 +33,16 @@ skorch's hooks used, as its customization guide documents them
 - ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
   norms, sampling), so ``compute_loss(X, y, training)`` takes the place of skorch's
   ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the dict of
-  :func:`._data.with_weights`, as skorch lets inputs travel together) and are passed on as
-  ``compute_loss(..., sample_weight=w)``.
+  :func:`~ebmclassifier._utils.data.with_weights`, as skorch lets inputs travel together) and are
+  passed on as ``compute_loss(..., sample_weight=w)``.
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
 - ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
 - ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
-  progress bar added for ``verbose=1`` (:mod:`._progress`).
+  progress bar added for ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
 
 Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
-(``tests/test_skorch.py`` fails on any other installed version)
+(``tests/_estimator/test_net.py`` fails on any other installed version)
 ------------------------------------------------------------------------------------------
 This is the one module that touches skorch's internals; no other module names a private
 skorch attribute.
@@ -61,12 +61,13 @@ skorch attribute.
   optimizers; it takes no closure, so the step runs first and the scaler steps after it, as
   skorch's ``AccelerateMixin`` does. Every other precision keeps skorch's closure step.
 - ``torch_compile``: a no-op; ``compile=True`` compiles the networks in place when training
-  starts (``_train``, :mod:`._compile`), so ``module_`` stays the class it was built as.
+  starts (``_train``, :mod:`~ebmclassifier._utils.compile`), so ``module_`` stays the class it was
+  built as.
 
 Precision: ``train_step_single``, ``validation_step`` and ``infer`` run their forward passes
-under :meth:`SkorchNet._autocast` (:mod:`._precision`; nothing for float32) and hand skorch
-float32 logits; the loss it records per batch is a CPU tensor of the value the divergence check
-read, so that skorch's ``.item()`` does not wait for a GPU a second time.
+under :meth:`SkorchNet._autocast` (:mod:`~ebmclassifier._utils.precision`; nothing for float32) and
+hand skorch float32 logits; the loss it records per batch is a CPU tensor of the value the
+divergence check read, so that skorch's ``.item()`` does not wait for a GPU a second time.
 
 The examples of the hooks use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -84,13 +85,13 @@ from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 from torch import nn
 
-from ._compile import compile_in_place, no_donated_buffers
-from ._data import split_weights, with_weights
-from ._device import pickled_tensor_device, seed_epoch
-from ._precision import autocast, full_precision, grad_scaler
-from ._progress import with_progress
-from .exceptions import DivergenceError
-from .losses import criterion_mean
+from .._utils.compile import compile_in_place, no_donated_buffers
+from .._utils.data import split_weights, with_weights
+from .._utils.device import pickled_tensor_device, seed_epoch
+from .._utils.precision import autocast, full_precision, grad_scaler
+from ..exceptions import DivergenceError
+from ..losses import criterion_mean
+from .progress import with_progress
 
 __all__ = ["SkorchNet"]
 
@@ -98,7 +99,7 @@ __all__ = ["SkorchNet"]
 class SkorchNet(NeuralNetClassifier):
     """skorch's classifier with the training step, its hooks and the overrides all share.
 
-    Not an estimator: :class:`~ebmclassifier._base.EBMClassifierBase` adds the public face
+    Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public face
     (see the module's notes on which hooks to override).
     """
 
@@ -107,7 +108,8 @@ class SkorchNet(NeuralNetClassifier):
     augmentation = None
 
     #: The estimators' ``precision`` parameter (``"float32"``, ``"bfloat16"``, ``"float16"``):
-    #: the forward passes of the step run under :meth:`_autocast` (see :mod:`._precision`).
+    #: the forward passes of the step run under :meth:`_autocast` (see
+    #: :mod:`~ebmclassifier._utils.precision`).
     precision = "float32"
 
     #: float16's :class:`torch.amp.GradScaler` while a fit trains; None otherwise.
@@ -130,7 +132,7 @@ class SkorchNet(NeuralNetClassifier):
 
     def get_default_callbacks(self) -> list:
         """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
-        bar shows at ``verbose=1`` (:mod:`._progress`).
+        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
 
         Returns
         -------
@@ -252,7 +254,7 @@ class SkorchNet(NeuralNetClassifier):
         In ``precision="float16"`` a gradient scaler lives for the call, starting from the last
         call's scale (``loss_scale_``). With ``compile=True`` the networks are compiled first
         (again after unpickling, which drops the compiled code), and the training runs without
-        torch's donated buffers (:func:`._compile.no_donated_buffers`).
+        torch's donated buffers (:func:`~ebmclassifier._utils.compile.no_donated_buffers`).
         """
         if not self.compile:
             self._train_in_precision(X, y, sample_weight)
@@ -330,7 +332,7 @@ class SkorchNet(NeuralNetClassifier):
         --------
         A classifier trained with label smoothing, by overriding this hook alone:
 
-        >>> from ebmclassifier._base import EBMClassifierBase
+        >>> from ebmclassifier._estimator.base import EBMClassifierBase
         >>> class SmoothedClassifier(EBMClassifierBase):
         ...     def compute_loss(self, X, y, training):
         ...         logits = self.module_(X)

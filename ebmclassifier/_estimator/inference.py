@@ -20,9 +20,9 @@ import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._threads import choose_threads, intra_op_threads
-from .energy import OOD_METHODS, energy, ood_score
-from .metrics import threshold_at_tpr
+from .._utils.threads import choose_threads, intra_op_threads
+from ..energy import OOD_METHODS, energy, ood_score
+from ..metrics import threshold_at_tpr
 
 __all__ = ["InferenceMixin", "OODDecisionMixin", "map_batches"]
 

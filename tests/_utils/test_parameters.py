@@ -10,7 +10,7 @@ import torch
 from skorch.callbacks import EpochScoring
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier._parameters import InvalidParameterError, ParamChecker
+from ebmclassifier._utils.parameters import InvalidParameterError, ParamChecker
 from ebmclassifier.nn import MLP, ConvNet, WideResNet
 
 TINY = dict(max_epochs=1, batch_size=16, random_state=0, module__hidden_sizes=(8,))
