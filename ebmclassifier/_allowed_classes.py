@@ -62,15 +62,21 @@ def trusted_class(path: str, bases: tuple[type, ...] = SAFE_BASES) -> type:
 #: What a class saved for a parameter must be, by the parameter's role; any other parameter
 #: (``module``, ``encoder``, ``module__activation``, ...) names a network or a layer.
 ROLES = {
-    "criterion": ((torch.nn.modules.loss._Loss,), "a torch loss class, such as "
-                  "torch.nn.CrossEntropyLoss"),
+    "criterion": (
+        (torch.nn.modules.loss._Loss,),
+        "a torch loss class, such as torch.nn.CrossEntropyLoss",
+    ),
     "optimizer": ((torch.optim.Optimizer,), "a torch optimizer class, such as torch.optim.Adam"),
-    "iterator_train": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
-                       "torch.utils.data.DataLoader"),
-    "iterator_valid": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
-                       "torch.utils.data.DataLoader"),
+    "iterator_train": (
+        (DataLoader, TensorBatchIterator),
+        "a batch iterator class, such as torch.utils.data.DataLoader",
+    ),
+    "iterator_valid": (
+        (DataLoader, TensorBatchIterator),
+        "a batch iterator class, such as torch.utils.data.DataLoader",
+    ),
     "dataset": ((Dataset,), "a data set class, such as skorch.dataset.Dataset"),
-}  # fmt: skip
+}
 NETWORK_ROLE = ((torch.nn.Module,), "a torch.nn.Module class (a network or a layer)")
 #: torch's datapipes (file openers, readers, ...): no role's class. Deprecated by torch, so
 #: ``MapDataPipe`` may be gone; every ``IterDataPipe`` is an ``IterableDataset``.

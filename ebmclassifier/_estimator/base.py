@@ -30,8 +30,8 @@ from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, reco
 from .._utils.device import device_problem, draw_seed, resolve_device, seeded_rng
 from .._utils.docstrings import fill_docstring
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
-from .._utils.precision import PRECISIONS, full_precision, precision_problem
-from .._utils.threads import check_n_threads, choose_threads, intra_op_threads
+from .._utils.precision import PRECISIONS, precision_problem
+from .._utils.threads import check_n_threads, threads_for
 from .._utils.validation import (
     check_partial_fit_classes,
     check_sample_weight,
@@ -206,18 +206,6 @@ class EBMClassifierBase(
                     f"on this machine ({problem}). Use compile=False."
                 )
         check.raise_if_any()
-
-    def _in_precision(self, fn):
-        """``fn`` (a network or a method of one) under :meth:`_autocast`, its result in float32
-        (not what follows it: a softmax of bfloat16 logits does not sum to 1)."""
-        if self.precision == "float32":
-            return fn
-
-        def run(xb: torch.Tensor) -> torch.Tensor:
-            with self._autocast():
-                return full_precision(fn(xb))
-
-        return run
 
     def _network(self):
         """``module_`` in the estimator's precision (inference's map from a batch to logits)."""
@@ -424,7 +412,9 @@ class EBMClassifierBase(
         try:
             self._check_params()
             self._check_platform()
-            incremental = not new_network and self._accept_new_classes(y, classes)
+            incremental, old_rows = False, None
+            if not new_network:
+                incremental, old_rows = self._accept_new_classes(y, classes)
             if mode == "partial" and not incremental:
                 check_partial_fit_classes(self, classes)
             X, y = self._validate_training_data(X, y, reset=new_network, classes=classes)
@@ -441,9 +431,8 @@ class EBMClassifierBase(
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
             record_class_counts(self, y, sample_weight, reset=new_network)
-            X, y, weights = self._add_replay(X, y, weights, reset=new_network)
-            seed = self.seed_ if self.random_state is not None else None
-            with seeded_rng(seed, self.device_):
+            X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
+            with seeded_rng(self._fit_seed(), self.device_):
                 if new_network:
                     self.initialize()
                     check_module_output(self, torch.tensor(X[:1], device=self.device_))
@@ -453,8 +442,7 @@ class EBMClassifierBase(
                     check_augmentation(self.augmentation, X_t[:8])
                 training = True  # from here on, a failure is the training's
                 self._forget_ood_threshold()  # calibrated on the scores training changes
-                threads = choose_threads(self.n_threads, self.module_, X_t, self.batch_size)
-                with intra_op_threads(threads):
+                with threads_for(self.n_threads, self.module_, X_t, self.batch_size):
                     self._train(
                         X_t,
                         torch.tensor(y, dtype=torch.long, device=self.device_),
@@ -465,16 +453,24 @@ class EBMClassifierBase(
                 self.initialized_ = False
         return self
 
-    def _accept_new_classes(self, y, classes) -> bool:
+    def _accept_new_classes(self, y, classes) -> tuple[bool, np.ndarray | None]:
         """Before a continuing fit: grow ``classes_`` by new labels, if the estimator can.
 
-        ``True`` when the estimator learns classes incrementally (it checked ``classes``
-        itself, and the fixed-classes checks do not apply); here ``False``.
+        Returns ``(incremental, old_rows)``: ``incremental`` is True when the estimator learns
+        classes incrementally (it checked ``classes`` itself, and the fixed-classes checks do
+        not apply); ``old_rows``, when the call added classes, the new position of each class
+        known before it (else None). Here ``(False, None)``.
         """
-        return False
+        return False, None
 
-    def _add_replay(self, X: np.ndarray, y: np.ndarray, weights, *, reset: bool):
-        """The training data with stored past samples mixed in; here ``(X, y, weights)``."""
+    def _add_replay(
+        self, X: np.ndarray, y: np.ndarray, weights, *, reset: bool, old_rows=None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The training data with stored past samples mixed in; here ``(X, y, weights)``.
+
+        ``reset`` is True for a fresh network; ``old_rows`` is what
+        :meth:`_accept_new_classes` returned (None when no class was added).
+        """
         return X, y, weights
 
     def _check_sample_weight(self, sample_weight, y, **kwargs) -> np.ndarray | None:
@@ -504,5 +500,7 @@ class EBMClassifierBase(
         self.device_ = resolve_device(self.device)
         if self.random_state is not None:
             self.seed_ = draw_seed(self.random_state)
+        else:  # no seed of an earlier, seeded fit outlives a refit with random_state=None
+            self.__dict__.pop("seed_", None)
         self.input_min_ = torch.as_tensor(X.min(axis=0), device=self.device_)
         self.input_max_ = torch.as_tensor(X.max(axis=0), device=self.device_)

@@ -20,7 +20,7 @@ import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils.threads import choose_threads, intra_op_threads
+from .._utils.threads import threads_for
 from ..energy import OOD_METHODS, energy, ood_score
 from ..metrics import threshold_at_tpr
 
@@ -66,16 +66,11 @@ class InferenceMixin:
         X = self._validate_X(X, reset=False)
         self._set_mode(False)
         size = max(1, self._inference_batch_size(len(X)))
-        with intra_op_threads(self._inference_threads(X, size)):
-            return map_batches(X, fn, size, self.device_)
-
-    def _inference_threads(self, X: np.ndarray, batch_size: int) -> int | None:
-        """The intra-op threads of an inference call (``n_threads``; None without one)."""
-        n_threads = getattr(self, "n_threads", None)
-        if n_threads != "auto":
-            return n_threads
+        # the network's cost per batch from the first sample alone (no copy of X)
         first = torch.tensor(X[:1], device=self.device_)
-        return choose_threads(n_threads, self.module_, first, batch_size)
+        n_threads = getattr(self, "n_threads", None)  # a composition of estimators has none
+        with threads_for(n_threads, self.module_, first, size, n_samples=len(X)):
+            return map_batches(X, fn, size, self.device_)
 
     def _network(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """The map from a batch to logits, differentiable with respect to the batch (for

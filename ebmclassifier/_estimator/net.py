@@ -201,14 +201,26 @@ class SkorchNet(NeuralNetClassifier):
     def infer(self, x, **fit_params):
         """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
         x, _ = split_weights(x)
-        with self._autocast():
-            return full_precision(self.module_(to_tensor(x, device=self.device_), **fit_params))
+        return self._in_precision(self.module_)(to_tensor(x, device=self.device_), **fit_params)
 
     # ------------------------------------------------------------------ precision, compilation
 
     def _autocast(self):
         """The context of every forward pass: autocast in ``precision`` (nothing for float32)."""
         return autocast(self.precision, self.device_)
+
+    def _in_precision(self, fn):
+        """``fn`` (a network or a method of one) under :meth:`_autocast`, its result in float32
+        (not what follows it: a softmax of bfloat16 logits does not sum to 1). The one way a
+        network runs outside the training step: skorch's ``infer`` and every inference call."""
+        if self.precision == "float32":
+            return fn
+
+        def run(*args, **kwargs) -> torch.Tensor:
+            with self._autocast():
+                return full_precision(fn(*args, **kwargs))
+
+        return run
 
     def torch_compile(self, module, name):
         """skorch's hook, which would wrap every module: here a no-op.
@@ -285,11 +297,22 @@ class SkorchNet(NeuralNetClassifier):
             if name.endswith("_") and isinstance(value, nn.Module):
                 value.train(training)
 
+    def _fit_seed(self) -> int | None:
+        """The seed every random draw of this fit derives from; None when unseeded.
+
+        ``seed_`` (drawn from ``random_state`` when the data's statistics were derived) while
+        ``random_state`` is set; None when it is None now, so that a ``partial_fit`` after
+        ``set_params(random_state=None)`` is unseeded in every part, as its epochs are. The
+        one rule the engine, class growth, the reservoir and generated replay all follow.
+        """
+        return getattr(self, "seed_", None) if self.random_state is not None else None
+
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
         """Start an epoch: seed torch with ``seed_ + epoch``, every module in training mode."""
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
-        if self.random_state is not None:
-            seed_epoch(self.seed_, len(self.history))
+        seed = self._fit_seed()
+        if seed is not None:
+            seed_epoch(seed, len(self.history))
         # skorch sets the modes on every batch, which walks all submodules; they change only
         # between phases (training, validation, inference), so set them then.
         self._set_mode(True)

@@ -267,8 +267,11 @@ class ResumableMixin:
         super().on_train_end(net, X=X, y=y, **kwargs)
         self._fitting = False
         self._schedules = {name: cb.lr_scheduler_.state_dict() for name, cb in _schedulers(self)}
-        self._pending_resume = {"generators": None, "schedulers": self._schedules, "lr": [
-            group["lr"] for group in self.optimizer_.param_groups]}  # fmt: skip
+        self._pending_resume = {
+            "generators": None,
+            "schedulers": self._schedules,
+            "lr": [group["lr"] for group in self.optimizer_.param_groups],
+        }
 
 
 class _Unclosed:

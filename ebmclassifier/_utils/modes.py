@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from torch import nn
 
-__all__ = ["kept_modes", "modules_of"]
+__all__ = ["eval_mode", "kept_modes", "modules_of"]
 
 
 def modules_of(obj, _seen: set[int] | None = None) -> list[nn.Module]:
@@ -59,3 +59,34 @@ def kept_modes(*objects) -> Iterator[None]:
     finally:
         for sub, training in flags:
             sub.training = training
+
+
+@contextmanager
+def eval_mode(*objects) -> Iterator[None]:
+    """Every module of ``objects`` in evaluation mode inside; each submodule's own mode after.
+
+    :func:`kept_modes` with ``module.eval()`` on entry: the form of every sampler, probe and
+    feature map that runs a network which may be training.
+
+    Parameters
+    ----------
+    *objects : torch.nn.Module or estimator
+        Modules, or estimators whose modules :func:`modules_of` finds.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> net = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
+    >>> net[1].eval()  # a part in its own mode
+    Dropout(p=0.5, inplace=False)
+    >>> with eval_mode(net):
+    ...     net.training
+    False
+    >>> net.training, net[1].training
+    (True, False)
+    """
+    with kept_modes(*objects):
+        for obj in objects:
+            for module in modules_of(obj):
+                module.eval()
+        yield

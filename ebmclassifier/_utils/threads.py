@@ -28,6 +28,7 @@ from math import prod
 import torch
 from torch import nn
 
+from .modes import eval_mode
 from .parameters import ParamChecker, is_int
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "choose_threads",
     "forward_macs",
     "intra_op_threads",
+    "threads_for",
 ]
 
 #: Below this many multiply-accumulates in the forward pass of one batch, ``n_threads="auto"``
@@ -88,17 +90,13 @@ def forward_macs(module: nn.Module, x: torch.Tensor) -> int:
             total += output.numel() * per_output
 
     layers = [m for m in module.modules() if isinstance(m, (nn.Linear, *_CONVOLUTIONS))]
-    modes = [(m, m.training) for m in module.modules()]
     hooks = [layer.register_forward_hook(count) for layer in layers]
     try:
-        module.eval()
-        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        with eval_mode(module), torch.no_grad(), torch.random.fork_rng(devices=[]):
             module(x)
     finally:
         for hook in hooks:
             hook.remove()
-        for m, training in modes:
-            m.training = training
     return int(total)
 
 
@@ -109,7 +107,9 @@ def check_n_threads(check: ParamChecker, value) -> None:
     check.satisfies("n_threads", ok, "None, 'auto' or an int >= 1")
 
 
-def choose_threads(n_threads, module: nn.Module, x: torch.Tensor, batch_size: int) -> int | None:
+def choose_threads(
+    n_threads, module: nn.Module, x: torch.Tensor, batch_size: int, n_samples: int | None = None
+) -> int | None:
     """The intra-op threads for a call on batches of ``batch_size`` samples like ``x``, or None.
 
     ``None`` (leave torch's setting) for ``n_threads=None``; ``n_threads`` itself for an int;
@@ -125,7 +125,11 @@ def choose_threads(n_threads, module: nn.Module, x: torch.Tensor, batch_size: in
     x : Tensor
         Validated input on the module's device; its first sample is run once.
     batch_size : int
-        The samples of one batch of the call; -1, or more than ``len(x)``, means ``len(x)``.
+        The samples of one batch of the call; -1, or more than ``n_samples``, means
+        ``n_samples``.
+    n_samples : int or None, default=None
+        The samples of the whole call, when ``x`` holds only some of them (an inference call
+        converts its first sample alone); None for ``len(x)``.
 
     Returns
     -------
@@ -143,9 +147,10 @@ def choose_threads(n_threads, module: nn.Module, x: torch.Tensor, batch_size: in
     """
     if n_threads != "auto":
         return n_threads
+    n_samples = len(x) if n_samples is None else n_samples
     if _PINNED.get() or torch.get_num_threads() == 1 or len(x) == 0 or x.device.type != "cpu":
         return None
-    batch = len(x) if batch_size < 1 else min(batch_size, len(x))
+    batch = n_samples if batch_size < 1 else min(batch_size, n_samples)
     macs = forward_macs(module, x[:1]) * batch
     return 1 if macs < AUTO_ONE_THREAD_MACS else None
 
@@ -178,3 +183,28 @@ def intra_op_threads(n: int | None, *, pin: bool = False) -> Iterator[None]:
             torch.set_num_threads(before)
         if token is not None:
             _PINNED.reset(token)
+
+
+@contextmanager
+def threads_for(
+    n_threads, module: nn.Module, x: torch.Tensor, batch_size: int, n_samples: int | None = None
+) -> Iterator[None]:
+    """Run the block on the threads :func:`choose_threads` picks for a call on ``x``.
+
+    The one way the estimators enter their ``n_threads`` (training, inference, sampling):
+    ``intra_op_threads(choose_threads(...))``, torch's setting restored after.
+
+    Parameters
+    ----------
+    n_threads, module, x, batch_size, n_samples
+        As for :func:`choose_threads`.
+
+    Examples
+    --------
+    >>> from ebmclassifier.nn import MLP
+    >>> with threads_for(1, MLP(4, 2), torch.zeros(8, 4), 8):
+    ...     torch.get_num_threads()
+    1
+    """
+    with intra_op_threads(choose_threads(n_threads, module, x, batch_size, n_samples)):
+        yield

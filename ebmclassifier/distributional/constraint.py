@@ -340,9 +340,13 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         """``temperature_``, ``calibration_bias_`` (None without a calibration) and the
         calibration set's class shares, the default training priors after it."""
         self.temperature_, self.calibration_bias_, self._source_shares = fit_calibration(
-            self.calibration, calibration_set, self._log_proba, self.classes_.tolist(),
-            tol=self.tol, max_iter=self.max_iter,
-        )  # fmt: skip
+            self.calibration,
+            calibration_set,
+            self._log_proba,
+            self.classes_.tolist(),
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
 
     def _estimate_priors(self, log_proba: np.ndarray) -> np.ndarray:
         if not _is_em(self.priors):

@@ -74,9 +74,15 @@ class Number:
     """
 
     def __init__(
-        self, kind: type, low=None, *, low_open: bool = False, also: dict | None = None,
-        high=None, why: str = "",
-    ):  # fmt: skip
+        self,
+        kind: type,
+        low=None,
+        *,
+        low_open: bool = False,
+        also: dict | None = None,
+        high=None,
+        why: str = "",
+    ):
         self.kind, self.low, self.low_open, self.also = kind, low, low_open, dict(also or {})
         self.high, self.why = high, why
         self.__name__ = kind.__name__  # argparse names the type in its own messages

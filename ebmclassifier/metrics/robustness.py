@@ -124,10 +124,20 @@ def adversarial_accuracy(
         if preprocess is not None:
             module = torch.nn.Sequential(preprocess, module)
         return robust_accuracy(
-            module, X, y_enc, epsilons, device=torch.device(estimator.device_), seed=seed,
-            batch_size=batch_size, norm=norm, steps=steps, step_size=step_size,
-            random_start=random_start, input_min=low, input_max=high,
-        )  # fmt: skip
+            module,
+            X,
+            y_enc,
+            epsilons,
+            device=torch.device(estimator.device_),
+            seed=seed,
+            batch_size=batch_size,
+            norm=norm,
+            steps=steps,
+            step_size=step_size,
+            random_start=random_start,
+            input_min=low,
+            input_max=high,
+        )
 
 
 def _attack_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray]:

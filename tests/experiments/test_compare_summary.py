@@ -8,7 +8,7 @@ import pytest
 
 from ebmclassifier.experiments._overview import overview_table, terminal_text
 from ebmclassifier.experiments._tables import summarise
-from ebmclassifier.experiments.report import write_reports
+from ebmclassifier.experiments.report import write_compare_report
 
 
 def _median(results, model, get):
@@ -73,7 +73,7 @@ def test_the_main_jobs_printout_reads_in_a_screen(results, tmp_path):
     results, _ = results
     other = copy.deepcopy(results)
     other["data"]["name"] = "other"
-    printed = write_reports([results, other], tmp_path)
+    printed = write_compare_report([results, other], tmp_path)
     text = terminal_text([results, other], printed, tmp_path)
     lines = text.splitlines()
     # the table (header, rule, 5 rows), each data set's name and key verdicts, the report
@@ -111,12 +111,12 @@ def test_a_busy_machine_and_a_wide_cost_spread_are_said_in_the_terminal(results,
     for run in busy["runs"]:
         if run["model"] == "ngebm":
             run["cost_vs_ce"] = {0: 1.0, 1: 3.0}[run["seed"]]
-    printed = write_reports([busy], tmp_path)
+    printed = write_compare_report([busy], tmp_path)
     text = terminal_text([busy], printed, tmp_path)
     assert "| training cost per epoch, x ce: ngebm | 2.00 (unreliable) |" in text
     assert "\n- The machine was busy: load average 3.0 at the start and 4.0 at the end" in text
     quiet = copy.deepcopy(results)
     quiet["machine_load"] = {"start": {"cpus": cpus, "load": 0.0},
                              "end": {"cpus": cpus, "load": 1.0}, "threads": 1}  # fmt: skip
-    text = terminal_text([quiet], write_reports([quiet], tmp_path / "quiet"), tmp_path)
+    text = terminal_text([quiet], write_compare_report([quiet], tmp_path / "quiet"), tmp_path)
     assert "The machine was busy" not in text

@@ -19,7 +19,7 @@ from ebmclassifier.detectors import (
 )
 from ebmclassifier.metrics import ood_metrics
 
-from .precision import assert_close_f32
+from ..precision import assert_close_f32
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,11 @@ import torch
 from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
-from ._estimator.inference import map_batches
-from ._utils.device import module_device
-from ._utils.parameters import ParamChecker, is_int
-from ._utils.validation import as_numpy, check_sample_shape, without_negative_strides
+from .._estimator.inference import map_batches
+from .._utils.device import module_device
+from .._utils.modes import eval_mode
+from .._utils.parameters import ParamChecker, is_int
+from .._utils.validation import as_numpy, check_sample_shape, without_negative_strides
 
 __all__ = ["last_layer_parameters", "penultimate_features"]
 
@@ -115,15 +116,9 @@ def _feature_batch_size(estimator, batch_size, n_samples: int) -> int:
 
 def _map_penultimate(module: nn.Module, X: np.ndarray, batch_size: int) -> np.ndarray:
     """``module.penultimate`` over ``X`` (n, ...) float32 in eval mode, batch by batch."""
-    flags = [(m, m.training) for m in module.modules()]
     device = module_device(module)
-    module.eval()
-    try:
-        with torch.no_grad():
-            return map_batches(X, module.penultimate, batch_size, device)
-    finally:
-        for m, training in flags:
-            m.training = training
+    with eval_mode(module), torch.no_grad():  # no dropout noise, no batch-norm statistics
+        return map_batches(X, module.penultimate, batch_size, device)
 
 
 def last_layer_parameters(estimator) -> tuple[np.ndarray, np.ndarray]:

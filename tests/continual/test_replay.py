@@ -12,6 +12,8 @@ import torch
 from sklearn.datasets import make_blobs
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier, load
+from ebmclassifier.continual import generate_class_samples
+from ebmclassifier.energy import joint_energy
 
 X, Y = make_blobs(300, n_features=4, centers=6, random_state=0)
 X = X.astype(np.float32)
@@ -125,11 +127,10 @@ def test_generated_replay_is_deterministic_under_random_state():
 
 @pytest.mark.parametrize("shape", [(7, 3), (300_001, 4), (50, 1, 40)])  # (300_001, 4): 2 blocks
 def test_chain_start_statistics_are_numpys_bitwise_without_a_copy(shape):
-    from ebmclassifier.losses import _sum_of_squares
+    from ebmclassifier._utils.statistics import column_mean_std
 
     X = np.random.default_rng(0).normal(3.0, 2.0, size=shape).astype(np.float32)
-    mean = X.mean(axis=0)
-    std = np.sqrt(_sum_of_squares(X, mean) / len(X))
+    mean, std = column_mean_std(X)
     assert std.dtype == np.float32
     np.testing.assert_array_equal(std, X.std(axis=0))
     clf = _ngebm(max_epochs=0).fit(X[:7].reshape(7, -1), np.arange(7) % 2)
@@ -198,12 +199,58 @@ def test_generated_replay_resumes_mid_stream_bitwise(tmp_path, how):
     assert np.array_equal(resumed.predict_proba(X), whole.predict_proba(X))
 
 
-def test_jem_generated_replay_uses_its_energy():
-    jem = JEMClassifier(class_incremental=True, replay_per_class=0, generated_per_class=4,
-                        generated_steps=3, max_epochs=1, sgld_steps=2, buffer_size=20,
-                        random_state=0, module__hidden_sizes=(8,))  # fmt: skip
-    _stream(jem, TASKS[:2])
-    assert jem.generated_X_.shape == (8, 4) and jem.predict_proba(X).shape == (300, 4)
+def _margins(module, samples, labels):
+    """``f(x)[y] - max_{y' != y} f(x)[y']`` per sample: how much x is of its own class."""
+    with torch.no_grad():
+        logits = module(samples)
+    own = logits.gather(1, labels[:, None]).squeeze(1)
+    return own - logits.scatter(1, labels[:, None], -torch.inf).max(dim=1).values
+
+
+def test_jem_generated_replay_draws_its_classes_from_the_joint_energy():
+    """JEM's samples move from the chain starts towards their own class (E(x, y), not E(x))."""
+
+    def jem(steps):
+        return JEMClassifier(
+            class_incremental=True,
+            replay_per_class=0,
+            generated_per_class=20,
+            generated_steps=steps,
+            max_epochs=3,
+            sgld_steps=2,
+            buffer_size=20,
+            random_state=0,
+            module__hidden_sizes=(16,),
+        )
+
+    moved, start = _stream(jem(40), TASKS[:2]), _stream(jem(0), TASKS[:2])
+    first = jem(0).partial_fit(*_task(*TASKS[0]))  # the network that drew the samples
+    labels = moved.generated_y_
+    assert torch.equal(labels, start.generated_y_) and len(labels) == 40
+    gained = _margins(first.module_, moved.generated_X_, labels).mean()
+    assert gained > _margins(first.module_, start.generated_X_, labels).mean() + 1.0
+
+
+def test_generate_class_samples_stay_in_the_box_and_lower_the_joint_energy():
+    """With the sampler's noise on, every sample stays in [low, high] (the clamp comes after
+    the noise) and the chains lower E(x, y) = -f(x)[y] from their starts."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+    with torch.no_grad():
+        net[2].weight *= 10  # logits steep enough for 30 clipped steps to show
+    labels = torch.arange(3).repeat(30)
+    box = dict(mean=torch.zeros(4), std=2 * torch.ones(4), low=-torch.ones(4), high=torch.ones(4))
+    drawn = {}
+    for steps in (0, 30):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1)
+            drawn[steps] = generate_class_samples(net, labels, n_steps=steps, **box)
+    for samples in drawn.values():
+        assert samples.min() >= -1 and samples.max() <= 1
+    assert (drawn[30].abs() == 1).any()  # chains press against the box: the clamp is tested
+    with torch.no_grad():
+        start, end = (joint_energy(net(drawn[s]), labels).mean() for s in (0, 30))
+    assert end < start - 0.5
 
 
 def test_new_labels_without_class_incremental_name_the_option():
