@@ -434,8 +434,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         ----------
         n : int
             Number of samples.
-        y : array-like of shape (n,), optional
-            Class labels (as in ``classes_``) to sample for.
+        y : label or array-like of shape (n,), optional
+            Class labels (as in ``classes_``) to sample for: one per sample, or one label for
+            every sample (``sample(4, y=3)``).
         n_steps : int, optional
             Langevin steps; defaults to ``5 * sgld_steps`` (at least 20).
 
@@ -456,6 +457,8 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         ((6, 4), dtype('float32'))
         >>> bool(((x >= X.min(axis=0) - 1e-4) & (x <= X.max(axis=0) + 1e-4)).all())
         True
+        >>> clf.sample(4, y=2, n_steps=10).shape  # one label for every sample
+        (4, 4)
         >>> clf.sample(2, y=[0, 7])
         Traceback (most recent call last):
         ...

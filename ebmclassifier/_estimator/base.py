@@ -42,7 +42,14 @@ from .._utils.validation import (
 )
 from ..augment import check_augmentation
 from ..energy import OOD_METHODS
-from ..nn import MLP, ConvNet, check_module_kwargs, check_module_output, network_kwargs
+from ..nn import (
+    MLP,
+    ConvNet,
+    check_batch_norm,
+    check_module_kwargs,
+    check_module_output,
+    network_kwargs,
+)
 from ..saving import SavedEstimatorMixin
 from .inference import InferenceMixin, OODDecisionMixin
 from .net import SkorchNet
@@ -265,10 +272,7 @@ class EBMClassifierBase(
     def initialize_module(self):
         """Build ``module_``, a fresh network for the data's shape and classes."""
         if not hasattr(self, "input_shape_"):
-            raise RuntimeError(
-                f"{type(self).__name__} builds its network from the data; call fit(X, y) "
-                "instead of initialize()."
-            )
+            raise RuntimeError(self._no_network_yet("initialize()"))
         kwargs = self.get_params_for("module")
         module = self.module
         if module is None:  # ConvNet for (C, L) / (C, H, W) samples, else an MLP
@@ -436,6 +440,7 @@ class EBMClassifierBase(
                 if new_network:
                     self.initialize()
                     check_module_output(self, torch.tensor(X[:1], device=self.device_))
+                    check_batch_norm(self)
                 # one copy on the device (the user's array may be read-only); batches slice it
                 X_t = torch.tensor(X, device=self.device_)
                 if self.augmentation is not None:

@@ -184,9 +184,36 @@ class SkorchNet(NeuralNetClassifier):
             return super().set_params(**params)
 
     def load_params(self, *args, **kwargs):
-        """skorch's ``load_params``, mapping the loaded tensors to ``device_``."""
+        """skorch's ``load_params``, mapping the loaded tensors to ``device_``; before the
+        network exists, an error naming the two routes that build it (:meth:`_no_network_yet`)."""
+        if not getattr(self, "initialized_", False):
+            from skorch.exceptions import NotInitializedError
+
+            raise NotInitializedError(self._no_network_yet("load_params"))
         with self._device_shown_to_skorch():
             return super().load_params(*args, **kwargs)
+
+    def _no_network_yet(self, call: str) -> str:
+        """Why ``call`` (``"initialize()"``, ``"load_params"``) cannot run before ``fit``, and
+        the documented routes: ``ebmclassifier.load`` of a file written by ``save``, or
+        ``fit`` with ``max_epochs=0`` then skorch's ``load_params``.
+
+        Parameters
+        ----------
+        call : str
+
+        Returns
+        -------
+        str
+        """
+        return (
+            f"{type(self).__name__} builds its network from the data (the sample shape and "
+            f"the classes of y), so {call} has no network to work on before fit. To restore "
+            "a saved estimator, read the file its save(path) wrote with "
+            "ebmclassifier.load(path); to load skorch's save_params files, first "
+            "fit(X, y) with max_epochs=0 on data of the same shape and classes (it builds the "
+            "network untrained), then call load_params (the saving guide shows both)."
+        )
 
     def __setstate__(self, state) -> None:
         # skorch maps the tensors to ``state["device"]``; give it the one the estimator was

@@ -17,15 +17,19 @@ module : torch.nn.Module class or instance, or None, default=None
     ``n_features``, ``n_classes`` and ``input_shape`` when its ``__init__`` takes them and
     they are not given. An instance is used as it is, unless ``module__*`` parameters are
     given: then it is rebuilt from its class, as skorch does, with these parameters and the
-    data's sizes only (not its own other arguments). Do not use batch-norm: it couples the
-    samples of a batch and breaks the per-sample energy gradients.""",
+    data's sizes only (not its own other arguments). Do not use batch-norm
+    (:class:`torch.nn.BatchNorm1d`, ``BatchNorm2d``, :class:`torch.nn.SyncBatchNorm`, ...)
+    with an energy term: it couples the samples of a batch and breaks the per-sample energy
+    gradients, and ``fit`` warns; a per-sample normalisation (``GroupNorm``, ``LayerNorm``)
+    is fine. Any :class:`torch.nn.Module` returning logits works.""",
     "criterion": """\
 criterion : torch loss class, default=torch.nn.CrossEntropyLoss
-    The classification term, applied to logits and integer labels; ``criterion__*``
-    parameters are routed to it.""",
+    The classification term (:class:`torch.nn.CrossEntropyLoss`), applied to logits and
+    integer labels; ``criterion__*`` parameters are routed to it.""",
     "training": """\
 optimizer : torch optimizer class, default=torch.optim.Adam
-    ``optimizer__*`` parameters are routed to it (``optimizer__weight_decay=1e-4``).
+    :class:`torch.optim.Adam` by default; ``optimizer__*`` parameters are routed to it
+    (``optimizer__weight_decay=1e-4``).
 lr : float in (0, 1e30], default=1e-3
     The optimizer's learning rate.
 max_epochs : int, default=50
@@ -93,7 +97,7 @@ iterator_train, iterator_valid : class, default=the library's tensor batch itera
     slices of the data's tensors on the device. ``iterator_train__*`` and
     ``iterator_valid__*`` parameters are routed to them (``iterator_valid__batch_size``).
 compile : bool, default=False
-    ``torch.compile`` the network in place when training starts (``compile__*`` parameters
+    :func:`torch.compile` the network in place when training starts (``compile__*`` parameters
     routed to it; ``module_`` keeps its class). It trains every first-order mode: the
     cross-entropy, NG-EBM's finite difference, JEM with its SGLD, the latent model; ``fit``
     refuses it for NG-EBM's exact double backward, and where ``torch.compile`` fails on the

@@ -251,10 +251,18 @@ def check_warm_start_classes(estimator, y: np.ndarray) -> None:
 
 
 def check_known_labels(estimator, y, n: int) -> np.ndarray:
-    """``y`` as an array of ``n`` labels of ``estimator.classes_``, else a ValueError."""
+    """``y`` as an array of ``n`` labels of ``estimator.classes_``, else a ValueError.
+
+    One label (a scalar) stands for all ``n``, as ``sample(4, y=3)`` reads.
+    """
     y = np.asarray(y)
+    if y.ndim == 0:
+        y = np.repeat(y[None], n)
     if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},). Got shape {y.shape!r}.")
+        raise ValueError(
+            f"y must be one label or an array of shape ({n},), one label per sample. Got "
+            f"shape {y.shape!r}."
+        )
     unknown = np.setdiff1d(y, estimator.classes_)
     if len(unknown):
         raise ValueError(

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from ..metrics import expected_calibration_error, ood_metrics
 from ._command import (
+    PROGRESS,
     THREADS,
     CommaList,
     Command,
@@ -335,7 +336,7 @@ def _run_command(args, log: Callable = print) -> int:
         hidden=args.hidden,
         lr=args.lr,
         device=args.device,
-        progress=not args.quiet,
+        progress=args.progress,
         failures=failures,
     )
     failed = "; ".join(
@@ -426,7 +427,7 @@ COMMAND = Command(
             "folder for report.md, results.json and figures (default: continual)",
             {"type": OutputPath(folder=True), "default": "continual"},
         ),
-        Option("--quiet", "no progress bar", {"action": "store_true"}),
+        PROGRESS,
         THREADS,
     ),
     run=_run_command,

@@ -288,10 +288,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         # The base builds ``module_`` from ``module``; here it is assembled from the encoder
         # and the decoder instead, so the base's builder is not called.
         if not hasattr(self, "input_shape_"):
-            raise RuntimeError(
-                "LatentStructureClassifier builds its network from the data; call fit(X, y) "
-                "instead of initialize()."
-            )
+            raise RuntimeError(self._no_network_yet("initialize()"))
         structure = self._structure()
         encoder = self._component(
             "encoder", structure.encoder_sizes(self), structure.encoder_defaults(self)

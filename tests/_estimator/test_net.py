@@ -157,8 +157,25 @@ def test_initialize_module_builds_the_network_for_the_data(fitted):
     assert fitted.initialize_module() is fitted
     shapes = [tuple(p.shape) for p in fitted.module_.parameters()]
     assert shapes == [(8, 4), (8,), (3, 8), (3,)]  # 4 features -> 8 -> 3 classes
-    with pytest.raises(RuntimeError, match=r"call fit\(X, y\) instead of initialize"):
+    with pytest.raises(RuntimeError, match=r"so initialize\(\) has no network .* before fit"):
         NGEBMClassifier().initialize()
+
+
+@pytest.mark.parametrize("call", ["initialize", "load_params"])
+def test_building_a_network_before_fit_names_the_documented_routes(call, tmp_path):
+    # the issue: initialize() + load_params was refused without naming the route that works
+    from skorch.exceptions import NotInitializedError
+
+    clf = NGEBMClassifier()
+    error = RuntimeError if call == "initialize" else NotInitializedError
+    with pytest.raises(error) as caught:
+        if call == "initialize":
+            clf.initialize()
+        else:
+            clf.load_params(f_params=str(tmp_path / "params.pt"))
+    message = str(caught.value)
+    assert "ebmclassifier.load(path)" in message and "save(path)" in message
+    assert "fit(X, y) with max_epochs=0" in message and "then call load_params" in message
 
 
 def test_train_step_single_back_propagates_without_stepping(small_blobs):
