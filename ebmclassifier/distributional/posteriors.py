@@ -381,8 +381,8 @@ def em_priors(
     ``π'(y) >= s π(y) / (n + s)``, so that a class the posteriors cannot tell from another is
     never driven to the simplex's boundary. ``s = 0`` is the maximum-likelihood EM of Saerens
     et al., whose estimate sits on the boundary (a prior of 1e-19 for a rare class present in
-    ``X``, whose samples then get probability ~0) whenever the likelihood is largest there;
-    Alexandari, Kundaje & Shrikumar (2020) discuss the Dirichlet prior.
+    ``X``, whose samples then get probability ~0) whenever the likelihood is largest there.
+    Šulc & Matas (2019) estimate test-time priors under a Dirichlet hyperprior too.
 
     Parameters
     ----------
@@ -411,8 +411,8 @@ def em_priors(
     ----------
     .. [1] Saerens, Latinne & Decaestecker, "Adjusting the outputs of a classifier to new a
        priori probabilities: a simple procedure", Neural Computation 14(1), 2002.
-    .. [2] Alexandari, Kundaje & Shrikumar, "Maximum likelihood with bias-corrected
-       calibration is hard-to-beat at label shift adaptation", ICML 2020.
+    .. [2] Šulc & Matas, "Improving CNN classifiers by estimating test-time priors", ICCV
+       Workshops 2019.
     .. [3] Dempster, Laird & Rubin, "Maximum likelihood from incomplete data via the EM
        algorithm", JRSS B 39(1), 1977 (section 3: EM for the posterior mode).
 
