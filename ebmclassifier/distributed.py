@@ -38,7 +38,7 @@ import torch
 from torch import distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ._validation import check_sample_weight
+from ._utils.validation import check_sample_weight
 from .ngebm import NGEBMClassifier
 
 __all__ = ["DataParallelMixin", "DataParallelNGEBMClassifier", "ShardedBatches"]

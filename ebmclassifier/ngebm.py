@@ -7,11 +7,12 @@ from numbers import Real
 
 import numpy as np
 
-from ._base import PARAMETER_DOCS, EBMClassifierBase
-from ._docstrings import fill_docstring
-from ._parameters import ParamChecker
-from ._precision import FD_STEPS
-from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from ._estimator.base import EBMClassifierBase
+from ._estimator.parameter_docs import PARAMETER_DOCS
+from ._utils.docstrings import fill_docstring
+from ._utils.parameters import ParamChecker
+from ._utils.precision import FD_STEPS
+from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -159,7 +160,6 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         "fd_step_size_",
         *CONTINUAL_ATTRIBUTES,
     )
-    _energy_weight = "beta"
 
     def __init__(
         self,
@@ -189,6 +189,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         self.replay_per_class = replay_per_class
         self.generated_per_class = generated_per_class
         self.generated_steps = generated_steps
+
+    def _has_energy_term(self) -> bool:
+        """Whether the loss has an energy term besides the classification: ``beta > 0``."""
+        return self.beta > 0
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)

@@ -26,7 +26,8 @@ from math import prod
 import torch
 from torch import nn
 
-from ._parameters import InvalidParameterError, ParamChecker
+from ._utils.modes import eval_mode
+from ._utils.parameters import InvalidParameterError, ParamChecker
 
 __all__ = ["MLP", "ConvNet", "LabelConditionedMLP", "WideResNet", "wide_resnet_blocks_per_group"]
 
@@ -344,9 +345,10 @@ class WideResNet(_LinearReadout):
             out = 16 * widen_factor * 2**group
             for block in range(blocks_per_group):
                 layers.append(
-                    _WideBlock(width, out, stride if block == 0 else 1, dropout, activation,
-                               batch_norm)
-                )  # fmt: skip
+                    _WideBlock(
+                        width, out, stride if block == 0 else 1, dropout, activation, batch_norm
+                    )
+                )
                 width = out
         self.features = nn.Sequential(*layers)
         self.head = nn.Sequential(
@@ -528,10 +530,8 @@ def check_module_output(estimator, x: torch.Tensor) -> None:
     name, module = type(estimator).__name__, estimator.module_
     what = f"The network of {name} ({type(module).__name__}, from the 'module' parameter)"
     n_classes = len(estimator.classes_)
-    training = module.training
-    module.eval()  # no dropout noise, no batch-norm statistics
     try:
-        with torch.no_grad():
+        with eval_mode(module), torch.no_grad():  # no dropout noise, no batch-norm statistics
             out = module(x)
     except Exception as exc:  # any failure here is the network's, on valid data
         raise ValueError(
@@ -540,8 +540,6 @@ def check_module_output(estimator, x: torch.Tensor) -> None:
             f"It must take samples of shape {estimator.input_shape_} "
             f"(n_features_in_={estimator.n_features_in_})."
         ) from exc
-    finally:
-        module.train(training)
     shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
     if shape != (1, n_classes):
         got = f"a {type(out).__name__}" if shape is None else f"an output of shape {shape}"

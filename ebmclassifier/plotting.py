@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ._atomic import atomic_write
+from ._utils.atomic import atomic_write
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [
@@ -139,8 +139,15 @@ def _bin_statistics(confidence: np.ndarray, correct: np.ndarray, n_bins: int):
 def _mark_empty_bins(ax, edges: np.ndarray, empty: np.ndarray, label: str | None) -> None:
     """A hatched grey band over each empty bin (one legend entry)."""
     for i, b in enumerate(np.flatnonzero(empty)):
-        ax.axvspan(edges[b], edges[b + 1], facecolor="none", edgecolor="0.6", hatch="//",
-                   linewidth=0, label=label if i == 0 else None)  # fmt: skip
+        ax.axvspan(
+            edges[b],
+            edges[b + 1],
+            facecolor="none",
+            edgecolor="0.6",
+            hatch="//",
+            linewidth=0,
+            label=label if i == 0 else None,
+        )
 
 
 def plot_reliability_diagram(
@@ -208,24 +215,40 @@ def plot_reliability_diagram(
     ax.bar(centres, accuracy[full], width, color=color, edgecolor="black", label="accuracy")
     # hatched, not filled: where the gap lies inside the accuracy bar (under-confidence) the
     # bar's own top stays visible
-    ax.bar(centres, mean_confidence[full] - accuracy[full], width, bottom=accuracy[full],
-           facecolor="none", edgecolor="0.1", hatch="\\\\", linewidth=1,
-           label="gap to the mean confidence")  # fmt: skip
+    ax.bar(
+        centres,
+        mean_confidence[full] - accuracy[full],
+        width,
+        bottom=accuracy[full],
+        facecolor="none",
+        edgecolor="0.1",
+        hatch="\\\\",
+        linewidth=1,
+        label="gap to the mean confidence",
+    )
     ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
     _mark_empty_bins(ax, edges, ~full, "empty bin (no samples)")
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="accuracy")
     ax.tick_params(labelbottom=False)
     ax.set_title(f"ECE {ece:.3f}" if title is None else f"{title}, ECE {ece:.3f}")
     # under the figure, not in the diagram: a bar may reach 1.0 in any bin
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2,
-               fontsize="small", frameon=False)  # fmt: skip
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=2,
+        fontsize="small",
+        frameon=False,
+    )
     for x, count in zip(centres, counts[full], strict=True):
         count_ax.text(x, count, str(count), ha="center", va="bottom", fontsize="x-small")
     count_ax.bar(centres, counts[full], width, color="0.5")
     _mark_empty_bins(count_ax, edges, ~full, None)
     count_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    count_ax.set(xlabel="confidence (top label)", ylabel=f"samples (n = {len(confidence)})",
-                 ylim=(0, counts.max() * 1.25))  # fmt: skip
+    count_ax.set(
+        xlabel="confidence (top label)",
+        ylabel=f"samples (n = {len(confidence)})",
+        ylim=(0, counts.max() * 1.25),
+    )
     return finish_figure(fig, path)
 
 
@@ -287,14 +310,25 @@ def plot_ood_histograms(
     edges, log = _histogram_edges(pooled[np.isfinite(pooled)], bins)
     fig = Figure(figsize=(8.5, 4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    ax.hist(scores_in, bins=edges, weights=np.full(len(scores_in), 1 / len(scores_in)),
-            color=model_style(model or "ce")["color"], alpha=0.6,
-            label="in-distribution (test)")  # fmt: skip
+    ax.hist(
+        scores_in,
+        bins=edges,
+        weights=np.full(len(scores_in), 1 / len(scores_in)),
+        color=model_style(model or "ce")["color"],
+        alpha=0.6,
+        label="in-distribution (test)",
+    )
     for i, (name, scores) in enumerate(scores_out.items()):
         auroc = ood_metrics(scores_in, scores)["auroc"]
-        ax.hist(scores, bins=edges, weights=np.full(len(scores), 1 / len(scores)),
-                histtype="step", linewidth=1.6, **_OOD_SET_LINES[i % len(_OOD_SET_LINES)],
-                label=f"{name} (AUROC {auroc:.3f})")  # fmt: skip
+        ax.hist(
+            scores,
+            bins=edges,
+            weights=np.full(len(scores), 1 / len(scores)),
+            histtype="step",
+            linewidth=1.6,
+            **_OOD_SET_LINES[i % len(_OOD_SET_LINES)],
+            label=f"{name} (AUROC {auroc:.3f})",
+        )
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(f"{score_name} (higher = more OOD)")
@@ -420,8 +454,13 @@ def plot_risk_coverage(
         coverage, risk, _ = risk_coverage_curve(y_true, y_pred, confidence, classes=classes)
         area = aurc(y_true, y_pred, confidence, classes=classes)
         # the model's marker at ten places along the curve, so it is told apart in grey print
-        ax.plot(coverage, risk, markevery=max(1, len(coverage) // 10),
-                label=f"{name} (AURC {area:.3f})", **model_style(name))  # fmt: skip
+        ax.plot(
+            coverage,
+            risk,
+            markevery=max(1, len(coverage) // 10),
+            label=f"{name} (AURC {area:.3f})",
+            **model_style(name),
+        )
     ax.set_xlabel("coverage (share of samples answered)")
     ax.set_ylabel("selective risk (error rate of the answered)")
     ax.set_xlim(0, 1)
@@ -465,8 +504,13 @@ def plot_task_curves(
     ax = fig.add_subplot()
     n_tasks = len(next(iter(curves.values())))
     for method, curve in curves.items():
-        ax.plot(range(1, len(curve) + 1), curve, styles.get(method, "-"), label=method,
-                **model_style(method))  # fmt: skip
+        ax.plot(
+            range(1, len(curve) + 1),
+            curve,
+            styles.get(method, "-"),
+            label=method,
+            **model_style(method),
+        )
     ax.set_xticks(range(1, n_tasks + 1))
     ax.set_xlabel("number of tasks learned")
     ax.set_ylabel("average accuracy (classes seen)")
@@ -506,8 +550,15 @@ def plot_accuracy_matrices(matrices: dict[str, np.ndarray], *, path=None) -> Fig
         image = ax.imshow(matrix, vmin=0, vmax=1, cmap="viridis")
         for t in range(len(matrix)):
             for j in range(t + 1):
-                ax.text(j, t, f"{matrix[t, j]:.2f}", ha="center", va="center", fontsize=6,
-                        color="white" if matrix[t, j] < 0.6 else "black")  # fmt: skip
+                ax.text(
+                    j,
+                    t,
+                    f"{matrix[t, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white" if matrix[t, j] < 0.6 else "black",
+                )
         ax.set_title(method, fontsize=9)
         ax.set_xlabel("task evaluated")
         ax.set_ylabel("after task")

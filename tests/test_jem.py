@@ -222,7 +222,7 @@ def test_roll_back_restores_the_last_snapshot(small_blobs):
     clf.history.new_epoch()
     clf.history.new_batch()
     clf._recoveries_this_fit = 0
-    clf._handle_divergence(Divergence("provoked", "model"))
+    clf._roll_back_or_raise(Divergence("provoked", "model"))
     for p, w in zip(clf.module_.parameters(), weights, strict=True):
         assert torch.equal(p, w)
     assert clf.history[-1, "divergences"][0]["reason"] == "provoked"

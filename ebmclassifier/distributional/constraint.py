@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 from ..saving import save_constraint
 from ._em_estimate import em_estimate
 from ._source import class_vector, fit_calibration, is_share_array, source_priors
@@ -363,9 +363,13 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         """``temperature_``, ``calibration_bias_`` (None without a calibration) and the
         calibration set's class shares, the default training priors after it."""
         self.temperature_, self.calibration_bias_, self._source_shares = fit_calibration(
-            self.calibration, calibration_set, self._log_proba, self.classes_.tolist(),
-            tol=self.tol, max_iter=self.max_iter,
-        )  # fmt: skip
+            self.calibration,
+            calibration_set,
+            self._log_proba,
+            self.classes_.tolist(),
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
 
     def _estimate_priors(self, log_proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(prior_, the class shares the projection meets on X)``: given priors are both;

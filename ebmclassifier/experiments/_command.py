@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._threads import intra_op_threads
+from .._utils.threads import intra_op_threads
 
 
 class CommandError(Exception):
@@ -74,9 +74,15 @@ class Number:
     """
 
     def __init__(
-        self, kind: type, low=None, *, low_open: bool = False, also: dict | None = None,
-        high=None, why: str = "",
-    ):  # fmt: skip
+        self,
+        kind: type,
+        low=None,
+        *,
+        low_open: bool = False,
+        also: dict | None = None,
+        high=None,
+        why: str = "",
+    ):
         self.kind, self.low, self.low_open, self.also = kind, low, low_open, dict(also or {})
         self.high, self.why = high, why
         self.__name__ = kind.__name__  # argparse names the type in its own messages
@@ -170,7 +176,7 @@ class DeviceName:
     """An argparse ``type``: a device the estimators can compute on here, kept as written.
 
     The name goes through the library's own resolution (``"auto"``, ``"cpu"``, ``"cuda[:N]"``;
-    :func:`ebmclassifier._device.resolve_device`, which refuses ``"meta"``, a missing backend
+    :func:`ebmclassifier._utils.device.resolve_device`, which refuses ``"meta"``, a missing backend
     and a CUDA index beyond the GPUs), then torch must be able to allocate on the device.
     """
 
@@ -179,7 +185,7 @@ class DeviceName:
     def __call__(self, text: str) -> str:
         import torch
 
-        from .._device import resolve_device
+        from .._utils.device import resolve_device
 
         try:
             device = resolve_device(text)

@@ -109,8 +109,9 @@ class LwFClassifier(NGEBMClassifier):
     [0, 1, 2, 3]
     """
 
-    def __init__(self, module=None, *, distill_weight: float = 1.0, temperature: float = 2.0,
-                 **kwargs) -> None:  # fmt: skip
+    def __init__(
+        self, module=None, *, distill_weight: float = 1.0, temperature: float = 2.0, **kwargs
+    ) -> None:
         super().__init__(module, **kwargs)
         self.distill_weight = distill_weight
         self.temperature = temperature
@@ -168,59 +169,104 @@ _JEM_FAST = {"sgld_steps": 10, "buffer_size": 2000, "sampler": "proximal"}
 
 #: Every method of the command, by name.
 METHODS: dict[str, Method] = {
-    "joint": Method(NGEBMClassifier, {"beta": 0.0, "negatives": "all", **_NONE},
-                    "a fresh cross-entropy fit on every task so far, after each task: the "
-                    "upper bound (it stores all the data)", joint=True),
-    "ce": Method(NGEBMClassifier, {**_CE, "negatives": "all"},
-                 "naive fine-tuning: cross-entropy over every class seen, no replay (the "
-                 "lower bound)"),
-    "ce_batch": Method(NGEBMClassifier, {**_CE, "negatives": "batch"},
-                       "cross-entropy normalised over the batch's classes only (Li et al. "
-                       "2020), no replay"),
-    "ce_k1": Method(NGEBMClassifier, {**_CE, "negatives": 1},
-                    "cross-entropy against one negative class drawn per sample (Li et al.'s "
-                    "k=1), no replay"),
-    "ngebm_batch": Method(NGEBMClassifier, {"beta": 0.5, "negatives": "batch", **_NONE},
-                          "NG-EBM (beta=0.5) with batch negatives, no replay: the combination "
-                          "that warns"),
-    "jem_batch": Method(JEMClassifier, {"negatives": "batch", **_JEM_FAST, **_NONE},
-                        "JEM with batch negatives, no replay (proximal sampler, 10 steps, "
-                        "buffer of 2000)"),
-    "ce_cond": Method(NGEBMClassifier, {**_CE, "negatives": "all"},
-                      "naive fine-tuning of the label-conditioned network E(x, y) (flat data)",
-                      flat_only=True, extra={"module": LabelConditionedMLP}),
-    "ce_batch_cond": Method(NGEBMClassifier, {**_CE, "negatives": "batch"},
-                            "batch negatives with the label-conditioned network E(x, y) "
-                            "(flat data)", flat_only=True, extra={"module": LabelConditionedMLP}),
-    "ce_lwf": Method(LwFClassifier, {**_CE, "negatives": "all"},
-                     "fine-tuning plus LwF's distillation of the previous task's model on the "
-                     "new data (Li & Hoiem 2016; weight 1, T=2): the regulariser baseline"),
-    "ce_replay": Method(NGEBMClassifier, {**_CE, "negatives": "all", "replay_per_class": None},
-                        "fine-tuning with --replay stored training samples per class"),
-    "ce_batch_replay": Method(NGEBMClassifier,
-                              {**_CE, "negatives": "batch", "replay_per_class": None},
-                              "batch negatives with --replay stored samples per class"),
-    "ce_k1_replay": Method(NGEBMClassifier, {**_CE, "negatives": 1, "replay_per_class": None},
-                           "one drawn negative with --replay stored samples per class"),
-    "ngebm_batch_replay": Method(NGEBMClassifier, {"beta": 0.5, "negatives": "batch",
-                                                   **_NONE, "replay_per_class": None},
-                                 "NG-EBM, batch negatives, --replay stored samples per class, "
-                                 "none generated (stored replay)"),
-    "ngebm_generated": Method(NGEBMClassifier, {"beta": 0.5, "negatives": "batch", **_NONE,
-                                                "generated_per_class": None},
-                              "NG-EBM, batch negatives, --generated samples per old class "
-                              "drawn from the model itself, nothing stored (generated "
-                              "replay)"),
-    "jem_generated": Method(JEMClassifier, {"negatives": "batch", **_JEM_FAST, **_NONE,
-                                            "generated_per_class": None},
-                            "JEM (as jem_batch) with generated replay, nothing stored"),
-    "ngebm": Method(NGEBMClassifier, {},
-                    "NGEBMClassifier(class_incremental=True), every other parameter at its "
-                    "default: batch negatives, 20 stored and 100 generated samples per class"),
-    "jem": Method(JEMClassifier, {},
-                  "JEMClassifier(class_incremental=True), every other parameter at its "
-                  "default (SGLD sampler, 20 steps, buffer of 10000)"),
-}  # fmt: skip
+    "joint": Method(
+        NGEBMClassifier,
+        {"beta": 0.0, "negatives": "all", **_NONE},
+        "a fresh cross-entropy fit on every task so far, after each task: the "
+        "upper bound (it stores all the data)",
+        joint=True,
+    ),
+    "ce": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": "all"},
+        "naive fine-tuning: cross-entropy over every class seen, no replay (the lower bound)",
+    ),
+    "ce_batch": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": "batch"},
+        "cross-entropy normalised over the batch's classes only (Li et al. 2020), no replay",
+    ),
+    "ce_k1": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": 1},
+        "cross-entropy against one negative class drawn per sample (Li et al.'s k=1), no replay",
+    ),
+    "ngebm_batch": Method(
+        NGEBMClassifier,
+        {"beta": 0.5, "negatives": "batch", **_NONE},
+        "NG-EBM (beta=0.5) with batch negatives, no replay: the combination that warns",
+    ),
+    "jem_batch": Method(
+        JEMClassifier,
+        {"negatives": "batch", **_JEM_FAST, **_NONE},
+        "JEM with batch negatives, no replay (proximal sampler, 10 steps, buffer of 2000)",
+    ),
+    "ce_cond": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": "all"},
+        "naive fine-tuning of the label-conditioned network E(x, y) (flat data)",
+        flat_only=True,
+        extra={"module": LabelConditionedMLP},
+    ),
+    "ce_batch_cond": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": "batch"},
+        "batch negatives with the label-conditioned network E(x, y) (flat data)",
+        flat_only=True,
+        extra={"module": LabelConditionedMLP},
+    ),
+    "ce_lwf": Method(
+        LwFClassifier,
+        {**_CE, "negatives": "all"},
+        "fine-tuning plus LwF's distillation of the previous task's model on the "
+        "new data (Li & Hoiem 2016; weight 1, T=2): the regulariser baseline",
+    ),
+    "ce_replay": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": "all", "replay_per_class": None},
+        "fine-tuning with --replay stored training samples per class",
+    ),
+    "ce_batch_replay": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": "batch", "replay_per_class": None},
+        "batch negatives with --replay stored samples per class",
+    ),
+    "ce_k1_replay": Method(
+        NGEBMClassifier,
+        {**_CE, "negatives": 1, "replay_per_class": None},
+        "one drawn negative with --replay stored samples per class",
+    ),
+    "ngebm_batch_replay": Method(
+        NGEBMClassifier,
+        {"beta": 0.5, "negatives": "batch", **_NONE, "replay_per_class": None},
+        "NG-EBM, batch negatives, --replay stored samples per class, "
+        "none generated (stored replay)",
+    ),
+    "ngebm_generated": Method(
+        NGEBMClassifier,
+        {"beta": 0.5, "negatives": "batch", **_NONE, "generated_per_class": None},
+        "NG-EBM, batch negatives, --generated samples per old class "
+        "drawn from the model itself, nothing stored (generated "
+        "replay)",
+    ),
+    "jem_generated": Method(
+        JEMClassifier,
+        {"negatives": "batch", **_JEM_FAST, **_NONE, "generated_per_class": None},
+        "JEM (as jem_batch) with generated replay, nothing stored",
+    ),
+    "ngebm": Method(
+        NGEBMClassifier,
+        {},
+        "NGEBMClassifier(class_incremental=True), every other parameter at its "
+        "default: batch negatives, 20 stored and 100 generated samples per class",
+    ),
+    "jem": Method(
+        JEMClassifier,
+        {},
+        "JEMClassifier(class_incremental=True), every other parameter at its "
+        "default (SGLD sampler, 20 steps, buffer of 10000)",
+    ),
+}
 
 
 def legend(names) -> str:

@@ -224,12 +224,13 @@ def _calibrated(spec, fitted, calibration, max_epochs) -> _Measured:
         return -model.predict_proba(X).max(axis=1)  # max_softmax of the recalibrated model
 
     return _Measured(
-        model, score_fn,
+        model,
+        score_fn,
         robust=None,  # temperature scaling keeps every argmax: the same as the base model's
         fit_seconds=fit_seconds,
         seconds_per_epoch=_seconds_per_epoch(base, fit_seconds, max_epochs),
         extra={"temperature": float(1.0 / beta), "calibration_seconds": calibration_seconds},
-    )  # fmt: skip
+    )
 
 
 def _robust_accuracy(model, seed, config, setup) -> list | None:
@@ -245,9 +246,15 @@ def _robust_accuracy(model, seed, config, setup) -> list | None:
         }
     X_attack = setup.X_attack
     return adversarial_accuracy(
-        model, X_attack, setup.data.y_test[: len(X_attack)], setup.epsilons, norm=config.norm,
-        steps=config.attack_steps, random_state=seed, **view,
-    ).tolist()  # fmt: skip
+        model,
+        X_attack,
+        setup.data.y_test[: len(X_attack)],
+        setup.epsilons,
+        norm=config.norm,
+        steps=config.attack_steps,
+        random_state=seed,
+        **view,
+    ).tolist()
 
 
 def _trained(spec, fitted, seed, config, setup) -> _Measured:

@@ -76,8 +76,13 @@ def _robust_row(all_results, summaries) -> list[str] | None:
     for results, summary in zip(all_results, summaries, strict=True):
         j = _attack_index(results["epsilons"])
         radii.append(f"{results['epsilons'][j]:.3g}")
-        cells.append({m: _median(s["robust_accuracy"][j]) for m, s in summary.items()
-                      if s["robust_accuracy"]})  # fmt: skip
+        cells.append(
+            {
+                m: _median(s["robust_accuracy"][j])
+                for m, s in summary.items()
+                if s["robust_accuracy"]
+            }
+        )
     norm = _NORMS[all_results[0]["config"]["norm"]]
     if len(set(radii)) == 1:
         eps = f"eps {radii[0]}"
@@ -112,18 +117,25 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
     worst = f"worst of {n_far.pop()} sets" if len(n_far) == 1 else "worst set"
     rows = [
         _row("ECE", _scalar_cells(all_results, summaries, "ece", lambda r, m: True)),
-        _row("accuracy", _scalar_cells(all_results, summaries, "accuracy",
-                                       lambda r, m: m not in r.get("calibrated", {}))),
-        _row(f"far-OOD AUROC, {worst}", _ood_cells(all_results, summaries, far_sets),
-             _OOD_LABELS),
-    ]  # fmt: skip
+        _row(
+            "accuracy",
+            _scalar_cells(
+                all_results, summaries, "accuracy", lambda r, m: m not in r.get("calibrated", {})
+            ),
+        ),
+        _row(f"far-OOD AUROC, {worst}", _ood_cells(all_results, summaries, far_sets), _OOD_LABELS),
+    ]
     if any(NEAR_SET in r["data"]["ood_sets"] for r in all_results):
         near = _ood_cells(all_results, summaries, lambda r: [NEAR_SET])
         rows.append(_row(f"{NEAR_SET} AUROC", near, _OOD_LABELS))
     rows.append(_robust_row(all_results, summaries))
-    cost = _scalar_cells(all_results, summaries, "cost_vs_ce",
-                         lambda r, m: m != "ce" and m not in r.get("calibrated", {}),
-                         fmt=_cost)  # fmt: skip
+    cost = _scalar_cells(
+        all_results,
+        summaries,
+        "cost_vs_ce",
+        lambda r, m: m != "ce" and m not in r.get("calibrated", {}),
+        fmt=_cost,
+    )
     rows.append(_row("training cost per epoch, x ce", cost))
     header = [""] + [results["data"]["name"] for results in all_results]
     return _table(header, [row for row in rows if row is not None])
@@ -159,8 +171,10 @@ def terminal_text(all_results: Sequence[dict], printed: Sequence[dict], out) -> 
         said = [f"- {line}" for line in tabs["key_verdicts"]]
         missing = results.get("unavailable", {})
         if missing:
-            said.append("- Not available: " + "; ".join(
-                f"{label} ({_one_line(why, 120)})" for label, why in missing.items()))  # fmt: skip
+            said.append(
+                "- Not available: "
+                + "; ".join(f"{label} ({_one_line(why, 120)})" for label, why in missing.items())
+            )
         note = busy_machine_note(results)
         said += [f"- {note}"] if note else []
         if said:

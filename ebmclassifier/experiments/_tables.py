@@ -64,15 +64,16 @@ def summarise(results: dict) -> dict:
         }
         decisions = {
             score: {
-                "false_positive_rate": _stat([r["ood_decisions"][score]["false_positive_rate"]
-                                              for r in have]),
+                "false_positive_rate": _stat(
+                    [r["ood_decisions"][score]["false_positive_rate"] for r in have]
+                ),
                 "miss_rate": {
                     name: _stat([r["ood_decisions"][score]["miss_rate"][name] for r in have])
                     for name in have[0]["ood_decisions"][score]["miss_rate"]
                 },
             }
             for score, have in scores.items()
-        }  # fmt: skip
+        }
         robust = None
         if runs[0]["robust_accuracy"] is not None:
             per_eps = np.array([r["robust_accuracy"] for r in runs])
@@ -148,66 +149,93 @@ def tables(results: dict, summary: dict) -> dict[str, str]:
     tables : dict of str to str
         ``main``, ``aurc``, ``ood_auroc``, ``ood_fpr95``, ``ood_decisions`` and ``robust``.
     """
+    return {
+        "main": _main_table(results, summary),
+        **_score_tables(results, summary),
+        "robust": _robust_table(results, summary),
+    }
+
+
+def _whole_models_out(results: dict) -> dict:
+    """The models that could not run at all (not one of their scores), with the reason."""
+    return {k: v for k, v in results.get("unavailable", {}).items() if " / " not in k}
+
+
+def _main_table(results: dict, summary: dict) -> str:
+    """One row per model: accuracy, calibration, AURC, robustness and cost."""
     epsilons = results["epsilons"]
     j = _attack_index(epsilons)
-    unavailable = results.get("unavailable", {})
-    models_out = {k: v for k, v in unavailable.items() if " / " not in k}  # whole models
-    main_rows = []
+    rows = []
     for model, s in summary.items():
         sc = s["scalars"]
         if s["robust_accuracy"]:
             robust = _fmt(s["robust_accuracy"][j])
         else:  # a recalibrated model keeps its base's predictions; an ensemble is not attacked
             robust = "= base model" if model in results.get("calibrated", {}) else "not attacked"
-        main_rows.append(
-            [model, _fmt(sc.get("accuracy")), _fmt(sc.get("ece")), _fmt(sc.get("nll")),
-             _fmt(s["aurc"].get("max_softmax"), 4), robust,
-             _fmt_time(sc.get("seconds_per_epoch"), 4), _fmt_time(sc.get("cost_vs_ce"), 2)]
-        )  # fmt: skip
+        rows.append(
+            [
+                model,
+                _fmt(sc.get("accuracy")),
+                _fmt(sc.get("ece")),
+                _fmt(sc.get("nll")),
+                _fmt(s["aurc"].get("max_softmax"), 4),
+                robust,
+                _fmt_time(sc.get("seconds_per_epoch"), 4),
+                _fmt_time(sc.get("cost_vs_ce"), 2),
+            ]
+        )
     norm = _NORMS[results["config"]["norm"]]
-    main = _table(
-        ["model", "accuracy", "ECE", "NLL", "AURC", f"acc. {norm} PGD eps={epsilons[j]:.3g}",
-         "s / epoch", "cost x CE"],
-        main_rows, models_out,
-    )  # fmt: skip
+    header = ["model", "accuracy", "ECE", "NLL", "AURC"]
+    header += [f"acc. {norm} PGD eps={epsilons[j]:.3g}", "s / epoch", "cost x CE"]
+    main = _table(header, rows, _whole_models_out(results))
     note = busy_machine_note(results)
-    main += f"\n\n{note}" if note else ""
+    return main + (f"\n\n{note}" if note else "")
+
+
+def _score_tables(results: dict, summary: dict) -> dict[str, str]:
+    """One row per model and OOD score: AUROC, FPR95, the decisions at the threshold, AURC."""
+    unavailable = results.get("unavailable", {})
     sets = list(results["data"]["ood_sets"])
-    per_score = [(f"{model} / {score}", model, score) for model, s in summary.items()
-                 for score in s["ood"]]  # fmt: skip
-    ood_tables = {
-        metric: _table(["model / score"] + sets, [
-            [label] + [_fmt(summary[m]["ood"][score][name][metric]) for name in sets]
-            for label, m, score in per_score
-        ], unavailable)
+    per_score = [
+        (f"{model} / {score}", model, score) for model, s in summary.items() for score in s["ood"]
+    ]
+    found = {
+        f"ood_{metric}": _table(
+            ["model / score"] + sets,
+            [
+                [label] + [_fmt(summary[m]["ood"][score][name][metric]) for name in sets]
+                for label, m, score in per_score
+            ],
+            unavailable,
+        )
         for metric in ("auroc", "fpr95")
-    }  # fmt: skip
-    decisions = _table(
+    }
+    found["ood_decisions"] = _table(
         ["model / score", "FPR: test flagged"] + [f"missed: {name}" for name in sets],
-        [[label, _fmt(d["false_positive_rate"])] + [_fmt(d["miss_rate"][n]) for n in sets]
-         for label, m, score in per_score
-         for d in [summary[m]["ood_decisions"][score]]],
+        [
+            [label, _fmt(d["false_positive_rate"])] + [_fmt(d["miss_rate"][n]) for n in sets]
+            for label, m, score in per_score
+            for d in [summary[m]["ood_decisions"][score]]
+        ],
         unavailable,
-    )  # fmt: skip
-    aurc_table = _table(
+    )
+    found["aurc"] = _table(
         ["model / score", "AURC"],
         [[label, _fmt(summary[m]["aurc"][score], 4)] for label, m, score in per_score],
         unavailable,
     )
-    robust_rows = [
+    return found
+
+
+def _robust_table(results: dict, summary: dict) -> str:
+    """Accuracy under attack at every radius, one row per attacked model."""
+    rows = [
         [model] + [_fmt(st) for st in s["robust_accuracy"]]
         for model, s in summary.items()
         if s["robust_accuracy"]
     ]
-    robust = _table(["model"] + [f"eps={e:.3g}" for e in epsilons], robust_rows, models_out)
-    return {
-        "main": main,
-        "aurc": aurc_table,
-        "ood_auroc": ood_tables["auroc"],
-        "ood_fpr95": ood_tables["fpr95"],
-        "ood_decisions": decisions,
-        "robust": robust,
-    }
+    header = ["model"] + [f"eps={e:.3g}" for e in results["epsilons"]]
+    return _table(header, rows, _whole_models_out(results))
 
 
 #: The OOD set of ``--ood-classes`` (near OOD); every other set counts as far OOD.

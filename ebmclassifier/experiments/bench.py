@@ -43,8 +43,8 @@ import time
 import numpy as np
 import torch
 
-from .._atomic import write_file
-from .._device import resolve_device
+from .._utils.atomic import write_file
+from .._utils.device import resolve_device
 from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier

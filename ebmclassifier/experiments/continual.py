@@ -206,8 +206,14 @@ def _run_stream(method, data, seed, tasks, config) -> dict:
         step["forgetting"] = _forgetting(matrix, t)
         steps.append(step)
     stored = bytes_stored(clf, X_train[rows].astype(np.float32) if joint else None)
-    return {"method": method, "data": data, "seed": seed, "accuracy_matrix": matrix,
-            "steps": steps, "bytes_stored": stored}  # fmt: skip
+    return {
+        "method": method,
+        "data": data,
+        "seed": seed,
+        "accuracy_matrix": matrix,
+        "steps": steps,
+        "bytes_stored": stored,
+    }
 
 
 def run_continual(
@@ -330,8 +336,9 @@ def _run_command(args, log: Callable = print) -> int:
         progress=not args.quiet,
         failures=failures,
     )
-    failed = "; ".join(f"{f['method']!r} on {f['data']} at seed {f['seed']}: {f['error']}"
-                       for f in failures)  # fmt: skip
+    failed = "; ".join(
+        f"{f['method']!r} on {f['data']} at seed {f['seed']}: {f['error']}" for f in failures
+    )
     if not runs:
         raise CommandError(f"every stream failed, nothing to report: {failed}")
     figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))

@@ -136,13 +136,15 @@ def default_models() -> dict[str, ModelSpec]:
     """
     return {
         "ce": ModelSpec(
-            "ce", "cross-entropy only (NGEBMClassifier with beta=0)",
+            "ce",
+            "cross-entropy only (NGEBMClassifier with beta=0)",
             build=lambda params: NGEBMClassifier(beta=0.0, **params),
         ),
         "ce_ts": _temperature_scaled("ce"),
         "ce_ens": _ensemble("ce", 0.0),
         "ngebm": ModelSpec(
-            "ngebm", "NG-EBM, beta=gamma=0.5",
+            "ngebm",
+            "NG-EBM, beta=gamma=0.5",
             build=lambda params: NGEBMClassifier(beta=0.5, **params),
         ),
         "ngebm_ts": _temperature_scaled("ngebm"),
@@ -151,7 +153,7 @@ def default_models() -> dict[str, ModelSpec]:
             "jem", "JEM (SGLD from a replay buffer)", build=lambda params: JEMClassifier(**params)
         ),
         "jem_ts": _temperature_scaled("jem"),
-    }  # fmt: skip
+    }
 
 
 def _ensemble(base: str, beta: float) -> ModelSpec:

@@ -9,9 +9,10 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
 
-from .._base import PARAMETER_DOCS, EBMClassifierBase
-from .._docstrings import fill_docstring
-from .._parameters import ParamChecker
+from .._estimator.base import EBMClassifierBase
+from .._estimator.parameter_docs import PARAMETER_DOCS
+from .._utils.docstrings import fill_docstring
+from .._utils.parameters import ParamChecker
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 
 __all__ = ["GaussianStart", "UniformStart", "informative_start", "uniform_start"]
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
+import ebmclassifier.experiments._report_figures as figures_module
 import ebmclassifier.experiments.report as report
 from ebmclassifier.experiments._tables import headline_score, summarise
 from ebmclassifier.plotting import model_style
@@ -16,14 +17,14 @@ def drawn(results, tmp_path, monkeypatch):
     figures = {}
     for name in ("plot_reliability_diagram", "plot_ood_histograms", "plot_risk_coverage",
                  "plot_accuracy_vs_epsilon"):  # fmt: skip
-        original = getattr(report, name)
+        original = getattr(figures_module, name)
 
         def recording(*args, _original=original, **kwargs):
             fig = _original(*args, **kwargs)
             figures[kwargs["path"].name] = (fig, args, kwargs)
             return fig
 
-        monkeypatch.setattr(report, name, recording)
+        monkeypatch.setattr(figures_module, name, recording)
     results, _ = results
     captions = report.write_report(results, tmp_path)["figures"]
     assert set(figures) == set(captions)
