@@ -20,11 +20,10 @@ meaning:
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.warn import warn_user
 from .posteriors import bayes_correction, em_priors
 
 __all__ = ["BOUNDARY_FRACTION", "MIN_SAMPLES_PER_CLASS", "em_estimate", "warn_untrusted_em"]
@@ -43,15 +42,13 @@ def em_estimate(
     tol: float,
     max_iter: int,
     labels: list,
-    stacklevel: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """EM's priors ``π'``, the class shares the projection meets on ``X``, and EM's steps.
 
     The shares are the average on ``X`` of the posteriors Bayes-corrected to ``π'``,
     ``π' + s (π' - π) / n`` (the M step without the pseudo-counts): the projection onto them is
     that Bayes correction, as at the maximum-likelihood fixed point (``s = 0``), where they are
-    ``π'``. Warns as :func:`warn_untrusted_em` says (``stacklevel`` as ``warnings.warn``'s,
-    counted from the caller).
+    ``π'``. Warns as :func:`warn_untrusted_em` says.
     """
     priors, n_iter, step = em_priors(
         proba,
@@ -71,7 +68,6 @@ def em_estimate(
         pseudo_count=pseudo_count,
         tol=tol,
         max_iter=max_iter,
-        stacklevel=stacklevel + 1,
     )
     return priors, bayes_correction(proba, train_priors, priors).mean(axis=0), n_iter
 
@@ -87,7 +83,6 @@ def warn_untrusted_em(
     pseudo_count: float,
     tol: float,
     max_iter: int,
-    stacklevel: int,
 ) -> None:
     """Warn, with the numbers, for each reason not to trust EM's ``priors`` (module notes).
 
@@ -103,29 +98,24 @@ def warn_untrusted_em(
         The classes, to name them.
     pseudo_count, tol, max_iter : float, float, int
         The ``em_pseudo_count``, ``tol`` and ``max_iter`` EM ran with.
-    stacklevel : int
-        As ``warnings.warn``'s, counted from the caller of this function.
     """
     n_classes = len(priors)
     if n_samples < MIN_SAMPLES_PER_CLASS * n_classes:
         share = 1.0 / n_classes
         error = float(np.sqrt(share * (1.0 - share) / n_samples))
-        warnings.warn(
+        warn_user(
             f"DistributionalConstraint: EM estimates {n_classes} class priors from "
             f"{n_samples} samples of X, fewer than {MIN_SAMPLES_PER_CLASS} per class "
             f"({MIN_SAMPLES_PER_CLASS * n_classes}): the sampling error of a balanced class's "
             f"share {share:.3g} is {error:.3g} ({error / share:.0%} of it) before any error of "
             "the model. The estimate cannot be trusted: fit on more deployment samples, or "
             "pass the priors if they are known.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
         )
     if n_iter >= max_iter and step > tol:
-        warnings.warn(
+        warn_user(
             f"DistributionalConstraint: EM stopped after max_iter={max_iter} steps with a "
             f"last change of {step:.3g} in a prior, above tol={tol}; raise max_iter (or tol).",
             ConvergenceWarning,
-            stacklevel=stacklevel + 1,
         )
     limit = BOUNDARY_FRACTION * train_priors / n_samples
     low = np.flatnonzero(priors < limit)
@@ -133,7 +123,7 @@ def warn_untrusted_em(
         shown = ", ".join(
             f"{labels[k]!r}: {priors[k]:.3g} (training prior {train_priors[k]:.3g})" for k in low
         )
-        warnings.warn(
+        warn_user(
             f"DistributionalConstraint: EM pushed the priors of {low.size} class(es) to the "
             f"boundary of the simplex, below {BOUNDARY_FRACTION} of their training prior / n "
             f"(n = {n_samples}): {shown}. Every sample of such a class in X now gets a "
@@ -141,6 +131,4 @@ def warn_untrusted_em(
             f"prior / (n + s), the maximum a posteriori estimate under a Dirichlet prior; it is "
             f"{pseudo_count!r} here: raise it (the default, 1.0, is one pseudo-sample of the "
             "training distribution).",
-            UserWarning,
-            stacklevel=stacklevel + 1,
         )

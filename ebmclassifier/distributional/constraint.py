@@ -384,7 +384,6 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             tol=self.tol,
             max_iter=self.max_iter,
             labels=self.classes_.tolist(),
-            stacklevel=3,
         )
         return priors, shares
 

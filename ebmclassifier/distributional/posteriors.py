@@ -33,7 +33,7 @@ import numpy as np
 from scipy import optimize, sparse
 from scipy.special import logsumexp
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 
 __all__ = [
     "bayes_correction",

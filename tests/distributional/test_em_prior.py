@@ -237,6 +237,7 @@ def test_too_few_samples_warn_with_the_numbers(table):
         adapted.fit(_rows(0, 29))
     messages = [str(w.message) for w in record if "fewer than" in str(w.message)]
     assert len(messages) == 1
+    assert {w.filename for w in record} == {__file__}  # it names the user's line
     # a balanced share 1/3 has a sampling error of sqrt(1/3 * 2/3 / 29) = 0.0875, 26% of it
     assert "3 class priors from 29 samples of X, fewer than 10 per class (30)" in messages[0]
     assert "is 0.0875 (26% of it)" in messages[0]
