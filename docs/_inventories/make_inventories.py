@@ -40,6 +40,10 @@ INVENTORIES = {
                     ("sklearn.base.ClassifierMixin", "py:class"),
                     ("sklearn.neural_network.MLPClassifier", "py:class"),
                     ("sklearn.metrics.accuracy_score", "py:function"),
+                    ("sklearn.ensemble.VotingClassifier", "py:class"),
+                    ("sklearn.multioutput.MultiOutputClassifier", "py:class"),
+                    ("sklearn.preprocessing.StandardScaler", "py:class"),
+                    ("sklearn.utils.Bunch", "py:class"),
                 )
             ],
             (
@@ -89,11 +93,18 @@ INVENTORIES = {
                     ("torch.nn.SyncBatchNorm", "py:class"),
                     ("torch.optim.Adam", "py:class"),
                     ("torch.compile", "py:function"),
+                    ("torch.Generator", "py:class"),
+                    ("torch.nn.functional.pad", "py:function"),
+                    ("torch.nn.parallel.DistributedDataParallel", "py:class"),
+                    ("torch.optim.lr_scheduler.LinearLR", "py:class"),
+                    ("torch.optim.lr_scheduler.MultiStepLR", "py:class"),
                 )
             ],
             ("torch.utils.data.DataLoader", "py:class", "data.html#$", "-"),
             ("torch.utils.data.Dataset", "py:class", "data.html#$", "-"),
             ("torch.autocast", "py:class", "amp.html#$", "-"),
+            ("torch.amp.GradScaler", "py:class", "amp.html#$", "-"),
+            ("torch.autograd.Function", "py:class", "autograd.html#$", "-"),
         ],
     ),
 }
