@@ -191,7 +191,10 @@ def _detector_lines(name: str, summary: dict) -> list[str]:
         }
         text = _compare_best(c, lower=False)
         if text:
-            lines.append(f"{detector} on each model's features, OOD AUROC on {name}: {text}.")
+            lines.append(
+                f"{detector} on each model's features, OOD AUROC on {name} (higher is "
+                f"better): {text}."
+            )
     return lines
 
 
