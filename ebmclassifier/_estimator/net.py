@@ -201,7 +201,26 @@ class SkorchNet(NeuralNetClassifier):
     def infer(self, x, **fit_params):
         """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
         x, _ = split_weights(x)
-        return self._in_precision(self.module_)(to_tensor(x, device=self.device_), **fit_params)
+        x = self._as_network_input(to_tensor(x, device=self.device_))
+        return self._in_precision(self.module_)(x, **fit_params)
+
+    def _as_network_input(self, x: torch.Tensor) -> torch.Tensor:
+        """A batch as the network takes it: on ``device_``, float32.
+
+        Input kept in its own dtype until the batch (``uint8`` images, a memmap's rows, a
+        ``Dataset``'s samples) is converted here, one batch at a time; a float32 batch already
+        on the device is returned as it is.
+        """
+        return x.to(device=self.device_, dtype=torch.float32, non_blocking=True)
+
+    def _on_device(self, X: torch.Tensor, y, weights: dict) -> tuple:
+        """A training or validation batch ``(X, y, weights)`` on ``device_``, ``X`` as the
+        network takes it (:meth:`_as_network_input`); batches sliced from tensors on the device
+        are left as they are."""
+        if y is not None:
+            y = y.to(self.device_, non_blocking=True)
+        weights = {k: w.to(self.device_, non_blocking=True) for k, w in weights.items()}
+        return self._as_network_input(X), y, weights
 
     # ------------------------------------------------------------------ precision, compilation
 
@@ -500,6 +519,7 @@ class SkorchNet(NeuralNetClassifier):
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
         Xi, weights = split_weights(Xi)
+        Xi, yi, weights = self._on_device(Xi, yi, weights)
         Xi = self.augment_batch(Xi)
         with self._autocast():
             loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
@@ -569,6 +589,7 @@ class SkorchNet(NeuralNetClassifier):
             self._set_mode(False)
         Xi, yi = unpack_data(batch)
         Xi, weights = split_weights(Xi)
+        Xi, yi, weights = self._on_device(Xi, yi, weights)
         # The energy terms need input gradients, also when validating.
         with torch.enable_grad(), self._autocast():
             loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
