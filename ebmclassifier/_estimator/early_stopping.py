@@ -133,7 +133,7 @@ class EarlyStoppingMixin:
             raise ValueError(
                 f"{type(self).__name__}(early_stopping=True) holds out "
                 f"validation_fraction={self.validation_fraction!r} of the {len(y)} training "
-                f"samples, stratified by class, and cannot: {err} Increase "
+                f"samples, stratified by class, and cannot: {str(err).rstrip('.')}. Increase "
                 "validation_fraction, give more samples of each class, or set "
                 "early_stopping=False."
             ) from None
@@ -182,9 +182,35 @@ class EarlyStoppingMixin:
     def get_split_datasets(self, X, y=None, **fit_params):
         """skorch's split of the training data; in an early-stopped fit, the held-out split.
 
-        skorch's loop calls it once per training call: with ``early_stopping=True`` it is
-        skorch's ``ValidSplit(validation_fraction, stratified=True, random_state=seed)`` of
-        the data by their encoded labels ``y``; otherwise skorch's own, with ``train_split``.
+        skorch's loop calls it once per training call: while an early-stopped ``fit`` trains it
+        is skorch's ``ValidSplit(validation_fraction, stratified=True, random_state=seed)`` of
+        the data by their encoded labels ``y``, the seed the fit's (``random_state``);
+        otherwise skorch's own, with ``train_split``.
+
+        Parameters
+        ----------
+        X : the training data as skorch holds them (tensors, or a dataset)
+        y : Tensor of shape (n_samples,) or None
+            The encoded labels, by which the held-out split is stratified.
+        **fit_params
+            Passed to ``train_split`` (skorch's split only).
+
+        Returns
+        -------
+        dataset_train, dataset_valid : torch Datasets (``dataset_valid`` None without a split)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(early_stopping=True, validation_fraction=0.25, max_epochs=5,
+        ...                       module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> 1 <= clf.best_epoch_ <= clf.n_iter_ <= 5
+        True
+        >>> len(clf.history[:, "valid_loss"]) == clf.n_iter_  # the loss on 10 held-out samples
+        True
+        >>> _, valid = clf.get_split_datasets(X, y)  # outside a fit: train_split=None's
+        >>> valid is None
+        True
         """
         split = self._early_stopping_split
         if split is None:

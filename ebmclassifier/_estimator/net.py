@@ -79,10 +79,12 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from skorch import NeuralNetClassifier
+from skorch.callbacks import EpochScoring
 from skorch.dataset import unpack_data
-from skorch.utils import to_tensor
+from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
 from .._utils.compile import compile_in_place, no_donated_buffers
@@ -94,6 +96,26 @@ from ..losses import criterion_mean
 from .progress import with_progress
 
 __all__ = ["SkorchNet"]
+
+
+def _valid_accuracy(net, X, y) -> float:
+    """The accuracy of ``net`` on a held-out split, for skorch's ``valid_acc`` score.
+
+    skorch's ``EpochScoring("accuracy")`` compares ``net.predict(X)`` (the labels, ``"cat"``)
+    with the batches' encoded labels (``0``): it failed on string labels and scored other
+    labels than ``0 .. n_classes - 1`` wrong. The encoded labels are decoded first.
+
+    Parameters
+    ----------
+    net : SkorchNet
+    X : the validation dataset
+    y : encoded labels of ``X`` (an array or tensor)
+
+    Returns
+    -------
+    float
+    """
+    return float(np.mean(net.classes_[to_numpy(y)] == net.predict(X)))
 
 
 class SkorchNet(NeuralNetClassifier):
@@ -132,7 +154,9 @@ class SkorchNet(NeuralNetClassifier):
 
     def get_default_callbacks(self) -> list:
         """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
-        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
+        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation
+        accuracy, ``valid_acc``, compares the predicted labels with the held-out labels
+        (:func:`_valid_accuracy`), whatever the labels are.
 
         Returns
         -------
@@ -144,7 +168,13 @@ class SkorchNet(NeuralNetClassifier):
         >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
         ['print_log', 'progress_bar']
         """
-        return with_progress(super().get_default_callbacks())
+        callbacks = [
+            (name, EpochScoring(_valid_accuracy, name=name, lower_is_better=False))
+            if name == "valid_acc"
+            else (name, callback)
+            for name, callback in super().get_default_callbacks()
+        ]
+        return with_progress(callbacks)
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping

@@ -30,6 +30,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset, TensorDataset
 
 __all__ = [
+    "CHUNK_ELEMENTS",
     "ArrayRows",
     "BatchFetcher",
     "DatasetRows",

@@ -239,7 +239,8 @@ def check_dataset_labels(labels, y) -> None:
     where = "lengths differ" if labels.shape != y.shape else None
     if where is None:
         i = int(np.flatnonzero(labels != y)[0])
-        where = f"first at index {i}: y has {y[i]!r}, the dataset {labels[i]!r}"
+        shown = np.asarray(y[i]).tolist(), np.asarray(labels[i]).tolist()
+        where = f"first at index {i}: y has {shown[0]!r}, the dataset {shown[1]!r}"
     raise ValueError(
         f"y differs from the labels the dataset yields ({where}). Pass y=None to train on "
         "the dataset's labels, or a dataset that yields samples only with y."
