@@ -244,30 +244,32 @@ class DatasetRows(StreamedRows):
 
 
 def _stacked(samples: Sequence, idx: np.ndarray) -> torch.Tensor:
-    """The samples of a dataset as one tensor; a ``ValueError``/``TypeError`` naming the item
-    when they are not arrays of numbers of one shape."""
+    """The samples of a dataset as one tensor (one copy); a ``ValueError``/``TypeError`` naming
+    the items when they are not arrays of numbers of one shape."""
+    if all(isinstance(s, torch.Tensor) for s in samples):
+        arrays = [s.detach().cpu().numpy() for s in samples]
+    else:
+        arrays = [s.detach().cpu().numpy() if isinstance(s, torch.Tensor) else s for s in samples]
     try:
-        tensors = [
-            torch.as_tensor(np.asarray(s) if not isinstance(s, torch.Tensor) else s)
-            for s in samples
-        ]
-    except (TypeError, ValueError, RuntimeError):
+        arrays = [np.asarray(a) for a in arrays]
+        numeric = all(a.dtype.kind in "buif" for a in arrays)
+    except (TypeError, ValueError):
+        numeric = False
+    if not numeric:
         kinds = sorted({type(s).__name__ for s in samples})
         raise TypeError(
             f"The dataset's samples must be arrays or tensors of numbers; got {', '.join(kinds)} "
             f"(items {idx[:3].tolist()!r}...). Convert them in the dataset (for images, a "
             "transform such as torchvision.transforms.PILToTensor())."
-        ) from None
-    shapes = {tuple(t.shape) for t in tensors}
+        )
+    shapes = {a.shape for a in arrays}
     if len(shapes) > 1:
         raise ValueError(
             f"The dataset's samples have different shapes {sorted(shapes)!r} (items "
             f"{idx[0]}..{idx[-1]}); every sample must have the same shape. Resize or pad them in "
             "the dataset."
         )
-    if len({t.dtype for t in tensors}) > 1:
-        tensors = [t.to(torch.result_type(*tensors[:2])) for t in tensors]
-    return torch.stack(tensors)
+    return torch.from_numpy(np.stack(arrays))
 
 
 def _label_array(labels: list) -> np.ndarray:

@@ -219,6 +219,10 @@ def test_predictions_on_a_dataset_equal_those_on_the_array(flat, reference, tmp_
         for ood in ("energy", "max_softmax", "approx_mass"):
             expected = reference.score_ood(Xf, method=ood)
             np.testing.assert_array_equal(reference.score_ood(data, method=ood), expected)
+    state = torch.get_rng_state()  # a DataLoader draws its workers' seed at every pass
+    reference.predict(Pairs(X))
+    NGEBMClassifier(**PARAMS).fit(Pairs(X, y))
+    assert torch.equal(torch.get_rng_state(), state)
     workers = NGEBMClassifier(**PARAMS, iterator_valid__num_workers=2).fit(Xf, y)
     np.testing.assert_array_equal(workers.energy(Pairs(X)), reference.energy(Xf))
     flags = reference.calibrate_ood(Pairs(X[:300])).predict_ood(Pairs(X))
