@@ -120,3 +120,30 @@ def test_a_busy_machine_and_a_wide_cost_spread_are_said_in_the_terminal(results,
                              "end": {"cpus": cpus, "load": 1.0}, "threads": 1}  # fmt: skip
     text = terminal_text([quiet], write_compare_report([quiet], tmp_path / "quiet"), tmp_path)
     assert "The machine was busy" not in text
+
+
+def test_every_summary_is_the_median_of_three_seeds_not_their_mean(results):
+    """Two seeds agree on median and mean; a third, far-off seed tells them apart."""
+    results = copy.deepcopy(results[0])
+    third = [copy.deepcopy(r) for r in results["runs"] if r["seed"] == 0]
+    for run in third:
+        run["seed"] = 2
+        run["ece"] = 0.9  # far above the two others: the median stays between them
+        for by_set in run["ood"].values():
+            for metrics in by_set.values():
+                metrics["auroc"] = 0.0
+    results["runs"] += third
+    summary = summarise(results)
+    for model, stats in summary.items():
+        eces = sorted(r["ece"] for r in results["runs"] if r["model"] == model)
+        assert stats["scalars"]["ece"]["n"] == 3
+        assert stats["scalars"]["ece"]["median"] == pytest.approx(eces[1])
+        assert stats["scalars"]["ece"]["max"] == 0.9
+        for score, by_set in stats["ood"].items():
+            for name, metrics in by_set.items():
+                aurocs = sorted(
+                    r["ood"][score][name]["auroc"]
+                    for r in results["runs"]
+                    if r["model"] == model and score in r["ood"]
+                )
+                assert metrics["auroc"]["median"] == pytest.approx(np.median(aurocs))
