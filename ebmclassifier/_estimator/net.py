@@ -97,6 +97,9 @@ from .progress import with_progress
 
 __all__ = ["SkorchNet"]
 
+#: Parameter prefixes that only configure how data are read: nothing to re-initialize.
+_LOADER_PREFIXES = ("iterator_train", "iterator_valid", "dataset")
+
 
 def _valid_accuracy(net, X, y) -> float:
     """The accuracy of ``net`` on a held-out split, for skorch's ``valid_acc`` score.
@@ -206,10 +209,16 @@ class SkorchNet(NeuralNetClassifier):
     def set_params(self, **params):
         """skorch's ``set_params``; a re-initialized module goes to ``device_``.
 
-        A new ``device`` takes effect at the next fit, as ``device="auto"`` is resolved there.
+        A new ``device`` takes effect at the next fit, as ``device="auto"`` is resolved there;
+        ``iterator_train__*``, ``iterator_valid__*`` and ``dataset__*`` at the next call that
+        reads data (skorch 1.4 refuses them on a fitted net).
         """
         if "device" in params:
             super().set_params(device=params.pop("device"))
+        # skorch 1.4 sets iterator_*__ and dataset__ parameters, then raises "Something went
+        # wrong" on an initialized net (none of them needs re-initializing): set them here
+        loader = [key for key in params if key.split("__", 1)[0] in _LOADER_PREFIXES]
+        vars(self).update({key: params.pop(key) for key in loader if "__" in key})
         with self._device_shown_to_skorch():
             return super().set_params(**params)
 

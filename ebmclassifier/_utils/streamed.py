@@ -178,10 +178,9 @@ class ArrayRows(StreamedRows):
 
     def batch(self, idx: np.ndarray) -> torch.Tensor:
         if len(idx) > 1 and idx[-1] - idx[0] == len(idx) - 1 and (np.diff(idx) == 1).all():
-            rows = self.array[idx[0] : idx[-1] + 1]  # consecutive: one slice, one read
-        else:
-            rows = self.array[idx]
-        return torch.from_numpy(np.array(rows, copy=True, order="C"))
+            # consecutive: one slice, one read, copied (a view of a memmap is read-only)
+            return torch.from_numpy(np.array(self.array[idx[0] : idx[-1] + 1], order="C"))
+        return torch.from_numpy(np.ascontiguousarray(self.array[idx]))  # a fancy index copies
 
 
 def _sample_of(item):
