@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import skorch
 import torch
+from sklearn.base import clone
 from skorch.callbacks import Callback
 from skorch.dataset import Dataset, ValidSplit
 
@@ -113,6 +114,18 @@ def test_set_params_reinitializes_a_fitted_module_on_its_device(small_blobs):
 class _DeviceSeen(Callback):
     def on_batch_end(self, net, **kwargs):
         net.devices_seen_.add(net.device)
+
+
+def test_loader_parameters_set_on_a_fitted_net_take_effect_without_a_refit(fitted, small_blobs):
+    # skorch 1.4 raised "Something went wrong, please open an issue" for these on a fitted net
+    X, _ = small_blobs
+    net = clone(fitted)
+    net.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    before = net.module_
+    net.set_params(iterator_valid__batch_size=7, iterator_train__num_workers=0, dataset__foo=1)
+    assert net.module_ is before and net.get_params()["iterator_valid__batch_size"] == 7
+    assert net.get_params()["dataset__foo"] == 1
+    np.testing.assert_allclose(net.predict_proba(X), fitted.predict_proba(X), rtol=1e-5)
 
 
 def test_the_device_parameter_stays_as_given_during_fit(small_blobs):
