@@ -14,7 +14,7 @@ def _shared_doctest_names(doctest_namespace):
     """Names the docstring examples share: ``np``, ``torch`` and a small three-class problem.
 
     ``X, y = make_blobs(40, n_features=4, centers=3, random_state=0)``, fresh for each
-    example, as the module docstring of ``ebmclassifier._base`` says.
+    example, as the module docstring of ``ebmclassifier._estimator.base`` says.
     """
     X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
     doctest_namespace.update(np=np, torch=torch, X=X, y=y)

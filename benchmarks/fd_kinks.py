@@ -26,7 +26,7 @@ gradient; the column ``exact`` is the exact gradient under the same autocast, th
 precision can do. A difference of two nearly equal energies loses digits to rounding: bfloat16
 keeps 8 bits of mantissa, float16 11, so the step that keeps the gradient grows as the
 precision shrinks. This table chose the steps of ``fd_step="auto"``
-(``ebmclassifier._precision.FD_STEPS``). float16 runs on the CPU's autocast here (the same
+(``ebmclassifier._utils.precision.FD_STEPS``). float16 runs on the CPU's autocast here (the same
 float16 rounding of each result as on a GPU; the accumulation inside a product may differ)::
 
     python benchmarks/fd_kinks.py --activations silu leaky_relu \\

@@ -8,11 +8,12 @@ each (``python -c "while True: pass"``, started here and ended after their block
 runs every thread count once, in an order that rotates, after a warm-up; a run is ``--steps``
 steps or 3 seconds, whichever comes first. The table gives the median time of a step per thread
 count and its ratio to the first count. The networks have the layers of the library's defaults
-(:class:`ebmclassifier.nn.MLP` and :class:`~ebmclassifier.nn.ConvNet`; ``tests/test_threads.py``
-checks that they do the same work and the same loss), built here from torch alone so that the
-script runs on any machine with torch. The multiply-accumulates of one batch's forward pass
-(:func:`ebmclassifier._threads.forward_macs`) are what ``n_threads="auto"`` reads
-(``docs/performance.md``, "Threads on a shared machine").
+(:class:`ebmclassifier.nn.MLP` and :class:`~ebmclassifier.nn.ConvNet`;
+``tests/_utils/test_threads.py`` checks that they do the same work and the same loss), built
+here from torch alone so that the script runs on any machine with torch. The
+multiply-accumulates of one batch's forward pass (:func:`ebmclassifier._utils.threads.
+forward_macs`) are what ``n_threads="auto"`` reads (``docs/performance.md``, "Threads on a
+shared machine").
 
 Two cores of a larger machine, quiet and beside one and two busy processes (``taskset``
 keeps the script and the processes it starts on cores 0 and 1)::

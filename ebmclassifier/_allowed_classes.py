@@ -13,11 +13,19 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from ._data import TensorBatchIterator
+from ._utils.data import TensorBatchIterator
 
 #: Where a class named in a saved file may come from, and what it must be.
 TRUSTED_PACKAGES = ("ebmclassifier", "torch", "skorch")
 SAFE_BASES = (torch.nn.Module, torch.optim.Optimizer, Dataset, DataLoader, TensorBatchIterator)
+#: Classes of this package that moved since a file could name them: a file written before the
+#: move names the old path (every estimator's default batch iterators), read as the new one.
+MOVED = {
+    "ebmclassifier._data:TensorBatchIterator": "ebmclassifier._utils.data:TensorBatchIterator",
+    "ebmclassifier._data:ShuffledTensorBatchIterator": (
+        "ebmclassifier._utils.data:ShuffledTensorBatchIterator"
+    ),
+}
 
 
 def class_path(cls: type) -> str:
@@ -31,7 +39,7 @@ def loadable(cls: type, bases: tuple[type, ...] = SAFE_BASES) -> bool:
 
 def trusted_class(path: str, bases: tuple[type, ...] = SAFE_BASES) -> type:
     """Import ``module:qualname`` if it is a class of a trusted package with a safe base."""
-    module_name, _, qualname = path.partition(":")
+    module_name, _, qualname = MOVED.get(path, path).partition(":")
     if module_name.split(".")[0] not in TRUSTED_PACKAGES or not qualname:
         raise ValueError(
             f"The file names the class {path!r}; load imports classes from "
@@ -54,15 +62,21 @@ def trusted_class(path: str, bases: tuple[type, ...] = SAFE_BASES) -> type:
 #: What a class saved for a parameter must be, by the parameter's role; any other parameter
 #: (``module``, ``encoder``, ``module__activation``, ...) names a network or a layer.
 ROLES = {
-    "criterion": ((torch.nn.modules.loss._Loss,), "a torch loss class, such as "
-                  "torch.nn.CrossEntropyLoss"),
+    "criterion": (
+        (torch.nn.modules.loss._Loss,),
+        "a torch loss class, such as torch.nn.CrossEntropyLoss",
+    ),
     "optimizer": ((torch.optim.Optimizer,), "a torch optimizer class, such as torch.optim.Adam"),
-    "iterator_train": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
-                       "torch.utils.data.DataLoader"),
-    "iterator_valid": ((DataLoader, TensorBatchIterator), "a batch iterator class, such as "
-                       "torch.utils.data.DataLoader"),
+    "iterator_train": (
+        (DataLoader, TensorBatchIterator),
+        "a batch iterator class, such as torch.utils.data.DataLoader",
+    ),
+    "iterator_valid": (
+        (DataLoader, TensorBatchIterator),
+        "a batch iterator class, such as torch.utils.data.DataLoader",
+    ),
     "dataset": ((Dataset,), "a data set class, such as skorch.dataset.Dataset"),
-}  # fmt: skip
+}
 NETWORK_ROLE = ((torch.nn.Module,), "a torch.nn.Module class (a network or a layer)")
 #: torch's datapipes (file openers, readers, ...): no role's class. Deprecated by torch, so
 #: ``MapDataPipe`` may be gone; every ``IterDataPipe`` is an ``IterableDataset``.

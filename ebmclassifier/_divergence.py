@@ -12,6 +12,7 @@ down after a divergence.
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -19,9 +20,11 @@ import torch
 from torch import Tensor, nn
 
 from .energy import energy
+from .exceptions import DivergenceError
 
 __all__ = [
     "Divergence",
+    "RollbackMixin",
     "RollbackPolicy",
     "Snapshot",
     "diagnose_step",
@@ -390,14 +393,139 @@ def _shared(saved, current):
     return saved
 
 
-class ResumableRollbackMixin:
-    """The roll-back policy's part of a training state (:mod:`ebmclassifier._resume`).
+class RollbackMixin:
+    """JEM's roll-back: a diverged step is undone and retried, or raises, as the policy says.
 
-    For an estimator with ``_rollback_`` (a :class:`RollbackPolicy`), ``sgld_step_size_`` and
-    ``n_divergences_``: a fit resumed from a state saved during a fit keeps the policy that the
-    interrupted fit had, its snapshots included, so that a divergence after the resumption
-    rolls back as it would have without the interruption.
+    For an estimator with ``module_``, ``optimizer_``, ``replay_buffer_``, ``sgld_step_size_``,
+    ``n_divergences_``, ``max_energy`` and ``on_divergence``: :meth:`_start_rollback` gives
+    each fit a fresh :class:`RollbackPolicy` (called once the fit's state is built, in
+    ``on_train_begin``), :meth:`train_step` retries a diverged step from the last snapshot,
+    ``on_epoch_end`` snapshots a healthy state, ``on_train_end`` undoes a last step that broke
+    the weights. The policy is part of a training state
+    (:mod:`ebmclassifier._estimator.resume`): a fit resumed from a state saved during a fit
+    keeps the policy that the interrupted fit had, its snapshots included, so that a
+    divergence after the resumption rolls back as it would have without the interruption.
     """
+
+    def _rollback_objects(self) -> dict:
+        """The objects a roll-back restores together, by :meth:`RollbackPolicy.recover`'s
+        argument names (``module``, ``optimizer``, ``buffer``)."""
+        raise NotImplementedError
+
+    def _start_rollback(self) -> None:
+        """A fresh policy for this fit, with a snapshot of the state it starts from: a
+        divergence rolls back to this fit's snapshots, never to a previous fit's."""
+        self._rollback_ = RollbackPolicy()
+        self._take_snapshot()
+
+    def _diverged(self, divergence: Divergence, loss, logits):
+        """Tell the policy, and return the loss without a graph: no gradient, no update."""
+        self._rollback_.note(divergence)
+        return loss.detach(), logits.detach()
+
+    # ------------------------------------------------------------------ divergence policy
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        """Hand a non-finite loss to the ``on_divergence`` policy of :meth:`train_step`.
+
+        :meth:`compute_loss` checks every step first; this only catches a non-finite loss
+        that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
+        once, as the other estimators do, it notes the divergence, which :meth:`train_step`
+        turns into a roll-back (``"recover"``) or the error (``"raise"``) once the step is over.
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from ebmclassifier import JEMClassifier
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> clf.handle_divergence(torch.tensor(float("nan"))) is None  # noted, not raised
+        True
+        """
+        self._rollback_.note(Divergence("non-finite loss", "model"))
+
+    def _take_snapshot(self) -> None:
+        self._rollback_.take_snapshot(**self._rollback_objects())
+
+    def train_step(self, batch, **fit_params):
+        """skorch's optimizer step on ``batch``, rolled back and retried when it diverges.
+
+        With ``on_divergence="recover"`` a diverged step restores the last snapshot, halves
+        the SGLD step (and the learning rate when the weights ran away) and is retried, up to
+        30 times in a row; with ``"raise"`` it raises :class:`~ebmclassifier.DivergenceError`.
+        """
+        for _ in range(self._rollback_.max_retries):
+            step = super().train_step(batch, **fit_params)
+            divergence = self._rollback_.step_done()
+            if divergence is None:
+                return step
+            self._roll_back_or_raise(divergence)
+        raise DivergenceError(
+            f"{type(self).__name__} kept diverging after {self._rollback_.max_retries} "
+            f"roll-backs in a row in epoch {len(self.history)}, each with a halved SGLD step "
+            f"(now {self.sgld_step_size_:g}). Check the input for extreme values, lower lr"
+            f"{untried_settings(self, ', or use ')}."
+        )
+
+    def _roll_back_or_raise(self, divergence: Divergence) -> None:
+        """Raise, or roll back, halve the SGLD step and record the event in ``history``."""
+        epoch, batch = len(self.history), len(self.history[-1]["batches"])
+        if self.on_divergence == "raise":
+            raise DivergenceError(
+                f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: "
+                f"{divergence.reason}. Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr "
+                f"(now {self.lr!r}){untried_settings(self, ', try ')}, or pass "
+                "on_divergence='recover' to roll back and continue automatically."
+            )
+        self._rollback_.recover(divergence, **self._rollback_objects())
+        self.sgld_step_size_ *= 0.5
+        self.n_divergences_ += 1
+        event = {
+            "epoch": epoch,
+            "batch": batch,
+            "reason": divergence.reason,
+            "sgld_step_size": self.sgld_step_size_,
+            "lr": self.optimizer_.param_groups[0]["lr"],
+        }
+        self.history.record("divergences", self.history[-1].get("divergences", []) + [event])
+        if self.verbose:
+            print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """Snapshot the network, optimizer and buffer if they pass a health probe."""
+        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
+        module, buffer = self.module_, self.replay_buffer_
+        if state_is_healthy(module, buffer, self.max_energy, self._rollback_.probe):
+            self._take_snapshot()
+
+    def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
+        """Undo a last step that broke the weights, and warn about the fit's recoveries.
+
+        Every step is checked before its optimizer update, so only the last update of a fit
+        can leave non-finite weights unnoticed: they are rolled back to the last snapshot.
+        """
+        super().on_train_end(net, X=X, y=y, **kwargs)
+        if not parameters_finite(self.module_):
+            # the very last step blew the weights up: fall back to the last good state
+            self._roll_back_or_raise(Divergence("non-finite weights after the last step", "model"))
+        recoveries = self._rollback_.recoveries
+        self._rollback_.end_fit()
+        if recoveries:
+            warnings.warn(
+                f"{type(self).__name__} recovered from {recoveries} divergence(s) "
+                "during fit (see history[:, 'divergences']); the SGLD step is now "
+                f"{self.sgld_step_size_:g}.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def _resume_state(self) -> dict:
         policy = getattr(self, "_rollback_", None) if self._fitting else None

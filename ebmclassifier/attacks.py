@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._modes import kept_modes
+from ._utils.modes import kept_modes
 
 __all__ = ["NORMS", "pgd_attack", "robust_accuracy"]
 

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from ._parameters import ParamChecker
+from ._utils.parameters import ParamChecker
 
 __all__ = [
     "RandomCrop",

@@ -28,13 +28,14 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._parameters import ParamChecker
+from ._utils.parameters import ParamChecker
 
 __all__ = [
     "OOD_METHODS",
     "energy",
     "energy_grad_norm",
     "energy_grad_norm_finite_difference",
+    "joint_energy",
     "nonsmooth_activations",
     "ood_score",
     "penalty_rows",
@@ -63,6 +64,33 @@ def energy(logits: torch.Tensor) -> torch.Tensor:
     tensor([-1.3863, -1.3863])
     """
     return -torch.logsumexp(logits, dim=1)
+
+
+def joint_energy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Energy of each sample with its label, ``E(x, y) = -f(x)[y]``.
+
+    The energy of the joint ``p(x, y) ∝ exp(f(x)[y])`` (Grathwohl et al. 2020, Eq. 3), whose
+    marginal over ``y`` has the energy :func:`energy`: ``E(x) = -logsumexp_y -E(x, y)``.
+    Sampling ``x`` from it for a fixed ``y`` draws samples of that class (JEM's
+    class-conditional chains, generated replay).
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, n_classes)
+    y : int64 Tensor of shape (n,)
+        A label (a column of ``logits``) per sample.
+
+    Returns
+    -------
+    Tensor of shape (n,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> joint_energy(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([1, 0]))
+    tensor([-2., -3.])
+    """
+    return -logits.gather(1, y[:, None]).squeeze(1)
 
 
 def penalty_rows(n: int, penalty_fraction: float = 1.0) -> int:

@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import PARAMETER_DOCS, EBMClassifierBase
-from ._data import split_weights
-from ._device import available_memory
 from ._divergence import (
     Divergence,
-    ResumableRollbackMixin,
-    RollbackPolicy,
+    RollbackMixin,
     diagnose_step,
-    parameters_finite,
-    state_is_healthy,
-    untried_settings,
 )
-from ._docstrings import fill_docstring
-from ._parameters import ParamChecker
-from ._threads import choose_threads, intra_op_threads
-from ._validation import check_known_labels
-from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
-from .energy import energy
-from .exceptions import DivergenceError
+from ._estimator.base import EBMClassifierBase
+from ._estimator.parameter_docs import PARAMETER_DOCS
+from ._utils.data import split_weights
+from ._utils.device import available_memory
+from ._utils.docstrings import fill_docstring
+from ._utils.modes import eval_mode
+from ._utils.parameters import ParamChecker
+from ._utils.streamed import CHUNK_ELEMENTS, StreamedDataset
+from ._utils.threads import threads_for
+from ._utils.validation import check_known_labels
+from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from .energy import energy, joint_energy
 from .losses import jem_loss
-from .sampling import GaussianStart, ReplayBuffer, UniformStart, informative_start
+from .sampling import (
+    GaussianStart,
+    ReplayBuffer,
+    UniformStart,
+    informative_start,
+    informative_start_in_chunks,
+)
 from .sampling.langevin import SAMPLERS, run_sampler
 
 __all__ = ["JEMClassifier"]
@@ -38,7 +40,7 @@ GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
 @fill_docstring(PARAMETER_DOCS)
-class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifierBase):
+class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
     The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the
@@ -157,7 +159,6 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         "n_divergences_",
         *CONTINUAL_ATTRIBUTES,
     )
-    _energy_weight = "px_weight"
 
     def __init__(
         self,
@@ -206,6 +207,10 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
 
     # ------------------------------------------------------------------ parameters
 
+    def _has_energy_term(self) -> bool:
+        """Whether the loss has an energy term besides the classification: ``px_weight > 0``."""
+        return self.px_weight > 0
+
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)
         check.integer("sgld_steps", 0)
@@ -222,9 +227,21 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         check.choice("on_divergence", ("recover", "raise"))
         check.real("max_energy", 0.0, low_open=True)
 
-    def _prepare_fit(self, X: np.ndarray) -> None:
+    def _prepare_fit(self, X) -> None:
         super()._prepare_fit(X)
         self._check_buffer_memory()
+        informative = self.buffer_init == "informative"
+        if (
+            informative
+            and self.informative_covariance == "lowrank"
+            and not isinstance(X, np.ndarray)
+        ):
+            raise ValueError(
+                "JEMClassifier(informative_covariance='lowrank') fits principal directions to "
+                "the whole training set at once, which input read in chunks (a Dataset, a "
+                "memmap, uint8 images) does not allow: use informative_covariance='diag' (the "
+                "default) or buffer_init='uniform', or pass a float32 array."
+            )
 
     def _check_buffer_memory(self) -> None:
         """Refuse a replay buffer larger than half the memory available on ``device_``.
@@ -277,22 +294,39 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         if self.buffer_init == "informative" and not isinstance(
             self.replay_buffer_.start, GaussianStart
         ):
-            X, weights = split_weights(X)
-            if weights:
-                positive = weights["sample_weight"] > 0
-                X, y = X[positive], y[positive]
-            start = informative_start(
-                X,
-                y,
-                len(self.classes_),
-                covariance=self.informative_covariance,
-                rank=self.informative_rank,
-            )
+            start = self._informative_start(X, y)
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
-        self._rollback_ = RollbackPolicy()
-        self._take_snapshot()
+        self._start_rollback()
         # the diagonal of the input box of the divergence check, fixed for the fit: read once
         self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
+
+    def _informative_start(self, X, y: torch.Tensor) -> GaussianStart:
+        """JEM++'s start fitted to the training set ``X`` (skorch's: a tensor, with weights
+        a dict) and its labels, from the samples of positive weight.
+
+        A float32 tensor gives :func:`~ebmclassifier.sampling.informative_start`; data kept
+        in their own dtype (``uint8`` images on the device, a memmap or a ``Dataset`` read on
+        the host) give :func:`~ebmclassifier.sampling.informative_start_in_chunks`, without a
+        float32 copy.
+        """
+        X, weights = split_weights(X)
+        n_classes = len(self.classes_)
+        if isinstance(X, StreamedDataset):
+            return informative_start_in_chunks(X.labelled_chunks(), n_classes)
+        if weights:
+            positive = weights["sample_weight"] > 0
+            X, y = X[positive], y[positive]
+        if X.dtype != torch.float32:
+            rows = max(1, CHUNK_ELEMENTS // max(1, X[0].numel()))
+            chunks = ((X[i : i + rows], y[i : i + rows]) for i in range(0, len(X), rows))
+            return informative_start_in_chunks(chunks, n_classes)
+        return informative_start(
+            X, y, n_classes, covariance=self.informative_covariance, rank=self.informative_rank
+        )
+
+    def _rollback_objects(self) -> dict:
+        """What a roll-back restores together: the network, the optimizer and the buffer."""
+        return {"module": self.module_, "optimizer": self.optimizer_, "buffer": self.replay_buffer_}
 
     def _load_module_states(self, states: dict[str, dict]) -> None:
         """Rebuild a buffer with an informative start for the saved state, then load it all."""
@@ -322,9 +356,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
 
     def _sample(self, x0: torch.Tensor, energy_fn, n_steps: int) -> torch.Tensor:
         """Run the chosen sampler from ``x0`` for ``n_steps`` steps, module in eval mode."""
-        training = self.module_.training
-        self.module_.eval()
-        try:
+        with eval_mode(self.module_):
             return run_sampler(
                 self.sampler,
                 energy_fn,
@@ -337,14 +369,11 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
                 clip_fraction=self.sgld_clip,
                 compile_kwargs=self.get_params_for("compile") if self.compile else None,
             )
-        finally:
-            self.module_.train(training)
 
     def _energy_fn(self, y: torch.Tensor | None = None):
         if y is None:
             return lambda x: energy(self.module_(x))
-        # E(x, y) = -f(x)[y], the energy of the joint (eq. 3 of Grathwohl et al.)
-        return lambda x: -self.module_(x).gather(1, y[:, None]).squeeze(1)
+        return lambda x: joint_energy(self.module_(x), y)
 
     def compute_loss(self, X, y, training, sample_weight=None):
         """The JEM loss of one batch: ``CE + px_weight * (mean E(x) - mean E(x~))``.
@@ -425,118 +454,6 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         self._rollback_.note(None, probe=X)  # for the health check before the next snapshot
         return loss, logits
 
-    def _diverged(self, divergence: Divergence, loss, logits):
-        """Tell the policy, and return the loss without a graph: no gradient, no update."""
-        self._rollback_.note(divergence)
-        return loss.detach(), logits.detach()
-
-    # ------------------------------------------------------------------ divergence policy
-
-    def handle_divergence(self, loss: torch.Tensor) -> None:
-        """Hand a non-finite loss to the ``on_divergence`` policy of :meth:`train_step`.
-
-        :meth:`compute_loss` checks every step first; this only catches a non-finite loss
-        that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
-        once, as the other estimators do, it notes the divergence, which :meth:`train_step`
-        turns into a roll-back (``"recover"``) or the error (``"raise"``) once the step is over.
-
-        Parameters
-        ----------
-        loss : scalar Tensor
-            The non-finite training loss.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> from ebmclassifier import JEMClassifier
-        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
-        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> clf.handle_divergence(torch.tensor(float("nan"))) is None  # noted, not raised
-        True
-        """
-        self._rollback_.note(Divergence("non-finite loss", "model"))
-
-    def _rollback_objects(self) -> dict:
-        return {"module": self.module_, "optimizer": self.optimizer_, "buffer": self.replay_buffer_}
-
-    def _take_snapshot(self) -> None:
-        self._rollback_.take_snapshot(**self._rollback_objects())
-
-    def train_step(self, batch, **fit_params):
-        """skorch's optimizer step on ``batch``, rolled back and retried when it diverges.
-
-        With ``on_divergence="recover"`` a diverged step restores the last snapshot, halves
-        the SGLD step (and the learning rate when the weights ran away) and is retried, up to
-        30 times in a row; with ``"raise"`` it raises :class:`~ebmclassifier.DivergenceError`.
-        """
-        for _ in range(self._rollback_.max_retries):
-            step = super().train_step(batch, **fit_params)
-            divergence = self._rollback_.step_done()
-            if divergence is None:
-                return step
-            self._handle_divergence(divergence)
-        raise DivergenceError(
-            f"{type(self).__name__} kept diverging after {self._rollback_.max_retries} "
-            f"roll-backs in a row in epoch {len(self.history)}, each with a halved SGLD step "
-            f"(now {self.sgld_step_size_:g}). Check the input for extreme values, lower lr"
-            f"{untried_settings(self, ', or use ')}."
-        )
-
-    def _handle_divergence(self, divergence: Divergence) -> None:
-        """Raise, or roll back, halve the SGLD step and record the event in ``history``."""
-        epoch, batch = len(self.history), len(self.history[-1]["batches"])
-        if self.on_divergence == "raise":
-            raise DivergenceError(
-                f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: "
-                f"{divergence.reason}. Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr "
-                f"(now {self.lr!r}){untried_settings(self, ', try ')}, or pass "
-                "on_divergence='recover' to roll back and continue automatically."
-            )
-        self._rollback_.recover(divergence, **self._rollback_objects())
-        self.sgld_step_size_ *= 0.5
-        self.n_divergences_ += 1
-        event = {
-            "epoch": epoch,
-            "batch": batch,
-            "reason": divergence.reason,
-            "sgld_step_size": self.sgld_step_size_,
-            "lr": self.optimizer_.param_groups[0]["lr"],
-        }
-        self.history.record("divergences", self.history[-1].get("divergences", []) + [event])
-        if self.verbose:
-            print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
-
-    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
-        """Snapshot the network, optimizer and buffer if they pass a health probe."""
-        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
-        module, buffer = self.module_, self.replay_buffer_
-        if state_is_healthy(module, buffer, self.max_energy, self._rollback_.probe):
-            self._take_snapshot()
-
-    def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
-        """Undo a last step that broke the weights, and warn about the fit's recoveries.
-
-        Every step is checked before its optimizer update, so only the last update of a fit
-        can leave non-finite weights unnoticed: they are rolled back to the last snapshot.
-        """
-        super().on_train_end(net, X=X, y=y, **kwargs)
-        if not parameters_finite(self.module_):
-            # the very last step blew the weights up: fall back to the last good state
-            self._handle_divergence(Divergence("non-finite weights after the last step", "model"))
-        recoveries = self._rollback_.recoveries
-        self._rollback_.end_fit()
-        if recoveries:
-            warnings.warn(
-                f"{type(self).__name__} recovered from {recoveries} divergence(s) "
-                "during fit (see history[:, 'divergences']); the SGLD step is now "
-                f"{self.sgld_step_size_:g}.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-
     # ------------------------------------------------------------------ sampling for users
 
     def sample(self, n: int, y=None, n_steps: int | None = None) -> np.ndarray:
@@ -550,8 +467,9 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         ----------
         n : int
             Number of samples.
-        y : array-like of shape (n,), optional
-            Class labels (as in ``classes_``) to sample for.
+        y : label or array-like of shape (n,), optional
+            Class labels (as in ``classes_``) to sample for: one per sample, or one label for
+            every sample (``sample(4, y=3)``).
         n_steps : int, optional
             Langevin steps; defaults to ``5 * sgld_steps`` (at least 20).
 
@@ -572,6 +490,8 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
         ((6, 4), dtype('float32'))
         >>> bool(((x >= X.min(axis=0) - 1e-4) & (x <= X.max(axis=0) + 1e-4)).all())
         True
+        >>> clf.sample(4, y=2, n_steps=10).shape  # one label for every sample
+        (4, 4)
         >>> clf.sample(2, y=[0, 7])
         Traceback (most recent call last):
         ...
@@ -592,8 +512,7 @@ class JEMClassifier(ClassIncrementalMixin, ResumableRollbackMixin, EBMClassifier
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        threads = choose_threads(self.n_threads, self.module_, x0, len(x0))
         # the SGLD forward passes in the estimator's precision
-        with intra_op_threads(threads), self._autocast():
+        with threads_for(self.n_threads, self.module_, x0, len(x0)), self._autocast():
             samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

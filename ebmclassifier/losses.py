@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._utils.statistics import column_sum, sum_of_squares
 from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference, penalty_rows
 
 __all__ = [
@@ -46,9 +47,6 @@ __all__ = [
 
 #: How ``ngebm_loss`` differentiates the gradient-norm term.
 GRAD_NORMS = ("exact", "finite_difference")
-
-#: Elements of the float64 blocks of rows that :func:`fd_step_size` works on (8 MB).
-_BLOCK_SIZE = 2**20
 
 Module = Callable[[torch.Tensor], torch.Tensor]
 Criterion = Callable[..., torch.Tensor]
@@ -350,8 +348,10 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
 
     Parameters
     ----------
-    X : array-like or Tensor of shape (n, ...)
-        The training inputs (every feature of a sample counts, whatever its shape).
+    X : array-like or Tensor of shape (n, ...), or chunked input
+        The training inputs (every feature of a sample counts, whatever its shape); input
+        read in chunks (a memmap, ``uint8`` images: see :mod:`ebmclassifier._utils.statistics`)
+        gives the step of its float32 values, without a copy.
     fd_step : float, default=0.01
         The step relative to the data's scale (``NGEBMClassifier(fd_step=...)``).
 
@@ -371,31 +371,14 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
     """
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X)
+    elif not hasattr(X, "chunks"):  # chunked input (a memmap, uint8 images) is read as it is
+        X = np.asarray(X)
     # float64 sums: the step must not depend on the order of a float32 reduction. numpy's
     # X.var(axis=0, dtype=float64) computes the same sums, but over a float64 copy of X.
-    mean = X.sum(axis=0, dtype=np.float64) / len(X)
-    squares = _sum_of_squares(X, mean)
+    mean = column_sum(X, np.float64) / len(X)
+    squares = sum_of_squares(X, mean)
     scale = float(np.sqrt((squares / len(X)).sum()))
     return fd_step * (scale if scale > 0 else 1.0)
-
-
-def _sum_of_squares(X: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """``((X - mean) ** 2).sum(axis=0)`` in ``mean``'s dtype, one block of rows at a time.
-
-    Bitwise numpy's sum (it adds the rows in order) without a copy of ``X``; ``X.std(axis=0)``
-    is ``sqrt(_sum_of_squares(X, X.mean(axis=0)) / len(X))``.
-    """
-    squares = np.zeros_like(mean)
-    rows = max(1, min(len(X), _BLOCK_SIZE // max(1, mean.size)))
-    buffer = np.empty((rows, *mean.shape), dtype=mean.dtype)
-    for start in range(0, len(X), rows):
-        chunk = X[start : start + rows]
-        block = np.subtract(chunk, mean, out=buffer[: len(chunk)])
-        block *= block
-        block[0] += squares  # the running sum goes first: row by row, as numpy adds them
-        squares = block.sum(axis=0)
-    return squares
 
 
 def ngebm_loss(

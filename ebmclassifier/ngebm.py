@@ -7,11 +7,12 @@ from numbers import Real
 
 import numpy as np
 
-from ._base import PARAMETER_DOCS, EBMClassifierBase
-from ._docstrings import fill_docstring
-from ._parameters import ParamChecker, is_int
-from ._precision import FD_STEPS
-from .continual import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from ._estimator.base import EBMClassifierBase
+from ._estimator.parameter_docs import PARAMETER_DOCS
+from ._utils.docstrings import fill_docstring
+from ._utils.parameters import ParamChecker, is_int
+from ._utils.precision import FD_STEPS
+from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -23,34 +24,21 @@ __all__ = ["NGEBMClassifier"]
 class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
-    The loss of one batch is (Piland et al., 2023)
+    The loss of one batch (Piland et al., 2023; the equation in the Notes below)::
 
-    .. math::
+        L = gamma * CE(f(x), y) + beta * mean_i ||dE/dx (x_i)||_2
+            + energy_var_weight * mean_i (mean_j E(x_j) - E(x_i))^2
 
-        L = \\gamma \\, \\mathrm{CE}(f(x), y)
-            + \\beta \\, \\frac{1}{n} \\sum_i \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
-            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
+    with ``E(x) = -logsumexp_y f(x)[y]`` the energy of the logits ``f(x)`` and
+    ``gamma = 1 - beta`` unless given. The gradient-norm term is the negative Approximate Mass
+    of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima of the
+    energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the confidences
+    better calibrated, without the sampling that JEM needs.
 
-    with :math:`\\gamma`, :math:`\\beta`, :math:`w_{\\mathrm{var}}` the parameters ``gamma``,
-    ``beta`` and ``energy_var_weight``, :math:`\\bar E` the batch mean of the energy and
-    ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
-    Mass of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima
-    of the energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the
-    confidences better calibrated, without the sampling that JEM needs.
-
-    The penalty can be made cheaper (``penalty_every``, ``penalty_fraction``): the loss of
-    the training step :math:`t` (counted in ``train_steps_``) is then
-
-    .. math::
-
-        L_t = \\gamma \\, \\mathrm{CE}(f(x), y)
-            + [t \\bmod k = 0] \\; k \\beta \\, \\frac{1}{m}
-              \\sum_{i \\le m} \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
-            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
-
-    with :math:`k` = ``penalty_every`` (lazy regularization, Karras et al. 2020 [3]_) and
-    :math:`m = \\lceil f n \\rceil` the first rows of the shuffled batch, :math:`f` =
-    ``penalty_fraction``; :math:`k = 1, f = 1` is the loss above.
+    A scikit-learn classifier (``fit``, ``partial_fit``, ``predict``, ``predict_proba``,
+    ``score``, ``get_params``, ``set_params``) and a skorch net; ``energy``, ``score_ood`` and
+    ``score_samples`` score inputs. ``help`` shows the estimator's own parameters and the
+    common training ones; every parameter is listed below.
 
     Parameters
     ----------
@@ -174,9 +162,36 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
 
     Notes
     -----
+    The loss of one batch of ``n`` samples is ([1]_)
+
+    .. math::
+
+        L = \\gamma \\, \\mathrm{CE}(f(x), y)
+            + \\beta \\, \\frac{1}{n} \\sum_i \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
+            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
+
+    with :math:`\\gamma`, :math:`\\beta`, :math:`w_{\\mathrm{var}}` the parameters ``gamma``,
+    ``beta`` and ``energy_var_weight``, :math:`\\bar E` the batch mean of the energy and
+    :math:`E(x) = -\\log \\sum_y \\exp f(x)_y` ([2]_, eq. 5).
+
+    With the cheaper penalty (``penalty_every``, ``penalty_fraction``), the loss of the
+    training step :math:`t` (counted in ``train_steps_``) is
+
+    .. math::
+
+        L_t = \\gamma \\, \\mathrm{CE}(f(x), y)
+            + [t \\bmod k = 0] \\; k \\beta \\, \\frac{1}{m}
+              \\sum_{i \\le m} \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
+            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
+
+    with :math:`k` = ``penalty_every`` (lazy regularization, Karras et al. 2020 [3]_) and
+    :math:`m = \\lceil f n \\rceil` the first rows of the shuffled batch, :math:`f` =
+    ``penalty_fraction``; :math:`k = 1, f = 1` is the loss above.
+
     Sample and class weights weigh the cross-entropy, the gradient norm and the energy
     variance of each sample; the validation loss (with a ``train_split``) is the whole
-    objective.
+    objective (every row, every step, at weight :math:`\\beta`, whatever ``penalty_every``
+    and ``penalty_fraction``).
 
     References
     ----------
@@ -204,7 +219,6 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         "fd_step_size_",
         *CONTINUAL_ATTRIBUTES,
     )
-    _energy_weight = "beta"
 
     def __init__(
         self,
@@ -238,6 +252,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         self.replay_per_class = replay_per_class
         self.generated_per_class = generated_per_class
         self.generated_steps = generated_steps
+
+    def _has_energy_term(self) -> bool:
+        """Whether the loss has an energy term besides the classification: ``beta > 0``."""
+        return self.beta > 0
 
     def _validate_own_params(self, check: ParamChecker) -> None:
         super()._validate_own_params(check)

@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ._atomic import atomic_write
+from ._utils.atomic import atomic_write
 from .metrics import aurc, expected_calibration_error, ood_metrics, risk_coverage_curve, top_label
 
 __all__ = [
@@ -139,8 +139,15 @@ def _bin_statistics(confidence: np.ndarray, correct: np.ndarray, n_bins: int):
 def _mark_empty_bins(ax, edges: np.ndarray, empty: np.ndarray, label: str | None) -> None:
     """A hatched grey band over each empty bin (one legend entry)."""
     for i, b in enumerate(np.flatnonzero(empty)):
-        ax.axvspan(edges[b], edges[b + 1], facecolor="none", edgecolor="0.6", hatch="//",
-                   linewidth=0, label=label if i == 0 else None)  # fmt: skip
+        ax.axvspan(
+            edges[b],
+            edges[b + 1],
+            facecolor="none",
+            edgecolor="0.6",
+            hatch="//",
+            linewidth=0,
+            label=label if i == 0 else None,
+        )
 
 
 def plot_reliability_diagram(
@@ -208,24 +215,40 @@ def plot_reliability_diagram(
     ax.bar(centres, accuracy[full], width, color=color, edgecolor="black", label="accuracy")
     # hatched, not filled: where the gap lies inside the accuracy bar (under-confidence) the
     # bar's own top stays visible
-    ax.bar(centres, mean_confidence[full] - accuracy[full], width, bottom=accuracy[full],
-           facecolor="none", edgecolor="0.1", hatch="\\\\", linewidth=1,
-           label="gap to the mean confidence")  # fmt: skip
+    ax.bar(
+        centres,
+        mean_confidence[full] - accuracy[full],
+        width,
+        bottom=accuracy[full],
+        facecolor="none",
+        edgecolor="0.1",
+        hatch="\\\\",
+        linewidth=1,
+        label="gap to the mean confidence",
+    )
     ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
     _mark_empty_bins(ax, edges, ~full, "empty bin (no samples)")
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="accuracy")
     ax.tick_params(labelbottom=False)
     ax.set_title(f"ECE {ece:.3f}" if title is None else f"{title}, ECE {ece:.3f}")
     # under the figure, not in the diagram: a bar may reach 1.0 in any bin
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2,
-               fontsize="small", frameon=False)  # fmt: skip
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=2,
+        fontsize="small",
+        frameon=False,
+    )
     for x, count in zip(centres, counts[full], strict=True):
         count_ax.text(x, count, str(count), ha="center", va="bottom", fontsize="x-small")
     count_ax.bar(centres, counts[full], width, color="0.5")
     _mark_empty_bins(count_ax, edges, ~full, None)
     count_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    count_ax.set(xlabel="confidence (top label)", ylabel=f"samples (n = {len(confidence)})",
-                 ylim=(0, counts.max() * 1.25))  # fmt: skip
+    count_ax.set(
+        xlabel="confidence (top label)",
+        ylabel=f"samples (n = {len(confidence)})",
+        ylim=(0, counts.max() * 1.25),
+    )
     return finish_figure(fig, path)
 
 
@@ -287,14 +310,25 @@ def plot_ood_histograms(
     edges, log = _histogram_edges(pooled[np.isfinite(pooled)], bins)
     fig = Figure(figsize=(8.5, 4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    ax.hist(scores_in, bins=edges, weights=np.full(len(scores_in), 1 / len(scores_in)),
-            color=model_style(model or "ce")["color"], alpha=0.6,
-            label="in-distribution (test)")  # fmt: skip
+    ax.hist(
+        scores_in,
+        bins=edges,
+        weights=np.full(len(scores_in), 1 / len(scores_in)),
+        color=model_style(model or "ce")["color"],
+        alpha=0.6,
+        label="in-distribution (test)",
+    )
     for i, (name, scores) in enumerate(scores_out.items()):
         auroc = ood_metrics(scores_in, scores)["auroc"]
-        ax.hist(scores, bins=edges, weights=np.full(len(scores), 1 / len(scores)),
-                histtype="step", linewidth=1.6, **_OOD_SET_LINES[i % len(_OOD_SET_LINES)],
-                label=f"{name} (AUROC {auroc:.3f})")  # fmt: skip
+        ax.hist(
+            scores,
+            bins=edges,
+            weights=np.full(len(scores), 1 / len(scores)),
+            histtype="step",
+            linewidth=1.6,
+            **_OOD_SET_LINES[i % len(_OOD_SET_LINES)],
+            label=f"{name} (AUROC {auroc:.3f})",
+        )
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(f"{score_name} (higher = more OOD)")
@@ -376,14 +410,21 @@ def plot_accuracy_vs_epsilon(
 
 
 def plot_risk_coverage(
-    y_true, predictions: dict, *, classes=None, title: str | None = None, path=None
+    y_true,
+    predictions: dict,
+    *,
+    classes=None,
+    title: str | None = None,
+    min_coverage: float = 0.1,
+    path=None,
 ) -> Figure:
     """Risk-coverage curves of several models or confidence measures, AURC in the legend.
 
     Each curve is :func:`~ebmclassifier.metrics.risk_coverage_curve`: the error rate of the
     samples a selective classifier accepts against the share it accepts, from the most
     confident sample (left) to all of them (right, the plain error rate). Lower is better;
-    the legend gives each curve's :func:`~ebmclassifier.metrics.aurc`.
+    the legend gives each curve's :func:`~ebmclassifier.metrics.aurc` with as many decimals as
+    it takes to tell the curves apart (and two significant digits of the smallest).
 
     Parameters
     ----------
@@ -396,6 +437,11 @@ def plot_risk_coverage(
     classes : array-like of shape (n_classes,), default=None
         The label of each probability column (``estimator.classes_``).
     title : str or None, default=None
+    min_coverage : float in [0, 1), default=0.1
+        The y-axis spans every curve's risks at coverages of at least this share. Below it
+        (shaded) a curve rests on a few samples, one error among the first five answered is a
+        risk of 0.2, and one curve's spike there would flatten all the others against the
+        axis; such a spike leaves the top edge (drawn, not dropped). 0 spans every point.
     path : str, path-like or None, default=None
         Where to save the PNG.
 
@@ -413,21 +459,68 @@ def plot_risk_coverage(
     ['softmax (AURC 0.208)', 'other (AURC 0.333)']
     """
     check_named_dict(predictions, "predictions", "{name: y_proba} or {name: (y_pred, confidence)}")
-    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
-    ax = fig.add_subplot()
+    if not 0 <= min_coverage < 1:
+        raise ValueError(f"min_coverage must be in [0, 1). Got {min_coverage!r}.")
+    curves, areas = {}, {}
     for name, prediction in predictions.items():
         y_pred, confidence = prediction if isinstance(prediction, tuple) else (prediction, None)
-        coverage, risk, _ = risk_coverage_curve(y_true, y_pred, confidence, classes=classes)
-        area = aurc(y_true, y_pred, confidence, classes=classes)
+        curves[name] = risk_coverage_curve(y_true, y_pred, confidence, classes=classes)[:2]
+        areas[name] = aurc(y_true, y_pred, confidence, classes=classes)
+    decimals = _distinct_decimals(list(areas.values()))
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    for name, (coverage, risk) in curves.items():
         # the model's marker at ten places along the curve, so it is told apart in grey print
-        ax.plot(coverage, risk, markevery=max(1, len(coverage) // 10),
-                label=f"{name} (AURC {area:.3f})", **model_style(name))  # fmt: skip
+        ax.plot(
+            coverage,
+            risk,
+            markevery=max(1, len(coverage) // 10),
+            label=f"{name} (AURC {areas[name]:.{decimals}f})",
+            **model_style(name),
+        )
+    _risk_axes(ax, curves.values(), min_coverage)
+    return finish_figure(fig, path, ax, title)
+
+
+def _risk_axes(ax, curves, min_coverage: float) -> None:
+    """Axes of :func:`plot_risk_coverage`: y up to the highest risk at ``min_coverage`` or more,
+    the few-sample left end shaded."""
+    top = max(float(risk[coverage >= min_coverage].max()) for coverage, risk in curves)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, top * 1.08 if top > 0 else 0.01)
+    if min_coverage > 0:
+        ax.axvspan(0, min_coverage, color="0.92", zorder=0)
+        ax.text(
+            min_coverage / 2,
+            0.98,
+            f"under {min_coverage:.0%}:\nfew samples",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize="x-small",
+            color="0.35",
+        )
     ax.set_xlabel("coverage (share of samples answered)")
     ax.set_ylabel("selective risk (error rate of the answered)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    return finish_figure(fig, path, ax, title)
+
+
+def _distinct_decimals(values, least: int = 3, most: int = 8) -> int:
+    """The fewest decimals, at least ``least``, at which the values that differ read differently
+    and the smallest non-zero one shows two significant digits (at most ``most``).
+
+    Examples
+    --------
+    >>> _distinct_decimals([0.208, 0.333]), _distinct_decimals([0.0017, 0.0008, 0.0097])
+    (3, 5)
+    """
+    values = [float(v) for v in values]
+    nonzero = [abs(v) for v in values if v != 0]
+    for decimals in range(least, most):
+        distinct = len({f"{v:.{decimals}f}" for v in values}) == len(set(values))
+        if distinct and (not nonzero or min(nonzero) >= 10 ** (1 - decimals)):
+            return decimals
+    return most
 
 
 def plot_task_curves(
@@ -465,8 +558,13 @@ def plot_task_curves(
     ax = fig.add_subplot()
     n_tasks = len(next(iter(curves.values())))
     for method, curve in curves.items():
-        ax.plot(range(1, len(curve) + 1), curve, styles.get(method, "-"), label=method,
-                **model_style(method))  # fmt: skip
+        ax.plot(
+            range(1, len(curve) + 1),
+            curve,
+            styles.get(method, "-"),
+            label=method,
+            **model_style(method),
+        )
     ax.set_xticks(range(1, n_tasks + 1))
     ax.set_xlabel("number of tasks learned")
     ax.set_ylabel("average accuracy (classes seen)")
@@ -506,8 +604,15 @@ def plot_accuracy_matrices(matrices: dict[str, np.ndarray], *, path=None) -> Fig
         image = ax.imshow(matrix, vmin=0, vmax=1, cmap="viridis")
         for t in range(len(matrix)):
             for j in range(t + 1):
-                ax.text(j, t, f"{matrix[t, j]:.2f}", ha="center", va="center", fontsize=6,
-                        color="white" if matrix[t, j] < 0.6 else "black")  # fmt: skip
+                ax.text(
+                    j,
+                    t,
+                    f"{matrix[t, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white" if matrix[t, j] < 0.6 else "black",
+                )
         ax.set_title(method, fontsize=9)
         ax.set_xlabel("task evaluated")
         ax.set_ylabel("after task")

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import LinearLR, MultiStepLR
 
-from ._parameters import ParamChecker
+from ._utils.parameters import ParamChecker
 
 __all__ = ["PAPER_DATASETS", "paper_protocol", "paper_callbacks"]
 

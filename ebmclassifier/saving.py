@@ -53,8 +53,8 @@ from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
 
 from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
-from ._atomic import atomic_write
-from ._device import resolve_device, seeded_rng
+from ._utils.atomic import atomic_write
+from ._utils.device import resolve_device, seeded_rng
 from ._version import __version__
 
 __all__ = ["load", "save"]
@@ -81,7 +81,7 @@ class _NotSaved(Exception):
 class SavedEstimatorMixin:
     """What :func:`save` writes and :func:`load` builds: the estimators' ``save`` method.
 
-    A base of :class:`~ebmclassifier._base.EBMClassifierBase`, so that this module needs
+    A base of :class:`~ebmclassifier._estimator.base.EBMClassifierBase`, so that this module needs
     nothing from the estimators' module; :func:`load` builds only classes derived from it.
     """
 
@@ -205,7 +205,7 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
             states[name] = value.state_dict()
     if training_state:
         states["optimizer_"] = estimator.optimizer_.state_dict()
-        # what a resumed fit needs besides these (ebmclassifier._resume); restored last
+        # what a resumed fit needs besides these (ebmclassifier._estimator.resume); restored last
         states["training_state_"] = estimator.training_state_.state_dict(checkpoint=False)
     return attributes, tensors, _cpu(states, {})
 
@@ -294,7 +294,7 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
 def _write_archive(path, members: dict) -> None:
     """A zip archive of ``members`` (name -> str or bytes) at ``path``, whole or not at all.
 
-    A path is replaced at once (:func:`~ebmclassifier._atomic.atomic_write`): the old file
+    A path is replaced at once (:func:`~ebmclassifier._utils.atomic.atomic_write`): the old file
     stays until the new one is complete and synced. A file object receives the complete archive
     in one ``write`` call, or nothing when building it fails.
     """
@@ -543,7 +543,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
-        "params": {name: getattr(adapted, name) for name in adapted._saved_params},
+        "params": {name: _plain(getattr(adapted, name)) for name in adapted._saved_params},
         "priors": _pairs(adapted.priors),
         "train_priors": _pairs(adapted.train_priors),
         "frozen": frozen,
@@ -572,11 +572,12 @@ def _load_constraint(metadata: dict, base_file: bytes, params: dict):
     if metadata["frozen"]:
         base = FrozenEstimator(base)
     cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
+    # a file written before a parameter existed gets what it meant (cls._saved_param_defaults)
     adapted = cls(
         base,
         priors=_unpairs(metadata["priors"]),
         train_priors=_unpairs(metadata["train_priors"]),
-        **metadata["params"],
+        **{**cls._saved_param_defaults, **metadata["params"]},
     )
     adapted._check_params()
     adapted.classes_ = np.asarray(metadata["classes"])

@@ -74,7 +74,7 @@ def test_pickles_before_and_after_fit(small_blobs):
     [("1", 2, "cuda:1"), ("3", 2, "cuda:1"), (None, 2, "cuda")],
 )
 def test_auto_device_follows_local_rank(monkeypatch, local_rank, n_gpus, expected):
-    from ebmclassifier._device import resolve_device
+    from ebmclassifier._utils.device import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: n_gpus)
@@ -160,7 +160,7 @@ def test_sharded_batches_union_is_the_global_batch():
 def test_sharded_batches_len_counts_the_batches(n, batch_size, drop_last):
     from skorch.dataset import Dataset
 
-    from ebmclassifier._data import TensorBatchIterator
+    from ebmclassifier._utils.data import TensorBatchIterator
 
     dataset = Dataset(torch.zeros(n, 2), torch.zeros(n, dtype=torch.long))
     batches = TensorBatchIterator(dataset, batch_size=batch_size, drop_last=drop_last)
@@ -177,7 +177,7 @@ def test_data_parallel_refuses_unsupported_settings(small_blobs):
 
 
 def test_data_parallel_refuses_estimators_not_ready_for_it(small_blobs):
-    from ebmclassifier._base import EBMClassifierBase
+    from ebmclassifier._estimator.base import EBMClassifierBase
 
     # An estimator that has not opted in (as JEM, whose replay buffer is not sharded yet).
     class NotReady(DataParallelMixin, EBMClassifierBase):

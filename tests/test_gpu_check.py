@@ -36,7 +36,7 @@ def test_dry_run_writes_every_figure(gpu_check, tmp_path):
     tests = report["stages"]["cuda_tests"]
     assert "tests/test_augment.py" in tests["files"] and "skipped" in tests["summary"]
     assert "tests/compose/test_concepts.py" in tests["files"]  # the folders' tests too
-    assert "tests/test_precision.py" in tests["files"]
+    assert "tests/_utils/test_precision.py" in tests["files"]
 
     wrn = report["stages"]["wrn_epoch"]
     assert wrn["network"] == "wrn-10-1" and wrn["image"] == [3, 8, 8]

@@ -194,7 +194,7 @@ CLASSES = {  # a trusted class of each kind, and whether it may stand for each r
     "torch.nn.modules.loss:MSELoss": {"criterion", "module"},
     "torch.optim.sgd:SGD": {"optimizer"},
     "torch.utils.data.dataloader:DataLoader": {"iterator_train", "iterator_valid"},
-    "ebmclassifier._data:TensorBatchIterator": {"iterator_train", "iterator_valid"},
+    "ebmclassifier._utils.data:TensorBatchIterator": {"iterator_train", "iterator_valid"},
     "torch.utils.data.dataset:TensorDataset": {"dataset"},
     "skorch.dataset:Dataset": {"dataset"},
     "torch.utils.data.dataset:IterableDataset": set(),

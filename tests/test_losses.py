@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ebmclassifier import losses
+from ebmclassifier._utils import statistics
 from ebmclassifier.losses import fd_step_size, jem_loss, ngebm_loss
 
 
@@ -162,7 +163,7 @@ def test_fd_step_size_sums_as_numpy_without_a_float64_copy_of_the_data(monkeypat
         tracemalloc.stop()
     assert step == expected  # the same float64 sums, in the same order
     assert peak < X.nbytes / 2  # one float64 block of 8 MB; numpy's var copied X: 48 MB
-    monkeypatch.setattr(losses, "_BLOCK_SIZE", 7)  # blocks of one row
+    monkeypatch.setattr(statistics, "BLOCK_SIZE", 7)  # blocks of one row
     assert fd_step_size(X[:1000]) == 0.01 * np.sqrt(X[:1000].var(axis=0, dtype=np.float64).sum())
 
 

@@ -9,16 +9,18 @@ equations (per-sample input gradients by ``torch.func``), not taken from the lib
 
 import io
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from sklearn.base import clone
-from sklearn.datasets import make_blobs
+from sklearn.datasets import load_digits, make_blobs
 from sklearn.model_selection import GridSearchCV
 from skorch.callbacks import Callback, Checkpoint, LoadInitState
 from torch.func import functional_call, grad, vmap
+from torch.utils.data import Dataset
 
 from ebmclassifier import NGEBMClassifier, load
 from ebmclassifier.distributed import DataParallelNGEBMClassifier
@@ -194,6 +196,62 @@ def test_partial_fit_continues_the_rhythm_bitwise(small_blobs):
     continued = NGEBMClassifier(**FAST, penalty_every=3).fit(X, y).partial_fit(X, y)
     for a, b in zip(straight.module_.parameters(), continued.module_.parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+# ---------------------------------------------------------------- streamed input, early stopping
+
+
+class Pairs(Dataset):
+    """A user's map-style dataset of ``(sample, label)`` pairs."""
+
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return self.X[i], self.y[i]
+
+
+def test_streamed_input_trains_the_lazy_fraction_as_the_array(tmp_path):
+    # uint8 images, a memmap and a Dataset are read batch by batch (issue #38): the same
+    # shuffled batches, so the same first rows carry the penalty and the fit is the array's
+    X, y = load_digits(return_X_y=True)
+    X, y = (X[:300] * 15).astype(np.uint8), y[:300]
+    params = dict(FAST, penalty_every=3, penalty_fraction=0.25)
+    reference = NGEBMClassifier(**params).fit(X.astype(np.float32), y)
+    memmap = np.lib.format.open_memmap(tmp_path / "X.npy", "w+", np.uint8, X.shape)
+    memmap[:] = X
+    for data, labels in [(X, y), (memmap, y), (Pairs(X, y), None)]:
+        clf = NGEBMClassifier(**params).fit(data, labels)
+        assert clf.train_steps_ == reference.train_steps_ == 20  # 10 batches of 32 per epoch
+        assert _same_parameters(clf, reference)
+
+
+def test_early_stopping_monitors_the_whole_objective(small_blobs, monkeypatch):
+    # the held-out loss skorch's EarlyStopping reads is gamma CE + beta penalty over every row
+    # at every epoch, whatever the training steps do
+    seen = []
+    original = NGEBMClassifier.compute_loss
+
+    def spy(self, X, y, training, sample_weight=None):
+        loss, logits = original(self, X, y, training, sample_weight=sample_weight)
+        if not training:
+            whole, _ = ngebm_loss(self.module_, X, y, beta=0.5, create_graph=False)
+            seen.append((loss.item(), whole.item()))
+        return loss, logits
+
+    monkeypatch.setattr(NGEBMClassifier, "compute_loss", spy)
+    params = dict(FAST, max_epochs=4, penalty_every=4, penalty_fraction=0.25)
+    clf = NGEBMClassifier(**params, early_stopping=True, validation_fraction=0.2)
+    clf.fit(*small_blobs)
+    recorded = [
+        b["valid_loss"] for epoch in clf.history for b in epoch["batches"] if "valid_loss" in b
+    ]
+    assert len(seen) == len(recorded) == 4  # 30 held-out samples: one batch per epoch
+    assert [loss for loss, _ in seen] == [whole for _, whole in seen] == recorded
+    assert clf.train_steps_ == 16  # 120 training samples: 4 batches per epoch
 
 
 # ---------------------------------------------------------------- the fraction
@@ -381,8 +439,6 @@ def test_save_and_load_keep_the_parameters_and_the_count(small_blobs, tmp_path):
 
 
 def test_a_file_from_before_the_option_loads_with_the_defaults():
-    from pathlib import Path
-
     old = load(Path(__file__).parent / "fixtures" / "saved" / "ngebm.ebm")
     assert (old.penalty_every, old.penalty_fraction, old.train_steps_) == (1, 1.0, 0)
 
@@ -422,8 +478,8 @@ def test_bfloat16_trains_lazily_and_reproducibly(small_blobs):
 @pytest.mark.cuda
 def test_float16_on_a_gpu_trains_lazily(small_blobs):
     X, y = small_blobs
-    clf = NGEBMClassifier(**FAST, device="cuda", precision="float16", penalty_every=2,
-                          penalty_fraction=0.5).fit(X, y)  # fmt: skip
+    params = dict(FAST, device="cuda", precision="float16", penalty_every=2)
+    clf = NGEBMClassifier(**params, penalty_fraction=0.5).fit(X, y)
     assert clf.train_steps_ == 10 and np.isfinite(clf.history[:, "train_loss"]).all()
 
 

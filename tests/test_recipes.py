@@ -8,7 +8,7 @@ from sklearn.datasets import make_blobs
 from skorch.callbacks import Callback, LRScheduler
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier._parameters import InvalidParameterError
+from ebmclassifier._utils.parameters import InvalidParameterError
 from ebmclassifier.augment import paper_augmentation
 from ebmclassifier.recipes import PAPER_DATASETS, paper_callbacks, paper_protocol
 

@@ -23,11 +23,11 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
-from .._data import class_counts
-from .._device import module_device
-from .._inference import map_batches
-from .._parameters import ParamChecker
-from .._validation import check_some_weight, check_X, sample_weight_array
+from .._estimator.inference import map_batches
+from .._utils.data import class_counts
+from .._utils.device import module_device
+from .._utils.parameters import ParamChecker
+from .._utils.validation import check_some_weight, check_X, sample_weight_array
 
 __all__ = ["ExpertsBase"]
 

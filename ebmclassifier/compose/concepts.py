@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 from ..sampling import GaussianStart, informative_start, uniform_start
 from ..sampling.langevin import SAMPLERS, run_sampler
 from ._experts import ExpertsBase
@@ -126,10 +126,14 @@ class ConceptComposition(ExpertsBase):
             triples = None
         names = [t[0] for t in triples or []]
         if triples is None or not all(
-            isinstance(name, str) and names.count(name) == 1 and callable(fn)
-            and isinstance(weight, Real) and not isinstance(weight, bool) and math.isfinite(weight)
+            isinstance(name, str)
+            and names.count(name) == 1
+            and callable(fn)
+            and isinstance(weight, Real)
+            and not isinstance(weight, bool)
+            and math.isfinite(weight)
             for name, fn, weight in triples
-        ):  # fmt: skip
+        ):
             check.add(
                 "The 'constraints' parameter of ConceptComposition must be None or a list of "
                 "(name, energy_fn, weight) with unique str names, callable energy_fn(x) -> "

@@ -237,7 +237,8 @@ def class_energy(logits: Tensor, allowed: Tensor) -> Tensor:
     """Energy of the event "the label is in ``S``", ``-logsumexp_{y in S} f(x)[y]``.
 
     For one label it is ``E(x, y) = -f(x)[y]``, the energy of the joint
-    ``p(x, y) ∝ exp(f(x)[y])`` (Grathwohl et al., 2020, Eq. 3); for a set it is the
+    ``p(x, y) ∝ exp(f(x)[y])`` (Grathwohl et al., 2020, Eq. 3; per sample, with a label of its
+    own, :func:`ebmclassifier.energy.joint_energy`); for a set it is the
     disjunction of those, since ``p(x, y in S) = sum_{y in S} p(x, y)``; for every label it is
     the energy ``E(x)``. The complement of ``S`` gives the negation (:class:`Not`).
 

@@ -12,8 +12,8 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from .._inference import InferenceMixin, OODDecisionMixin
-from .._parameters import ParamChecker
+from .._estimator.inference import InferenceMixin, OODDecisionMixin
+from .._utils.parameters import ParamChecker
 from ..energy import OOD_METHODS
 from ._experts import ExpertsBase
 from .energies import mixture_logits, product_logits

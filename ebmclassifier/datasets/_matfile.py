@@ -45,10 +45,27 @@ MI_TYPES = {
     13: "u8",
 }
 #: mxDOUBLE_CLASS .. mxUINT64_CLASS: the numeric array classes.
-MX_CLASSES = {6: "f8", 7: "f4", 8: "i1", 9: "u1", 10: "i2", 11: "u2", 12: "i4", 13: "u4",
-              14: "i8", 15: "u8"}  # fmt: skip
-MX_NAMES = {1: "cell", 2: "struct", 3: "object", 4: "char", 5: "sparse", 16: "function handle",
-            17: "opaque"}  # fmt: skip
+MX_CLASSES = {
+    6: "f8",
+    7: "f4",
+    8: "i1",
+    9: "u1",
+    10: "i2",
+    11: "u2",
+    12: "i4",
+    13: "u4",
+    14: "i8",
+    15: "u8",
+}
+MX_NAMES = {
+    1: "cell",
+    2: "struct",
+    3: "object",
+    4: "char",
+    5: "sparse",
+    16: "function handle",
+    17: "opaque",
+}
 COMPLEX, LOGICAL = 0x0800, 0x0200
 DEFLATE_RATIO = 1032  # the most that deflate expands its input
 

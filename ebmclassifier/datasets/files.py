@@ -199,10 +199,12 @@ def load_cifar10(data_dir, *, subset: str = "all") -> Bunch:
     _check_subset(subset)
     train_files, test_files = _CIFAR10_FILES[:-1], _CIFAR10_FILES[-1:]
     folder = _find_folder(
-        data_dir, {"all": _CIFAR10_FILES, "train": train_files, "test": test_files}[subset],
-        "cifar-10-batches-py", "CIFAR-10",
+        data_dir,
+        {"all": _CIFAR10_FILES, "train": train_files, "test": test_files}[subset],
+        "cifar-10-batches-py",
+        "CIFAR-10",
         "Download and extract cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
-    )  # fmt: skip
+    )
 
     def batch(name):
         return _batch_arrays(_unpickle(folder / name), folder / name, "labels", 10)
@@ -277,9 +279,12 @@ def load_cifar100(data_dir, label_mode: str = "fine", *, subset: str = "all") ->
     _check_subset(subset)
     splits = [f for f in _CIFAR100_FILES if subset in ("all", f)]
     folder = _find_folder(
-        data_dir, splits, "cifar-100-python", "CIFAR-100",
+        data_dir,
+        splits,
+        "cifar-100-python",
+        "CIFAR-100",
         "Download and extract cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html.",
-    )  # fmt: skip
+    )
     key = f"{label_mode}_labels"
     n_classes = 100 if label_mode == "fine" else 20
     data = Bunch()
@@ -378,12 +383,18 @@ def load_svhn(data_dir, include_extra: bool = False, *, subset: str = "all") -> 
     """
     _check_subset(subset)
     train_files = ["train_32x32.mat"] + (["extra_32x32.mat"] if include_extra else [])
-    required = {"all": train_files + ["test_32x32.mat"], "train": train_files,
-                "test": ["test_32x32.mat"]}[subset]  # fmt: skip
+    required = {
+        "all": train_files + ["test_32x32.mat"],
+        "train": train_files,
+        "test": ["test_32x32.mat"],
+    }[subset]
     folder = _find_folder(
-        data_dir, required, "svhn", "SVHN",
+        data_dir,
+        required,
+        "svhn",
+        "SVHN",
         "Download the cropped-digit .mat files from http://ufldl.stanford.edu/housenumbers/.",
-    )  # fmt: skip
+    )
     data = Bunch()
     if subset != "test":
         X_train, y_train = _svhn_split(folder / "train_32x32.mat")

@@ -13,7 +13,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 from sklearn.utils.multiclass import type_of_target
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 from .benchmarks import load_digits_ood, load_mnist1d
 from .files import load_cifar10, load_cifar100, load_svhn
 from .ood import make_ood_suite

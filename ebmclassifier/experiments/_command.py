@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._threads import intra_op_threads
+from .._utils.threads import intra_op_threads
 
 
 class CommandError(Exception):
@@ -74,9 +74,15 @@ class Number:
     """
 
     def __init__(
-        self, kind: type, low=None, *, low_open: bool = False, also: dict | None = None,
-        high=None, why: str = "",
-    ):  # fmt: skip
+        self,
+        kind: type,
+        low=None,
+        *,
+        low_open: bool = False,
+        also: dict | None = None,
+        high=None,
+        why: str = "",
+    ):
         self.kind, self.low, self.low_open, self.also = kind, low, low_open, dict(also or {})
         self.high, self.why = high, why
         self.__name__ = kind.__name__  # argparse names the type in its own messages
@@ -170,7 +176,7 @@ class DeviceName:
     """An argparse ``type``: a device the estimators can compute on here, kept as written.
 
     The name goes through the library's own resolution (``"auto"``, ``"cpu"``, ``"cuda[:N]"``;
-    :func:`ebmclassifier._device.resolve_device`, which refuses ``"meta"``, a missing backend
+    :func:`ebmclassifier._utils.device.resolve_device`, which refuses ``"meta"``, a missing backend
     and a CUDA index beyond the GPUs), then torch must be able to allocate on the device.
     """
 
@@ -179,7 +185,7 @@ class DeviceName:
     def __call__(self, text: str) -> str:
         import torch
 
-        from .._device import resolve_device
+        from .._utils.device import resolve_device
 
         try:
             device = resolve_device(text)
@@ -320,6 +326,9 @@ class Option:
     echo : {"always", "changed", "never"}
         When the reproducing command line (:meth:`Command.command_line`) writes the option:
         whenever it has a value, only when it differs from its default, or never.
+    aliases : tuple of str, default=()
+        Other spellings argparse accepts for the same option (``--quiet`` for
+        ``--no-progress``); ``--help`` and the reproducing command line use ``flag``.
     """
 
     flag: str
@@ -327,6 +336,7 @@ class Option:
     argparse: dict = field(default_factory=dict)
     field: str | None = None
     echo: str = "always"
+    aliases: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -355,6 +365,17 @@ class Option:
         kind = self.argparse.get("type")
         return [self.flag, kind.spell(value) if isinstance(kind, CommaList) else str(value)]
 
+
+#: The progress switch of every command that shows progress bars, declared once: one
+#: spelling, ``--no-progress`` (as ``--no-standardize``), and ``--quiet`` accepted for it.
+PROGRESS = Option(
+    "--no-progress",
+    "hide the progress bars",
+    {"action": "store_false", "dest": "progress"},
+    field="progress",
+    echo="never",
+    aliases=("--quiet",),
+)
 
 #: The ``--threads`` option of every command that trains or times networks, declared once.
 THREADS = Option(
@@ -410,7 +431,7 @@ class Command:
             formatter_class=_LineWrappingFormatter,
         )
         for option in self.options:
-            parser.add_argument(option.flag, help=option.help, **option.argparse)
+            parser.add_argument(option.flag, *option.aliases, help=option.help, **option.argparse)
         parser.set_defaults(func=self.start, command=self.name)
         return parser
 
@@ -465,10 +486,18 @@ class Command:
 
 
 class _LineWrappingFormatter(argparse.HelpFormatter):
-    """Wraps each line of a description or epilog on its own, a hanging indent after it."""
+    """Wraps each line of a description or epilog on its own: a paragraph flush left, as
+    argparse fills it, and an entry of a list (a line that starts with blanks, as the legend's
+    ``  name: what it is``) with a hanging indent, so that its continuation reads as its own."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(
-            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "    ")
-            for line in text.splitlines()
-        )
+        lines = []
+        for line in text.splitlines():
+            entry = line[: len(line) - len(line.lstrip())]
+            hanging = indent + entry + ("    " if entry else "")
+            lines.append(
+                textwrap.fill(
+                    line.strip(), width, initial_indent=indent + entry, subsequent_indent=hanging
+                )
+            )
+        return "\n".join(lines)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..plotting import plot_accuracy_matrices, plot_task_curves
 from ._continual_methods import merge_coinciding, method_notes
-from .report import save_report
+from ._report_files import save_report
 
 __all__ = ["format_table", "summarize_runs", "write_continual_report"]
 
@@ -137,8 +137,9 @@ def _figures(runs: list[dict], summary: list[dict], out: Path) -> list[str]:
         curves = {row["method"]: row["curve"] for row in rows}
         styles = {m: "--" if m == "joint" else ":" if "replay" in m else "-" for m in curves}
         name = f"continual_{data}_curves.png"
-        plot_task_curves(curves, styles=styles, title=f"split {data}: median over seeds",
-                         path=out / name)  # fmt: skip
+        plot_task_curves(
+            curves, styles=styles, title=f"split {data}: median over seeds", path=out / name
+        )
         names.append(name)
         name = f"continual_{data}_matrices.png"
         drawn = [r for r in runs if r["data"] == data and r["method"] in shown]
@@ -150,7 +151,7 @@ def _figures(runs: list[dict], summary: list[dict], out: Path) -> list[str]:
 def write_continual_report(runs: list[dict], out, command: str = "") -> list[str]:
     """Write ``report.md``, ``results.json`` and the figures into ``out``.
 
-    Through the reports' one writer (:func:`~ebmclassifier.experiments.report.save_report`)
+    Through the reports' one writer (:func:`~ebmclassifier.experiments._report_files.save_report`)
     and the figures of :mod:`ebmclassifier.plotting`.
 
     Parameters

@@ -19,7 +19,7 @@ import math
 import numpy as np
 import torch
 
-from .._precision import FD_STEPS
+from .._utils.precision import FD_STEPS
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
 from ._steps import SGLD_STEPS, make_step_tasks
@@ -140,10 +140,14 @@ def bench_estimators(
     X = np.random.default_rng(0).standard_normal((n, *image), dtype=np.float32)
     y = np.arange(n) % 10
     common = dict(
-        network_params(network), batch_size=batch_size, max_epochs=epochs, lr=1e-4,
-        device=str(device), random_state=0,
+        network_params(network),
+        batch_size=batch_size,
+        max_epochs=epochs,
+        lr=1e-4,
+        device=str(device),
+        random_state=0,
         **{f"compile__{k}": v for k, v in compile_kwargs.items()},
-    )  # fmt: skip
+    )
     rows, errors = {}, {}
     for variant in variants:
         for method in methods:

@@ -3,9 +3,9 @@ verdicts that matter (:func:`~._verdicts.key_verdicts`); ``report.md`` keeps eve
 per-set and per-detector verdicts and the figures.
 
 The table's cells list models in the order of the row's label, ``a / b / c``, medians over
-seeds. Its OOD rows judge each contender on its worst set with one score
-(:func:`~._tables.ood_entries`): the score a user would deploy without knowing which OOD set
-comes, the one the histograms of ``report.md`` show.
+seeds. Its OOD rows judge each contender on its worst set with one score, fixed before any
+data is seen (:func:`~._tables.ood_entries`): the score a user would deploy without knowing
+which OOD set comes, the one the histograms of ``report.md`` show.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from ._tables import (
     far_sets,
     ood_entries,
 )
-from ._timing import mark_spread
+from ._timing import UNRELIABLE, UNRELIABLE_NOTE, mark_spread
 
 #: How the OOD contenders are named in the summary table's labels.
-_OOD_LABELS = {"ce": "ce energy", "ce + detector": "best detector on ce"}
+_OOD_LABELS = {"ce": "ce energy", "ce + detector": "detector on ce"}
 
 
 def _row(what: str, cells: list[dict[str, str]], labels: dict | None = None) -> list[str] | None:
@@ -76,8 +76,13 @@ def _robust_row(all_results, summaries) -> list[str] | None:
     for results, summary in zip(all_results, summaries, strict=True):
         j = _attack_index(results["epsilons"])
         radii.append(f"{results['epsilons'][j]:.3g}")
-        cells.append({m: _median(s["robust_accuracy"][j]) for m, s in summary.items()
-                      if s["robust_accuracy"]})  # fmt: skip
+        cells.append(
+            {
+                m: _median(s["robust_accuracy"][j])
+                for m, s in summary.items()
+                if s["robust_accuracy"]
+            }
+        )
     norm = _NORMS[all_results[0]["config"]["norm"]]
     if len(set(radii)) == 1:
         eps = f"eps {radii[0]}"
@@ -92,9 +97,10 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
 
     Rows: ECE of every model; accuracy (a temperature-scaled model keeps its base model's);
     far-OOD AUROC on the worst far set and, with ``--ood-classes``, the AUROC on the held-out
-    classes (CE's energy, the best detector on CE's features, each other model's headline
-    score); accuracy under PGD at the middle radius; training cost per epoch against CE (marked
-    ``(unreliable)`` when its seeds spread widely, :func:`~._timing.mark_spread`).
+    classes (CE's energy, the first of ``--detectors`` on CE's features, each other model's
+    headline score: every one fixed in advance); accuracy under PGD at the middle radius;
+    training cost per epoch against CE (marked ``(unreliable)`` when its seeds spread widely,
+    :func:`~._timing.mark_spread`, and then explained under the table).
 
     Parameters
     ----------
@@ -112,21 +118,29 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
     worst = f"worst of {n_far.pop()} sets" if len(n_far) == 1 else "worst set"
     rows = [
         _row("ECE", _scalar_cells(all_results, summaries, "ece", lambda r, m: True)),
-        _row("accuracy", _scalar_cells(all_results, summaries, "accuracy",
-                                       lambda r, m: m not in r.get("calibrated", {}))),
-        _row(f"far-OOD AUROC, {worst}", _ood_cells(all_results, summaries, far_sets),
-             _OOD_LABELS),
-    ]  # fmt: skip
+        _row(
+            "accuracy",
+            _scalar_cells(
+                all_results, summaries, "accuracy", lambda r, m: m not in r.get("calibrated", {})
+            ),
+        ),
+        _row(f"far-OOD AUROC, {worst}", _ood_cells(all_results, summaries, far_sets), _OOD_LABELS),
+    ]
     if any(NEAR_SET in r["data"]["ood_sets"] for r in all_results):
         near = _ood_cells(all_results, summaries, lambda r: [NEAR_SET])
         rows.append(_row(f"{NEAR_SET} AUROC", near, _OOD_LABELS))
     rows.append(_robust_row(all_results, summaries))
-    cost = _scalar_cells(all_results, summaries, "cost_vs_ce",
-                         lambda r, m: m != "ce" and m not in r.get("calibrated", {}),
-                         fmt=_cost)  # fmt: skip
+    cost = _scalar_cells(
+        all_results,
+        summaries,
+        "cost_vs_ce",
+        lambda r, m: m != "ce" and m not in r.get("calibrated", {}),
+        fmt=_cost,
+    )
     rows.append(_row("training cost per epoch, x ce", cost))
     header = [""] + [results["data"]["name"] for results in all_results]
-    return _table(header, [row for row in rows if row is not None])
+    table = _table(header, [row for row in rows if row is not None])
+    return table + (f"\n\n{UNRELIABLE_NOTE}" if UNRELIABLE in table else "")
 
 
 def terminal_text(all_results: Sequence[dict], printed: Sequence[dict], out) -> str:
@@ -159,8 +173,10 @@ def terminal_text(all_results: Sequence[dict], printed: Sequence[dict], out) -> 
         said = [f"- {line}" for line in tabs["key_verdicts"]]
         missing = results.get("unavailable", {})
         if missing:
-            said.append("- Not available: " + "; ".join(
-                f"{label} ({_one_line(why, 120)})" for label, why in missing.items()))  # fmt: skip
+            said.append(
+                "- Not available: "
+                + "; ".join(f"{label} ({_one_line(why, 120)})" for label, why in missing.items())
+            )
         note = busy_machine_note(results)
         said += [f"- {note}"] if note else []
         if said:

@@ -46,7 +46,7 @@ DATA_DEFAULTS = {
         "epsilons": (0.0, 0.05, 0.1, 0.2),
         "network": "mlp",
         "max_train": 2000,
-    },  # fmt: skip
+    },
     "cifar10": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
     "cifar100": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
     "svhn": {"max_epochs": 20, "epsilons": (0.0, 1 / 255, 2 / 255, 8 / 255)},
@@ -102,9 +102,11 @@ def load_setup(config, recalibrates: bool = True) -> Setup:
     a model is recalibrated on the calibration split (which then needs every class)."""
     config = resolve_defaults(config, data_kind(config.data, config.data_dir))
     data = load_named_dataset(
-        config.data, data_dir=config.data_dir, max_train=config.max_train,
+        config.data,
+        data_dir=config.data_dir,
+        max_train=config.max_train,
         max_test=config.max_test,
-    )  # fmt: skip
+    )
     protocol = paper_protocol_of(config, data.kind)
     network = network_params(config.network)
     if config.network.startswith("wrn") and data.X_train.ndim != 4:

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._compile import compile_in_place, no_donated_buffers
-from .._precision import FD_STEPS
+from .._utils.compile import compile_in_place, no_donated_buffers
+from .._utils.precision import FD_STEPS
 from ..energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 from ..losses import fd_step_size, jem_loss, ngebm_loss
 from ..ngebm import NGEBMClassifier

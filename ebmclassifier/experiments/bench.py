@@ -43,8 +43,8 @@ import time
 import numpy as np
 import torch
 
-from .._atomic import write_file
-from .._device import resolve_device
+from .._utils.atomic import write_file
+from .._utils.device import resolve_device
 from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
@@ -54,6 +54,8 @@ from ._estimator_steps import bench_estimators
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
 from ._timing import (
+    UNRELIABLE,
+    UNRELIABLE_NOTE,
     busy_note,
     compare_times,
     interleaved_times,
@@ -383,7 +385,9 @@ def format_bench(result: dict) -> str:
     else:
         lines.append("GPU: no CUDA device, section skipped.")
     note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
-    return "\n".join(lines + ([note] if note else []))
+    lines += [note] if note else []
+    lines += [UNRELIABLE_NOTE] if any(UNRELIABLE in line for line in lines) else []
+    return "\n".join(lines)
 
 
 def _cpu_lines(result: dict) -> list[str]:

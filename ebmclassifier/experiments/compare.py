@@ -44,15 +44,10 @@ from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..recipes import paper_callbacks
 from ._command import (
-    THREADS,
-    CommaList,
     Command,
     CommandError,
-    DeviceName,
-    Number,
-    Option,
-    OutputPath,
 )
+from ._compare_options import OPTIONS
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._overview import terminal_text
 from ._setup import (
@@ -65,7 +60,7 @@ from ._setup import (
 from ._tables import unavailable_rows
 from ._timing import machine_load
 from .models import ModelSpec, build_detector, default_models, network_params
-from .report import write_report, write_reports
+from .report import write_compare_report, write_report
 from .standardize import Standardizer
 
 __all__ = [
@@ -129,7 +124,9 @@ class CompareConfig:
         Post-hoc detectors (names of :data:`~ebmclassifier.detectors.DETECTORS`) fitted on the
         penultimate features of each trained model with a network of its own (``ce``,
         ``ngebm``, ``jem``; not the ``*_ts`` and ``*_ens`` models), on its training data. One
-        that cannot be fitted there is reported "not available" with the reason.
+        that cannot be fitted there is reported "not available" with the reason. The first
+        is the detector on ``ce`` that the summary table and the verdicts judge, fixed by its
+        place in this list before any data is seen (``results["headline_detector"]``).
 
     protocol : {"paper"} or None
         ``"paper"``: the NG-EBM and JEM papers' CIFAR/SVHN recipe
@@ -224,10 +221,16 @@ def _check_configs(configs: Sequence[CompareConfig]) -> None:
 def _fit(name, registry, seed, X_fit, y_fit, config, setup, log):
     """``((estimator, fit seconds), None)``, or ``(None, failure record)`` if the fit raised."""
     bar = EpochBar(f"{name} seed {seed}", setup.max_epochs, disable=not config.progress)
-    params = {"random_state": seed, "max_epochs": setup.max_epochs, "device": config.device,
-              "verbose": 0, "callbacks": [("epoch_bar", bar)]}  # fmt: skip
-    params.update({k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size))
-                   if v is not None})  # fmt: skip
+    params = {
+        "random_state": seed,
+        "max_epochs": setup.max_epochs,
+        "device": config.device,
+        "verbose": 0,
+        "callbacks": [("epoch_bar", bar)],
+    }
+    params.update(
+        {k: v for k, v in (("lr", setup.lr), ("batch_size", config.batch_size)) if v is not None}
+    )
     params.update(setup.network)
     params.update(protocol_params(name, setup.protocol, setup.augmentation, config.batch_size))
     if setup.protocol is not None:
@@ -255,17 +258,24 @@ def _run_seeds(config, registry, specs, setup, log) -> tuple[list, list, tuple]:
     names = [n for n in registry if n in trained]
     data = setup.data
     runs, failures = [], []
-    outer = tqdm(total=len(names) * config.seeds, desc=f"compare on {data.name}",
-                 disable=not config.progress)  # fmt: skip
+    outer = tqdm(
+        total=len(names) * config.seeds, desc=f"compare on {data.name}", disable=not config.progress
+    )
     for seed in range(config.seeds):
-        split = Split(*train_test_split(
-            data.X_train, data.y_train, test_size=setup.calibration_size,
-            stratify=data.y_train, random_state=seed,
-        ))  # fmt: skip
+        split = Split(
+            *train_test_split(
+                data.X_train,
+                data.y_train,
+                test_size=setup.calibration_size,
+                stratify=data.y_train,
+                random_state=seed,
+            )
+        )
         fitted = {}
         for name in names:
-            result, failure = _fit(name, registry, seed, split.X_fit, split.y_fit, config,
-                                   setup, log)  # fmt: skip
+            result, failure = _fit(
+                name, registry, seed, split.X_fit, split.y_fit, config, setup, log
+            )
             if failure is None:
                 fitted[name] = result
             else:
@@ -295,9 +305,10 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     -------
     results : dict
         ``config``, ``data`` (sizes, shapes, classes, OOD sets), ``models`` (descriptions and
-        skips), ``detectors``, ``epsilons`` and ``runs``: one record per (model, seed) with the
-        measurements and, for the first seed, the arrays the figures need (``_figure_data``,
-        not written to JSON).
+        skips), ``detectors``, ``headline_detector`` (the first of ``detectors``, or None),
+        ``epsilons`` and ``runs``: one record per (model, seed) with the measurements (and
+        the model's ``headline`` OOD score, fixed in advance) and, for the first seed, the
+        arrays the figures need (``_figure_data``, not written to JSON).
 
     Raises
     ------
@@ -355,6 +366,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "models": {s.name: s.description for s in specs},
         "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
         "detectors": {name: repr(build_detector(name, n_fit)) for name in (config.detectors or ())},
+        "headline_detector": (config.detectors or (None,))[0],
         "ood_tpr": OOD_TPR,
         "skipped": skipped,
         "failures": failures,
@@ -394,7 +406,7 @@ def _run_command(args) -> int:
     reported = [results for results in all_results if results["runs"]]
     if not reported:
         raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
-    printed = write_reports(reported, args.out, command=COMMAND.command_line(args))
+    printed = write_compare_report(reported, args.out, command=COMMAND.command_line(args))
     print(terminal_text(reported, printed, args.out))
     if failures:
         empty = [results["data"]["name"] for results in all_results if not results["runs"]]
@@ -435,15 +447,6 @@ def _list_failures(failures: list) -> str:
     return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
 
 
-#: The most a run can sensibly take: seeds, epochs (and PGD steps), samples.
-MAX_SEEDS, MAX_EPOCHS, MAX_SAMPLES = 100, 10_000, 10_000_000
-_SAMPLES_WHY = "more than any data set this command loads into memory"
-
-
-def _option(flag, help, field=None, echo="always", **kwargs) -> Option:
-    return Option(flag, help, kwargs, field=field, echo=echo)
-
-
 COMMAND = Command(
     name="compare",
     help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
@@ -454,70 +457,8 @@ COMMAND = Command(
         "writes report.md (every table as median [min, max] over seeds, every verdict, the "
         "figures with captions), results.json and the PNG figures into --out."
     ),
-    options=(
-        _option("--data", "digits, mnist1d, cifar10, cifar100, svhn (with --data-dir) or a "
-                ".npz/.csv file; several, comma-separated, run one after the other, one "
-                "report section each (default digits,mnist1d: the main job; --data digits "
-                "for digits alone)", "data", type=CommaList(str),
-                default="digits,mnist1d"),
-        _option("--data-dir", "folder of the CIFAR / SVHN files", "data_dir", default=None),
-        _option("--models", "comma-separated, from ce, ce_ts, ce_ens, ngebm, ngebm_ts, "
-                "ngebm_ens, jem, jem_ts (default: ce,ce_ts,ngebm,jem)", "models",
-                type=CommaList(str),
-                default=["ce", "ce_ts", "ngebm", "jem"]),
-        _option("--seeds", "number of seeds, 0..n-1 (default 3)", "seeds",
-                type=Number(int, low=1, high=MAX_SEEDS, why="each seed trains every model "
-                            "again; the report's medians need 3 to 10"), default=3),
-        _option("--out", "output folder (default report/)", type=OutputPath(folder=True),
-                default="report"),
-        _option("--epochs", "epochs per model (data default)", "max_epochs",
-                type=Number(int, low=1, high=MAX_EPOCHS, why="the papers train 150 to 200 "
-                            "epochs"), default=None),
-        _option("--lr", "learning rate (data default, else the estimator's)", "lr",
-                type=Number(float, low=0, low_open=True), default=None),
-        _option("--batch-size", "(estimator default)", "batch_size",
-                type=Number(int, low=1, also={-1: "the whole training split"}), default=None),
-        _option("--device", "auto, cpu, cuda, ... (default auto)", "device", type=DeviceName(),
-                default="auto"),
-        _option("--network", "default (from the data's shape), mlp (an MLP for any shape) or "
-                "wrn-D-K, e.g. wrn-28-10: a WideResNet without batch-norm, for images (data "
-                "default: mlp for mnist1d, the protocol's under --protocol, else default)",
-                "network", "changed", default=None),
-        _option("--epsilons", "PGD radii, comma-separated (data default)", "epsilons",
-                type=CommaList(Number(float, low=0)), default=None),
-        _option("--norm", "PGD norm", "norm", choices=["linf", "l2"], default="linf"),
-        _option("--attack-steps", "PGD steps (default 10)", "attack_steps",
-                type=Number(int, low=1, high=MAX_EPOCHS, why="PGD converges in tens of steps"),
-                default=10),
-        _option("--n-attack", "test samples attacked (default 500)", "n_attack",
-                type=Number(int, low=1, high=MAX_SAMPLES, why=_SAMPLES_WHY), default=500),
-        _option("--max-train", "subsample the training split to at most this many samples "
-                "(a smaller one is kept whole; data default: 2000 for mnist1d, else all)",
-                "max_train", type=Number(int, low=1, high=MAX_SAMPLES, why=_SAMPLES_WHY),
-                default=None),
-        _option("--max-test", "subsample the test split", "max_test",
-                type=Number(int, low=1, high=MAX_SAMPLES, why=_SAMPLES_WHY), default=None),
-        _option("--ood-classes", "labels to hold out of training, comma-separated; their test "
-                "samples become the OOD set 'held-out classes'", "ood_classes",
-                type=CommaList(str), default=None),
-        _option("--ood", "OOD files, comma-separated: .npz (array X) or .csv, in the data's "
-                "sample shape; one OOD set each, named after the file", "ood_files",
-                type=CommaList(str), default=None, metavar="FILE"),
-        _option("--detectors", "post-hoc OOD detectors on each trained model's penultimate "
-                f"features, fitted on its training data: {','.join(DETECTORS)} (the default), "
-                "or none", "detectors", type=CommaList(str), default=",".join(DETECTORS)),
-        _option("--protocol", "paper: the NG-EBM and JEM papers' CIFAR/SVHN recipe (WRN-28-10, "
-                "150 epochs, Adam 1e-4 with warm-up and staircase, batches of 64, crop + flip + "
-                "noise); --network, --epochs, --lr and --batch-size override it", "protocol",
-                choices=("paper",), default=None),
-        _option("--no-standardize", "train on the inputs as given instead of standardizing "
-                "them (per feature, or per channel for images and sequences)", "standardize",
-                action="store_false", dest="standardize"),
-        _option("--no-progress", "hide the progress bars", "progress", "never",
-                action="store_false", dest="progress"),
-        THREADS,
-    ),
+    options=OPTIONS,
     run=_run_command,
     check=_check_options,
     auto_threads=_auto_threads,
-)  # fmt: skip
+)

@@ -1,214 +1,26 @@
-"""The reports of the commands: report.md, results.json and figures.
+"""``compare``'s report: report.md, results.json and the figures of one or several data sets.
 
-:func:`save_report` writes the two files of every command's report (``compare``,
-``continual``); the figures are drawn and saved by :mod:`ebmclassifier.plotting`. The rest of
-this module is ``compare``'s report: every number summarised over seeds as
-``median [min, max]``, the tables and the verdicts from
-:mod:`ebmclassifier.experiments._tables`.
+:func:`write_compare_report` is what the command calls; :func:`write_report` writes one data
+set's report. Every number is summarised over seeds as ``median [min, max]``, with the tables
+of :mod:`~ebmclassifier.experiments._tables`, the verdicts of
+:mod:`~ebmclassifier.experiments._verdicts` and the figures of
+:mod:`~ebmclassifier.experiments._report_figures`; the two files are written by
+:func:`~ebmclassifier.experiments._report_files.save_report`, the one writer of every
+command's report.
 """
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 
-import numpy as np
-
-from .._atomic import write_file
-from ..plotting import (
-    plot_accuracy_vs_epsilon,
-    plot_ood_histograms,
-    plot_reliability_diagram,
-    plot_risk_coverage,
-)
 from ._overview import overview_table
-from ._tables import _NORMS, _fmt, far_sets, headline_score, summarise, tables
+from ._report_figures import figures_section, write_figures
+from ._report_files import jsonable, save_report
+from ._tables import _NORMS, _fmt, summarise, tables
 from ._verdicts import CLEAR_GAP, key_verdicts, verdicts
 
-__all__ = ["save_report", "write_report"]
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items() if not str(k).startswith("_")}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return obj
-
-
-def save_report(out, markdown: str, payload: dict) -> None:
-    """Write a command's report into the folder ``out``: ``report.md`` and ``results.json``.
-
-    Parameters
-    ----------
-    out : str or path-like
-        The folder; created if needed. Each file is replaced at once, whole or not at all.
-    markdown : str
-        The text of ``report.md``.
-    payload : dict
-        The content of ``results.json``; numpy values become plain ones and keys starting
-        with ``_`` (the arrays kept for the figures) are left out.
-
-    Returns
-    -------
-    None
-
-    Examples
-    --------
-    >>> import json, tempfile
-    >>> from pathlib import Path
-    >>> with tempfile.TemporaryDirectory() as out:
-    ...     save_report(out, "# A report", {"accuracy": np.float32(0.5), "_arrays": [1]})
-    ...     json.loads(Path(out, "results.json").read_text())
-    {'accuracy': 0.5}
-    """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_jsonable(payload), indent=2)  # before writing: nothing half-written
-    write_file(out / "report.md", markdown)
-    write_file(out / "results.json", text)
-
-
-#: Per kind of figure (the file name's start): the heading and how to read it, in report.md.
-FIGURE_GUIDES = {
-    "reliability": (
-        "Reliability diagrams (seed 0)",
-        "Top: the test samples binned by the model's confidence in its top label (equal-width "
-        "bins); each bar is the accuracy in its bin, in the model's colour, and the dashed "
-        "diagonal is perfect calibration. The hatched part between a bar's top and the bin's "
-        "mean confidence is the bin's calibration gap: above the bar the model is "
-        "over-confident there (it claims more than it gets right), inside the bar "
-        "under-confident. The ECE in the title is the gaps' average weighted by the samples "
-        "per bin, counted in the lower panel; a hatched grey bin holds no sample.",
-    ),
-    "ood": (
-        "OOD score histograms (seed 0)",
-        "Each model's headline OOD score, the one the summary table and the verdicts judge it "
-        "by (CE's energy, the standard baseline; for every other model its own score with the "
-        "best AUROC on its worst far-OOD set, medians over seeds), on the test split (filled, "
-        "in the model's colour) and on each OOD set (outlines, the same set drawn alike in "
-        "every histogram). Higher means more OOD, so a good score puts every outline right of "
-        "the filled histogram; an outline to its left is a set the score takes for more "
-        "in-distribution than the test data (AUROC below 0.5). Each bar is a share of its "
-        "set's samples; a positive score spanning decades is drawn on a log axis. The "
-        "legend's AUROC is seed 0's, the tables give the median over seeds.",
-    ),
-    "risk": (
-        "Selective classification (seed 0)",
-        "Each model's selective risk (the error rate among the test samples it answers) "
-        "against its coverage (the share it answers), answering its most confident samples "
-        "first (confidence: max softmax). Lower is better; the right end is the plain error "
-        "rate, and the area under each curve (AURC) is in the legend. The left end rests on a "
-        "handful of samples and is noisy.",
-    ),
-    "robustness": (
-        "Robustness (every seed)",
-        "Accuracy under PGD against the attack radius, every model with a network of its own "
-        "(a temperature-scaled model has its base model's predictions): the line is the "
-        "median over seeds, the band spans their [min, max]. Higher and flatter is more "
-        "robust; radius 0 is the clean accuracy on the attacked samples.",
-    ),
-}
-
-
-def write_figures(results: dict, summary: dict, out: Path) -> dict[str, str]:
-    """Write the figures of one data set, in every one each model in its colour and marker
-    (:func:`~ebmclassifier.plotting.model_style`).
-
-    ``reliability_<model>.png`` (every model) and ``ood_<model>.png`` (every model with OOD
-    scores of its own, its headline score, :func:`~._tables.headline_score`) show the first
-    seed, and so does ``risk_coverage.png`` (every model's risk-coverage curve, confidence
-    max softmax); ``robustness.png`` every model's accuracy under attack over every seed
-    (median and [min, max] band).
-
-    Parameters
-    ----------
-    results : dict
-        From :func:`~ebmclassifier.experiments.compare.run_comparison` (the first seed's runs
-        carry the arrays the figures need).
-    summary : dict
-        Its :func:`~._tables.summarise`.
-    out : pathlib.Path
-        An existing folder.
-
-    Returns
-    -------
-    captions : dict of str to str
-        ``{file name: caption}`` in the order of the report; each kind's reading guide is
-        :data:`FIGURE_GUIDES`.
-    """
-    first_seed = {r["model"]: r["_figure_data"] for r in results["runs"] if "_figure_data" in r}
-    captions = {}
-    for model, fig_data in first_seed.items():
-        name = f"reliability_{model}.png"
-        plot_reliability_diagram(
-            fig_data["y_test"], fig_data["proba"], results["config"]["n_bins"],
-            classes=fig_data["classes"], title=f"{model}, seed 0", model=model, path=out / name,
-        )  # fmt: skip
-        ece = _fmt(summary[model]["scalars"].get("ece"))
-        captions[name] = f"`{model}`; its ECE over seeds: {ece}."
-    sets = far_sets(results)
-    for model, fig_data in first_seed.items():
-        headline = headline_score(model, summary[model], sets)
-        if model in results.get("calibrated", {}) or headline is None:
-            continue  # a temperature-scaled model rescales its base model's max softmax
-        score, worst = headline
-        name = f"ood_{model}.png"
-        plot_ood_histograms(*fig_data["scores"][score], score_name=score,
-                            title=f"{model} / {score}, seed 0", model=model,
-                            path=out / name)  # fmt: skip
-        captions[name] = (
-            f"`{model} / {score}`; its AUROC on the worst far-OOD set over seeds: {_fmt(worst)}."
-        )
-    if first_seed:
-        fig_data = next(iter(first_seed.values()))
-        plot_risk_coverage(
-            fig_data["y_test"], {model: d["proba"] for model, d in first_seed.items()},
-            classes=fig_data["classes"], title=f"{results['data']['name']}, seed 0",
-            path=out / "risk_coverage.png",
-        )  # fmt: skip
-        captions["risk_coverage.png"] = "every model; the AURC table gives each over seeds."
-    curves = {
-        model: [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
-        for model in results["models"]
-        if any(r["model"] == model and r["robust_accuracy"] for r in results["runs"])
-    }
-    if curves:
-        cfg = results["config"]
-        plot_accuracy_vs_epsilon(
-            results["epsilons"], curves, norm=cfg["norm"],
-            title=f"PGD ({cfg['attack_steps']} steps) on {results['data']['name']}",
-            path=out / "robustness.png",
-        )  # fmt: skip
-        captions["robustness.png"] = (
-            f"{_NORMS[cfg['norm']]} PGD, {cfg['attack_steps']} steps with a random start, on "
-            f"{results['data']['n_attacked']} test samples, radii in the data's own units."
-        )
-    return captions
-
-
-def _figures_section(captions: dict) -> list[str]:
-    """The figures, grouped by kind, each kind with how to read it, each figure its caption."""
-    lines = [
-        "## Figures",
-        "",
-        "Each model has one colour and marker in every figure (the legends of "
-        "`risk_coverage.png` and `robustness.png` are the key).",
-        "",
-    ]
-    for kind, (heading, guide) in FIGURE_GUIDES.items():
-        names = [name for name in captions if name.startswith(kind)]
-        if not names:
-            continue
-        lines += [f"### {heading}", "", guide, ""]
-        for name in names:
-            lines += [f"![{name}]({name})", "", f"*`{name}`*: {captions[name]}", ""]
-    return lines
+__all__ = ["write_compare_report", "write_report"]
 
 
 def _network_text(network) -> str:
@@ -261,12 +73,12 @@ def write_report(results: dict, out, command: str = "") -> dict:
     >>> print(printed["main"].splitlines()[0])
     | model | accuracy | ECE | NLL | AURC | acc. L-inf PGD eps=0.05 | s / epoch | cost x CE |
     """
-    return _write_report(results, Path(out), command)[0]
+    return _render_report(results, Path(out), command)[0]
 
 
-def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, dict]:
+def _render_report(results: dict, out: Path, command: str) -> tuple[dict, str, dict]:
     """:func:`write_report`'s work; also returns the text of report.md and the JSON payload
-    of results.json, as written, for :func:`write_reports` to combine."""
+    of results.json, as written, for :func:`write_compare_report` to combine."""
     out.mkdir(parents=True, exist_ok=True)  # for the figures, drawn before the report
     summary = summarise(results)
     printed = {
@@ -279,7 +91,7 @@ def _write_report(results: dict, out: Path, command: str) -> tuple[dict, str, di
     }
     env = _environment()
     text = "\n".join(_report_lines(results, printed, env, command))
-    payload = _jsonable({**results, "summary": summary, "environment": env, "command": command})
+    payload = jsonable({**results, "summary": summary, "environment": env, "command": command})
     save_report(out, text, payload)
     return printed, text, payload
 
@@ -294,7 +106,7 @@ def _report_lines(results, printed, env, command, overview: bool = True) -> list
     ]
 
 
-def write_reports(all_results: list, out, command: str = "") -> list[dict]:
+def write_compare_report(all_results: list, out, command: str = "") -> list[dict]:
     """:func:`write_report` for the results of one or several data sets.
 
     One data set: exactly :func:`write_report` into ``out``. Several: each data set's full
@@ -314,6 +126,21 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
     -------
     printed : list of dict
         :func:`write_report`'s return value per data set.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from ebmclassifier.experiments.compare import CompareConfig, run_comparison
+    >>> config = CompareConfig(
+    ...     models=("ce",), seeds=1, max_epochs=1, max_train=300, max_test=100, n_attack=20,
+    ...     progress=False,
+    ... )
+    >>> results = run_comparison(config)
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     printed = write_compare_report([results], out)  # one data set: its report alone
+    ...     (Path(out) / "report.md").is_file(), len(printed)
+    (True, 1)
     """
     out = Path(out)
     if len(all_results) == 1:
@@ -321,7 +148,7 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
     names = [results["data"]["name"] for results in all_results]
     results_of = dict(zip(names, all_results, strict=True))
     written = [
-        _write_report(r, out / name, command) for r, name in zip(all_results, names, strict=True)
+        _render_report(r, out / name, command) for r, name in zip(all_results, names, strict=True)
     ]
     md = [
         f"# ebmclassifier compare: {', '.join(names)}",
@@ -342,8 +169,9 @@ def write_reports(all_results: list, out, command: str = "") -> list[dict]:
         # each data set's report one heading level down, its figures linked from its folder
         text = _report_lines(results_of[name], printed, payload["environment"], "", False)
         section = [f"#{line}" if line.startswith("#") else line for line in text]
-        md += [line.replace("](", f"]({name}/") if line.startswith("![") else line
-               for line in section]  # fmt: skip
+        md += [
+            line.replace("](", f"]({name}/") if line.startswith("![") else line for line in section
+        ]
     datasets = {name: payload for name, (_, _, payload) in zip(names, written, strict=True)}
     payload = {"command": command, "environment": _environment(), "datasets": datasets}
     save_report(out, "\n".join(md), payload)
@@ -454,13 +282,16 @@ def _ood_sets_text(data: dict) -> str:
 
 #: How to read the summary table, under it in report.md.
 _OVERVIEW_NOTE = (
-    "Medians over seeds, `a / b / c` in the order of the row's label. The OOD rows judge each "
-    "contender on its worst set, with one score: `ce`'s energy (the standard energy-based "
-    "detector), the best post-hoc detector on `ce`'s features (named) and every other "
-    "model's own score with the best worst-set AUROC (named in the verdicts, drawn in the "
-    "OOD histograms); temperature-scaled models rescale their base model's max softmax and "
-    f"are left out. A verdict calls a gap clear only when the seed ranges do not overlap and "
-    f"the medians differ by at least {CLEAR_GAP:g}."
+    "Medians over seeds, `a / b / c` in the order of the row's label. The OOD rows (AUROC, "
+    "higher is better) judge each contender on its worst set, with one score fixed before any "
+    "data was seen, never chosen on these sets: `ce`'s energy (the standard energy-based "
+    "detector), the first of `--detectors` on `ce`'s features (named in its cell) and every "
+    "other model's estimator default `ood_method` (NG-EBM: `approx_mass`; JEM: `energy`; "
+    "named in the verdicts, drawn in the OOD histograms). The OOD tables below give every "
+    "score; the best of them on each set is a choice made on the data it is judged by, so "
+    "it flatters. Temperature-scaled models rescale their base model's max softmax and are "
+    f"left out. A verdict calls a gap clear only when the seed ranges do not overlap and the "
+    f"medians differ by at least {CLEAR_GAP:g}."
 )
 
 
@@ -568,5 +399,5 @@ def _detail_sections(results: dict, printed: dict) -> list[str]:
         "",
         printed["robust"],
         "",
-        *_figures_section(printed["figures"]),
+        *figures_section(printed["figures"]),
     ]

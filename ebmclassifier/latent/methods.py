@@ -42,7 +42,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.function import once_differentiable
 
-from .._docstrings import fill_docstring
+from .._utils.docstrings import fill_docstring
 from .polytope import PARAMETER_DOCS, Polytope
 from .relaxations import GumbelStraightThrough, sample_gumbel
 from .score_function import ScoreFunction

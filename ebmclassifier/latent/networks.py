@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._precision import full_precision
+from .._utils.precision import full_precision
 from .methods import polytope_latent_eval
 from .polytope import Polytope
 from .score_function import RunningMeanBaseline

@@ -39,7 +39,7 @@ import torch
 __all__ = ["Polytope", "draw_rows"]
 
 #: The parameters that every method over a polytope takes, written once: a docstring holds a
-#: line ``{polytope}`` or ``{sizes}`` where ``fill_docstring`` (``_docstrings.py``) puts their
+#: line ``{polytope}`` or ``{sizes}`` where ``fill_docstring`` (``_utils/docstrings.py``) puts their
 #: text.
 PARAMETER_DOCS = {
     "polytope": """\

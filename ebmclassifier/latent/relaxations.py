@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from .._docstrings import fill_docstring
+from .._utils.docstrings import fill_docstring
 from .polytope import PARAMETER_DOCS, Polytope
 
 __all__ = ["GumbelStraightThrough", "sample_gumbel"]

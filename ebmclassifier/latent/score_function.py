@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from .._docstrings import fill_docstring
+from .._utils.docstrings import fill_docstring
 from ..losses import weighted_mean
 from .polytope import PARAMETER_DOCS, Polytope
 

@@ -56,7 +56,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.function import once_differentiable
 
-from .._docstrings import fill_docstring
+from .._utils.docstrings import fill_docstring
 from .polytope import PARAMETER_DOCS, Polytope
 
 #: The type of ``gamma_fn``: latent points (B, ...) -> the downstream gradient ``dL/dz`` there.

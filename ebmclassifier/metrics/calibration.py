@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from netcal.metrics import ECE, MCE
 
-from .._modes import kept_modes
+from .._utils.modes import kept_modes
 from ._checks import _check_n_bins, _check_proba, top_label
 
 __all__ = [

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from .._modes import kept_modes
+from .._utils.modes import kept_modes
 from ..attacks import NORMS, check_float_input, robust_accuracy
 from ._checks import _check_positive_int, encode_labels
 
@@ -124,10 +124,20 @@ def adversarial_accuracy(
         if preprocess is not None:
             module = torch.nn.Sequential(preprocess, module)
         return robust_accuracy(
-            module, X, y_enc, epsilons, device=torch.device(estimator.device_), seed=seed,
-            batch_size=batch_size, norm=norm, steps=steps, step_size=step_size,
-            random_start=random_start, input_min=low, input_max=high,
-        )  # fmt: skip
+            module,
+            X,
+            y_enc,
+            epsilons,
+            device=torch.device(estimator.device_),
+            seed=seed,
+            batch_size=batch_size,
+            norm=norm,
+            steps=steps,
+            step_size=step_size,
+            random_start=random_start,
+            input_min=low,
+            input_max=high,
+        )
 
 
 def _attack_data(estimator, X, y) -> tuple[np.ndarray, np.ndarray]:

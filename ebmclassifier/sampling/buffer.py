@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 
 __all__ = ["ReplayBuffer"]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from .._parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 
 __all__ = ["proximal_sgld", "sgld"]
 

@@ -15,7 +15,7 @@ from ebmclassifier import (
     LatentStructureClassifier,
     NGEBMClassifier,
 )
-from ebmclassifier._parameters import InvalidParameterError
+from ebmclassifier._utils.parameters import InvalidParameterError
 from ebmclassifier.compose import Not, conjunction
 from ebmclassifier.compose import concepts as concepts_module
 from ebmclassifier.datasets import make_latent_trees

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from ebmclassifier.experiments._report_figures import FIGURE_GUIDES
 from ebmclassifier.experiments.compare import write_report
-from ebmclassifier.experiments.report import FIGURE_GUIDES
 
 
 def test_report_files(results, tmp_path):
@@ -46,17 +46,19 @@ def test_report_states_divergences(results, tmp_path):
 
 
 def test_several_reports_are_combined_from_memory(results, tmp_path, monkeypatch):
-    # write_reports used to read back each data set's report.md and results.json
+    # write_compare_report used to read back each data set's report.md and results.json
     import copy
     from pathlib import Path
 
-    from ebmclassifier.experiments.report import write_reports
+    from ebmclassifier.experiments.report import write_compare_report
 
     results, _ = results
     other = copy.deepcopy(results)
     other["data"]["name"] = "other"
     monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("a report was read back"))
-    printed = write_reports([results, other], tmp_path, command="python -m ebmclassifier compare")
+    printed = write_compare_report(
+        [results, other], tmp_path, command="python -m ebmclassifier compare"
+    )
     monkeypatch.undo()
     assert len(printed) == 2 and printed[0]["main"] == printed[1]["main"]
     report = (tmp_path / "report.md").read_text()

@@ -23,7 +23,7 @@ from sklearn.model_selection import train_test_split
 
 from ebmclassifier import NGEBMClassifier, cli
 from ebmclassifier.detectors import ViMDetector
-from ebmclassifier.experiments import _measure, _setup, compare
+from ebmclassifier.experiments import _compare_options, _measure, _setup, compare
 from ebmclassifier.experiments.models import ModelSpec, default_models
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -227,9 +227,14 @@ def test_the_calibration_part_need_not_hold_every_class_without_ts():
 # ----------------------------------------------------------- bounded counts (a property family)
 
 
-_BOUNDS = {"--seeds": compare.MAX_SEEDS, "--epochs": compare.MAX_EPOCHS,
-           "--max-train": compare.MAX_SAMPLES, "--max-test": compare.MAX_SAMPLES,
-           "--n-attack": compare.MAX_SAMPLES, "--attack-steps": compare.MAX_EPOCHS}  # fmt: skip
+_BOUNDS = {
+    "--seeds": _compare_options.MAX_SEEDS,
+    "--epochs": _compare_options.MAX_EPOCHS,
+    "--max-train": _compare_options.MAX_SAMPLES,
+    "--max-test": _compare_options.MAX_SAMPLES,
+    "--n-attack": _compare_options.MAX_SAMPLES,
+    "--attack-steps": _compare_options.MAX_EPOCHS,
+}
 
 
 @settings(
@@ -238,7 +243,7 @@ _BOUNDS = {"--seeds": compare.MAX_SEEDS, "--epochs": compare.MAX_EPOCHS,
 @given(
     option=st.sampled_from(sorted(_BOUNDS)),
     value=st.one_of(
-        st.integers(min_value=compare.MAX_SEEDS + 1, max_value=10**30),
+        st.integers(min_value=_compare_options.MAX_SEEDS + 1, max_value=10**30),
         st.integers(max_value=0, min_value=-(10**30)),
     ),
 )

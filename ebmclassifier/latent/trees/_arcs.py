@@ -16,7 +16,7 @@ import torch
 __all__ = ["arc_mask", "arcs_to_heads", "check_arc_scores", "heads_to_arcs"]
 
 #: The parameters of every tree algorithm, written once: their docstrings hold a line
-#: ``{scores}`` / ``{lengths}`` that ``fill_docstring`` (``_docstrings.py``) fills.
+#: ``{scores}`` / ``{lengths}`` that ``fill_docstring`` (``_utils/docstrings.py``) fills.
 TREE_PARAMETER_DOCS = {
     "scores": """\
 scores : torch.Tensor of shape (B, N + 1, N + 1)

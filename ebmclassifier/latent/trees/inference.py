@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..._docstrings import fill_docstring
+from ..._utils.docstrings import fill_docstring
 from ..polytope import draw_rows
 from ._arcs import TREE_PARAMETER_DOCS, check_arc_scores, heads_to_arcs
 from .nonprojective import _chu_liu_edmonds, _matrix_tree

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ..._docstrings import fill_docstring
+from ..._utils.docstrings import fill_docstring
 from ..methods import (
     GRADIENT_ALIASES,
     GRADIENTS,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..._docstrings import fill_docstring
+from ..._utils.docstrings import fill_docstring
 from ._arcs import TREE_PARAMETER_DOCS, arc_mask, check_arc_scores
 
 __all__ = ["chu_liu_edmonds", "nonprojective_log_partition"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ..._docstrings import fill_docstring
+from ..._utils.docstrings import fill_docstring
 from ._arcs import TREE_PARAMETER_DOCS, arc_mask, check_arc_scores
 
 __all__ = ["eisner", "projective_log_partition"]

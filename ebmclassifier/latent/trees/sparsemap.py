@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..._docstrings import fill_docstring
+from ..._utils.docstrings import fill_docstring
 from ._arcs import TREE_PARAMETER_DOCS, arc_mask, check_arc_scores
 from .nonprojective import _chu_liu_edmonds
 from .projective import _eisner

@@ -1,0 +1,662 @@
+"""The training engine of the estimators: skorch's loop, the training step and its hooks.
+
+:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. The
+training of one batch reads here from top to bottom: :meth:`SkorchNet.train_step_single`
+takes the batch apart, calls :meth:`~SkorchNet.augment_batch` and
+:meth:`~SkorchNet.compute_loss`, back-propagates, and hands a non-finite loss to
+:meth:`~SkorchNet.handle_divergence`. These hooks of the template are declared here with
+their defaults, so that the step and everything it calls are in one file;
+:class:`~ebmclassifier._estimator.base.EBMClassifierBase` (``_estimator/base.py``) is the
+scikit-learn face (parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows
+nothing of batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py``
+override ``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here,
+by the step and the skorch loop that runs it, rather than the step moving to
+``_estimator/base.py``: a newcomer who wants to know what one batch does reads one class, and the
+estimator face stays free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
+
+Which hooks to override
+-----------------------
+As skorch's customization guide says of its own:
+
+- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
+  fitting with weights raises a ``TypeError``), ``augment_batch`` (the batch the loss sees),
+  ``handle_divergence`` (what to do when a loss stops being finite), ``classification_loss``
+  (the criterion's term of the default ``compute_loss``), and on the estimator face
+  ``_validate_own_params`` and ``initialize_module`` (call ``super()`` first, then add modules
+  ending in ``_``).
+- Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
+  ``partial_fit`` and the inference methods: they hold the weights, the modes, the
+  validation and the seeding that make the estimators behave as scikit-learn estimators.
+
+skorch's hooks used, as its customization guide documents them
+----------------------------------------------------------------
+- ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
+  norms, sampling), so ``compute_loss(X, y, training)`` takes the place of skorch's
+  ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the dict of
+  :func:`~ebmclassifier._utils.data.with_weights`, as skorch lets inputs travel together) and are
+  passed on as ``compute_loss(..., sample_weight=w)``.
+- ``check_data``: nothing; the public methods validate with scikit-learn first.
+- ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
+- ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
+- ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
+  progress bar added for ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
+
+Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
+(``tests/_estimator/test_net.py`` fails on any other installed version)
+------------------------------------------------------------------------------------------
+This is the one module that touches skorch's internals; no other module names a private
+skorch attribute.
+
+- ``_get_param_names``: skorch lists its private ``_params_to_validate`` as a parameter.
+- ``initialize``, ``set_params``, ``load_params``: skorch moves modules and maps loaded tensors
+  to ``self.device``, and ``"auto"`` is no torch device, so these show skorch the resolved
+  ``device_`` for the duration of the call (and only then).
+- ``__setstate__``: skorch maps the pickled tensors to ``state["device"]``; it is given the
+  device they were trained on.
+- ``_train``: skorch's ``partial_fit`` on validated tensors, called past the estimator's own
+  ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
+  and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
+  ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
+- ``_step_optimizer``: in ``precision="float16"`` a ``torch.amp.GradScaler`` steps the
+  optimizers; it takes no closure, so the step runs first and the scaler steps after it, as
+  skorch's ``AccelerateMixin`` does. Every other precision keeps skorch's closure step.
+- ``torch_compile``: a no-op; ``compile=True`` compiles the networks in place when training
+  starts (``_train``, :mod:`~ebmclassifier._utils.compile`), so ``module_`` stays the class it was
+  built as.
+
+Precision: ``train_step_single``, ``validation_step`` and ``infer`` run their forward passes
+under :meth:`SkorchNet._autocast` (:mod:`~ebmclassifier._utils.precision`; nothing for float32) and
+hand skorch float32 logits; the loss it records per batch is a CPU tensor of the value the
+divergence check read, so that skorch's ``.item()`` does not wait for a GPU a second time.
+
+The examples of the hooks use a small three-class problem,
+``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+from skorch import NeuralNetClassifier
+from skorch.callbacks import EpochScoring
+from skorch.dataset import unpack_data
+from skorch.utils import to_numpy, to_tensor
+from torch import nn
+
+from .._utils.compile import compile_in_place, no_donated_buffers
+from .._utils.data import split_weights, with_weights
+from .._utils.device import pickled_tensor_device, seed_epoch
+from .._utils.precision import autocast, full_precision, grad_scaler
+from ..exceptions import DivergenceError
+from ..losses import criterion_mean
+from .progress import with_progress
+
+__all__ = ["SkorchNet"]
+
+#: Parameter prefixes that only configure how data are read: nothing to re-initialize.
+_LOADER_PREFIXES = ("iterator_train", "iterator_valid", "dataset")
+
+
+def _valid_accuracy(net, X, y) -> float:
+    """The accuracy of ``net`` on a held-out split, for skorch's ``valid_acc`` score.
+
+    skorch's ``EpochScoring("accuracy")`` compares ``net.predict(X)`` (the labels, ``"cat"``)
+    with the batches' encoded labels (``0``): it failed on string labels and scored other
+    labels than ``0 .. n_classes - 1`` wrong. The encoded labels are decoded first.
+
+    Parameters
+    ----------
+    net : SkorchNet
+    X : the validation dataset
+    y : encoded labels of ``X`` (an array or tensor)
+
+    Returns
+    -------
+    float
+    """
+    return float(np.mean(net.classes_[to_numpy(y)] == net.predict(X)))
+
+
+class SkorchNet(NeuralNetClassifier):
+    """skorch's classifier with the training step, its hooks and the overrides all share.
+
+    Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public face
+    (see the module's notes on which hooks to override).
+    """
+
+    #: The estimators' ``augmentation`` parameter, which their ``__init__`` sets: a callable
+    #: ``batch -> batch`` that :meth:`augment_batch` applies to each training batch, or None.
+    augmentation = None
+
+    #: The estimators' ``precision`` parameter (``"float32"``, ``"bfloat16"``, ``"float16"``):
+    #: the forward passes of the step run under :meth:`_autocast` (see
+    #: :mod:`~ebmclassifier._utils.precision`).
+    precision = "float32"
+
+    #: float16's :class:`torch.amp.GradScaler` while a fit trains; None otherwise.
+    _grad_scaler = None
+    #: Whether the step's gradients were scaled (and unscaled): the scaler must then step.
+    _scaled_step = False
+
+    # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled
+    # (documented skorch attribute; modules and optimizers are added by skorch itself).
+    cuda_dependent_attributes_ = ["input_min_", "input_max_"]
+
+    #: skorch's parameters that ``__init__`` removes (see there): no signature shows them.
+    _not_parameters = ("classes",)
+
+    def __init__(self, module, **kwargs) -> None:
+        super().__init__(module, **kwargs)
+        # skorch's ``classes`` parameter does nothing here: ``classes_`` are the labels seen in
+        # fit (or given to the first partial_fit), so it is not offered as a parameter.
+        del self.classes
+
+    def get_default_callbacks(self) -> list:
+        """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
+        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation
+        accuracy, ``valid_acc``, compares the predicted labels with the held-out labels
+        (:func:`_valid_accuracy`), whatever the labels are.
+
+        Returns
+        -------
+        list of (name, callback)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
+        ['print_log', 'progress_bar']
+        """
+        callbacks = [
+            (name, EpochScoring(_valid_accuracy, name=name, lower_is_better=False))
+            if name == "valid_acc"
+            else (name, callback)
+            for name, callback in super().get_default_callbacks()
+        ]
+        return with_progress(callbacks)
+
+    def _get_param_names(self):
+        # skorch lists every attribute not ending in "_"; its private bookkeeping
+        # (``_params_to_validate``) is no parameter, and clone rebuilds it from the kwargs.
+        return [name for name in super()._get_param_names() if not name.startswith("_")]
+
+    # ------------------------------------------------------------------ the device
+
+    @contextmanager
+    def _device_shown_to_skorch(self) -> Iterator[None]:
+        """``self.device = device_`` while skorch works, then the parameter as it was."""
+        shown = getattr(self, "device_", None)
+        if shown is None:  # not fitted: skorch moves nothing yet
+            yield
+            return
+        requested = self.device
+        self.device = shown
+        try:
+            yield
+        finally:
+            if self.device is shown:  # else the call set the parameter itself
+                self.device = requested
+
+    def initialize(self):
+        """skorch's ``initialize``, with the modules moved to ``device_``."""
+        with self._device_shown_to_skorch():
+            return super().initialize()
+
+    def set_params(self, **params):
+        """skorch's ``set_params``; a re-initialized module goes to ``device_``.
+
+        A new ``device`` takes effect at the next fit, as ``device="auto"`` is resolved there;
+        ``iterator_train__*``, ``iterator_valid__*`` and ``dataset__*`` at the next call that
+        reads data (skorch 1.4 refuses them on a fitted net).
+        """
+        if "device" in params:
+            super().set_params(device=params.pop("device"))
+        # skorch 1.4 sets iterator_*__ and dataset__ parameters, then raises "Something went
+        # wrong" on an initialized net (none of them needs re-initializing): set them here
+        loader = [key for key in params if key.split("__", 1)[0] in _LOADER_PREFIXES]
+        vars(self).update({key: params.pop(key) for key in loader if "__" in key})
+        with self._device_shown_to_skorch():
+            return super().set_params(**params)
+
+    def load_params(self, *args, **kwargs):
+        """skorch's ``load_params``, mapping the loaded tensors to ``device_``; before the
+        network exists, an error naming the two routes that build it (:meth:`_no_network_yet`)."""
+        if not getattr(self, "initialized_", False):
+            from skorch.exceptions import NotInitializedError
+
+            raise NotInitializedError(self._no_network_yet("load_params"))
+        with self._device_shown_to_skorch():
+            return super().load_params(*args, **kwargs)
+
+    def _no_network_yet(self, call: str) -> str:
+        """Why ``call`` (``"initialize()"``, ``"load_params"``) cannot run before ``fit``, and
+        the documented routes: ``ebmclassifier.load`` of a file written by ``save``, or
+        ``fit`` with ``max_epochs=0`` then skorch's ``load_params``.
+
+        Parameters
+        ----------
+        call : str
+
+        Returns
+        -------
+        str
+        """
+        return (
+            f"{type(self).__name__} builds its network from the data (the sample shape and "
+            f"the classes of y), so {call} has no network to work on before fit. To restore "
+            "a saved estimator, read the file its save(path) wrote with "
+            "ebmclassifier.load(path); to load skorch's save_params files, first "
+            "fit(X, y) with max_epochs=0 on data of the same shape and classes (it builds the "
+            "network untrained), then call load_params (the saving guide shows both)."
+        )
+
+    def __setstate__(self, state) -> None:
+        # skorch maps the tensors to ``state["device"]``; give it the one the estimator was
+        # trained on ("auto" is ours, not torch's) and restore the parameter afterwards.
+        requested = state.get("device")
+        state["device"] = pickled_tensor_device(state)
+        super().__setstate__(state)
+        if "device_" in state:
+            self.device_ = torch.device(self.device)  # the CPU, where CUDA is missing
+        self.device = requested
+
+    def infer(self, x, **fit_params):
+        """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
+        x, _ = split_weights(x)
+        x = self._as_network_input(to_tensor(x, device=self.device_))
+        return self._in_precision(self.module_)(x, **fit_params)
+
+    def _as_network_input(self, x: torch.Tensor) -> torch.Tensor:
+        """A batch as the network takes it: on ``device_``, float32.
+
+        Input kept in its own dtype until the batch (``uint8`` images, a memmap's rows, a
+        ``Dataset``'s samples) is converted here, one batch at a time; a float32 batch already
+        on the device is returned as it is.
+        """
+        return x.to(device=self.device_, dtype=torch.float32, non_blocking=True)
+
+    def _on_device(self, X: torch.Tensor, y, weights: dict) -> tuple:
+        """A training or validation batch ``(X, y, weights)`` on ``device_``, ``X`` as the
+        network takes it (:meth:`_as_network_input`); batches sliced from tensors on the device
+        are left as they are."""
+        if y is not None:
+            y = y.to(self.device_, non_blocking=True)
+        weights = {k: w.to(self.device_, non_blocking=True) for k, w in weights.items()}
+        return self._as_network_input(X), y, weights
+
+    # ------------------------------------------------------------------ precision, compilation
+
+    def _autocast(self):
+        """The context of every forward pass: autocast in ``precision`` (nothing for float32)."""
+        return autocast(self.precision, self.device_)
+
+    def _in_precision(self, fn):
+        """``fn`` (a network or a method of one) under :meth:`_autocast`, its result in float32
+        (not what follows it: a softmax of bfloat16 logits does not sum to 1). The one way a
+        network runs outside the training step: skorch's ``infer`` and every inference call."""
+        if self.precision == "float32":
+            return fn
+
+        def run(*args, **kwargs) -> torch.Tensor:
+            with self._autocast():
+                return full_precision(fn(*args, **kwargs))
+
+        return run
+
+    def torch_compile(self, module, name):
+        """skorch's hook, which would wrap every module: here a no-op.
+
+        With ``compile=True`` the networks that the loss calls (:meth:`_compiled_modules`) are
+        compiled in place when training starts (:meth:`_train`), so ``module_`` keeps its class,
+        its state-dict keys and its attributes, and the criterion, the replay buffer and the
+        other modules stay as they are.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+        name : str
+            skorch's name of the module (``"module"``, ``"criterion"``, ...).
+
+        Returns
+        -------
+        torch.nn.Module
+            ``module`` itself.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(grad_norm="finite_difference", compile=True,
+        ...                       compile__backend="aot_eager", max_epochs=1,
+        ...                       module__hidden_sizes=(8,)).fit(X, y)
+        >>> type(clf.module_).__name__  # not skorch's OptimizedModule
+        'MLP'
+        """
+        return module
+
+    def _compiled_modules(self) -> list[nn.Module]:
+        """The modules whose forward passes ``compile=True`` compiles: ``module_``."""
+        return [self.module_]
+
+    # ------------------------------------------------------------------ the training loop
+
+    def _train(
+        self, X: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> None:
+        """Train on validated tensors: skorch's ``partial_fit``, past the estimator's own.
+
+        In ``precision="float16"`` a gradient scaler lives for the call, starting from the last
+        call's scale (``loss_scale_``). With ``compile=True`` the networks are compiled first
+        (again after unpickling, which drops the compiled code), and the training runs without
+        torch's donated buffers (:func:`~ebmclassifier._utils.compile.no_donated_buffers`).
+        """
+        if not self.compile:
+            self._train_in_precision(X, y, sample_weight)
+            return
+        for module in self._compiled_modules():
+            compile_in_place(module, **self.get_params_for("compile"))
+        with no_donated_buffers():
+            self._train_in_precision(X, y, sample_weight)
+
+    def _train_in_precision(self, X, y, sample_weight) -> None:
+        self._grad_scaler = grad_scaler(
+            self.precision, self.device_, getattr(self, "loss_scale_", None)
+        )
+        self._scaled_step = False  # a fit that raised mid-step left nothing to step
+        try:
+            super().partial_fit(with_weights(X, sample_weight), y)
+        finally:
+            if self._grad_scaler is not None:
+                self.loss_scale_ = float(self._grad_scaler.get_scale())
+            self._grad_scaler = None
+
+    def check_data(self, X, y=None) -> None:
+        """Nothing: the public methods validate the data with scikit-learn first."""
+
+    def _set_mode(self, training: bool) -> None:
+        """Training or evaluation mode for every torch module of the estimator."""
+        for name, value in list(vars(self).items()):
+            if name.endswith("_") and isinstance(value, nn.Module):
+                value.train(training)
+
+    def _fit_seed(self) -> int | None:
+        """The seed every random draw of this fit derives from; None when unseeded.
+
+        ``seed_`` (drawn from ``random_state`` when the data's statistics were derived) while
+        ``random_state`` is set; None when it is None now, so that a ``partial_fit`` after
+        ``set_params(random_state=None)`` is unseeded in every part, as its epochs are. The
+        one rule the engine, class growth, the reservoir and generated replay all follow.
+        """
+        return getattr(self, "seed_", None) if self.random_state is not None else None
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """Start an epoch: seed torch with ``seed_ + epoch``, every module in training mode."""
+        super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
+        seed = self._fit_seed()
+        if seed is not None:
+            seed_epoch(seed, len(self.history))
+        # skorch sets the modes on every batch, which walks all submodules; they change only
+        # between phases (training, validation, inference), so set them then.
+        self._set_mode(True)
+
+    # ------------------------------------------------------------------ the step's hooks
+
+    def compute_loss(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        training: bool,
+        sample_weight: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training objective on one batch; here the classification term alone.
+
+        The hook an estimator overrides to define its loss (see the module's notes on which
+        hooks to override).
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, float32, on ``self.device_``
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        training : bool
+            ``False`` during validation (the graph of the loss is not needed then).
+        sample_weight : Tensor of shape (n,) or None, default=None
+            float32 weights of the batch (``sample_weight`` times ``class_weight``), given
+            only when the fit has weights. Each per-sample term becomes a weighted mean,
+            ``sum_i w_i l_i / sum_i w_i`` (:func:`~ebmclassifier.losses.weighted_mean`). An
+            override without this argument trains without weights only.
+
+        Returns
+        -------
+        loss : scalar Tensor
+            Back-propagated in training, unless it has no graph: a step the estimator rejects
+            (as ``JEMClassifier`` does a diverged one) returns it detached, and the optimizer
+            then leaves the weights as they were.
+        logits : Tensor of shape (n, n_classes)
+
+        Examples
+        --------
+        A classifier trained with label smoothing, by overriding this hook alone:
+
+        >>> from ebmclassifier._estimator.base import EBMClassifierBase
+        >>> class SmoothedClassifier(EBMClassifierBase):
+        ...     def compute_loss(self, X, y, training):
+        ...         logits = self.module_(X)
+        ...         loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.2)
+        ...         return loss, logits
+        >>> clf = SmoothedClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> Xt = torch.tensor(X[:8], dtype=torch.float32, device=clf.device_)
+        >>> yt = torch.tensor(y[:8], device=clf.device_)
+        >>> loss, logits = clf.compute_loss(Xt, yt, training=False)
+        >>> tuple(loss.shape), tuple(logits.shape)
+        ((), (8, 3))
+        >>> bool(loss > clf.classification_loss(logits, yt))  # smoothing costs the confident
+        True
+        """
+        logits = self.module_(X)
+        return self.classification_loss(logits, y, sample_weight), logits
+
+    def classification_loss(
+        self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The classification term, ``criterion_(logits, y)``, optionally weighted.
+
+        :func:`ebmclassifier.losses.criterion_mean` of the estimator's ``criterion_``: the
+        term that the default :meth:`compute_loss` trains. NG-EBM and JEM weigh the same term
+        against their energy terms, built inside their losses from ``criterion_`` and
+        ``negatives`` (:func:`~ebmclassifier.losses.ngebm_loss`); to change it there, pass
+        another ``criterion``.
+
+        Parameters
+        ----------
+        logits : Tensor of shape (n, n_classes)
+        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
+        sample_weight : Tensor of shape (n,) or None, default=None
+            Weights of the samples; with class weights in ``criterion__weight`` the mean is
+            normalised as :func:`~ebmclassifier.losses.criterion_mean` says.
+
+        Returns
+        -------
+        scalar Tensor
+            The batch mean, with the default ``criterion=torch.nn.CrossEntropyLoss``; the
+            weighted mean with ``sample_weight``.
+
+        Examples
+        --------
+        >>> import math
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
+        >>> logits = torch.zeros(2, 3)  # p(y|x) = 1/3: the loss is log(3)
+        >>> loss = clf.classification_loss(logits, torch.tensor([0, 2]))
+        >>> round(float(loss), 4), round(math.log(3), 4)
+        (1.0986, 1.0986)
+        >>> logits = torch.tensor([[9.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # the first one is sure
+        >>> w = torch.tensor([1.0, 0.0])
+        >>> clf.classification_loss(logits, torch.tensor([0, 2]), w) < 0.01
+        tensor(True)
+        """
+        return criterion_mean(self.criterion_, logits, y, sample_weight)
+
+    def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
+        """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
+
+        Called by :meth:`train_step_single` only, never at inference or validation.
+
+        Parameters
+        ----------
+        X : Tensor of shape ``(n, *input_shape)``, on ``device_``
+
+        Returns
+        -------
+        Tensor of the same shape, dtype and device
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.augment import GaussianNoise
+        >>> clf = NGEBMClassifier(augmentation=GaussianNoise(std=0.1), max_epochs=1)
+        >>> clf = clf.fit(X, y)
+        >>> xb = torch.zeros(3, 4)
+        >>> float(clf.augment_batch(xb).std()) > 0, clf.predict(np.zeros((3, 4))).shape
+        (True, (3,))
+        >>> bool((NGEBMClassifier().augment_batch(xb) == xb).all())  # no augmentation
+        True
+        """
+        return X if self.augmentation is None else self.augmentation(X)
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        """Called when a training loss is not finite; raises :class:`DivergenceError`.
+
+        :meth:`train_step_single` calls it after the backward pass and before the optimizer
+        step, so the weights are still those of the last good step.
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss of the batch.
+
+        Returns
+        -------
+        None
+            It does not return; an override that returns lets the optimizer step with the
+            non-finite gradients.
+
+        Raises
+        ------
+        DivergenceError
+            With the epoch, the loss and what to change.
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> from ebmclassifier.exceptions import DivergenceError
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).fit(X, y)
+        >>> try:
+        ...     clf.handle_divergence(torch.tensor(float("nan")))
+        ... except DivergenceError as err:
+        ...     print(err)
+        NGEBMClassifier diverged in epoch 1: the training loss is nan. Lower the learning rate
+        (lr=0.001) or the loss weights, or standardize the input.
+        """
+        hint = ""
+        if self.precision == "float16":
+            hint = " In float16 values beyond 65504 overflow: try precision='bfloat16'."
+        raise DivergenceError(
+            f"{type(self).__name__} diverged in epoch {len(self.history)}: the training loss is "
+            f"{loss.item()}. Lower the learning rate (lr={self.lr!r}) or the loss weights, or "
+            f"standardize the input.{hint}"
+        )
+
+    # ------------------------------------------------------------------ the step
+
+    def train_step_single(self, batch, **fit_params):
+        """Forward and backward pass of :meth:`compute_loss` on one training batch.
+
+        The batch goes through :meth:`augment_batch` first, then :meth:`compute_loss` under
+        :meth:`_autocast`. A non-finite loss goes to :meth:`handle_divergence` before the
+        optimizer steps; a loss returned without a graph is not back-propagated, nor is that of
+        a batch whose sample weights are all zero (so the optimizer, momentum included, leaves
+        the weights alone).
+        """
+        if not self.module_.training:  # inference in a callback switched the modes
+            self._set_mode(True)
+        Xi, yi = unpack_data(batch)
+        Xi, weights = split_weights(Xi)
+        Xi, yi, weights = self._on_device(Xi, yi, weights)
+        Xi = self.augment_batch(Xi)
+        with self._autocast():
+            loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
+        # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
+        # gradient, so the optimizer's step after this leaves the weights as they were.
+        if loss.requires_grad:
+            self._backward(loss)
+        # Read after the backward pass and before the optimizer step, so the weights are still
+        # good: on a GPU a read waits for the device, and here that wait no longer holds back
+        # the queueing of the backward kernels. One read per step: the loss, and with weights
+        # whether any sample of the batch counts. ``math.isfinite`` of the float costs a
+        # microsecond, ``torch.isfinite`` a tensor and a kernel.
+        if weights:
+            counts = weights["sample_weight"].any().to(loss.dtype)
+            value, counted = torch.stack([loss.detach(), counts]).tolist()
+            if not counted:  # no sample of the batch counts: no step, as if it were dropped
+                for _, parameter in self.get_all_learnable_params():
+                    parameter.grad = None
+                loss = loss.detach()
+        else:
+            value = loss.item()
+        if not math.isfinite(value):
+            self.handle_divergence(loss)
+        # skorch's history reads the loss again (``.item()`` per batch): a CPU copy of the value
+        # read above spares a second wait for the device.
+        loss = loss.detach() if loss.device.type == "cpu" else torch.tensor(value)
+        return {"loss": loss, "y_pred": full_precision(logits.detach())}
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        """``loss.backward()``; in float16 scaled, then unscaled for the optimizer's step.
+
+        The gradients are unscaled here, so that skorch's ``on_grad_computed`` callbacks
+        (gradient clipping) see them at their true scale, as torch's AMP guide does it.
+        """
+        scaler = self._grad_scaler
+        if scaler is None:
+            loss.backward()
+            return
+        scaler.scale(loss).backward()
+        for name in self._optimizers:
+            scaler.unscale_(getattr(self, name + "_"))
+        self._scaled_step = True
+
+    def _step_optimizer(self, step_fn):
+        """skorch's optimizer step; with float16's scaler, the scaler's step instead.
+
+        A ``GradScaler`` cannot step with a closure: the step is run first, then the scaler
+        steps each optimizer (skipping a step whose gradients overflowed) and updates its
+        scale, as skorch's ``AccelerateMixin`` does. A step without gradients (a rejected JEM
+        step) leaves the optimizers and the scale alone.
+        """
+        scaler = self._grad_scaler
+        if scaler is None:
+            super()._step_optimizer(step_fn)
+            return
+        step_fn()
+        if not self._scaled_step:
+            return
+        self._scaled_step = False
+        for name in self._optimizers:
+            scaler.step(getattr(self, name + "_"))
+        scaler.update()
+
+    def validation_step(self, batch, **fit_params):
+        """The loss of one validation batch, in evaluation mode, without a backward pass."""
+        if self.module_.training:
+            self._set_mode(False)
+        Xi, yi = unpack_data(batch)
+        Xi, weights = split_weights(Xi)
+        Xi, yi, weights = self._on_device(Xi, yi, weights)
+        # The energy terms need input gradients, also when validating.
+        with torch.enable_grad(), self._autocast():
+            loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
+        return {"loss": loss.detach(), "y_pred": full_precision(logits.detach())}
