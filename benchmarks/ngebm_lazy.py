@@ -28,9 +28,11 @@ Run from the repository root, on one thread. The default run (both parts, every 
 seeds) took about 45 minutes of CPU time, 1 h 40 min on the shared two-core machine at load
 3-7: the cost part about 15 minutes of it, the quality part 5 on the MLPs and 25 on MNIST-1D's
 ConvNet. ``--part``, ``--settings``, ``--seeds``, ``--intervals`` and ``--fractions`` shrink it;
-``--quick`` tries both parts in a few minutes::
+``--quick`` tries both parts in a few minutes. ``--out`` writes every measurement to a JSON
+file, from which ``--tables`` prints the NG-EBM guide's tables::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py
+    OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --out lazy.json
+    PYTHONPATH=. python benchmarks/ngebm_lazy.py --tables lazy.json
     OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part cost \\
         --settings digits_conv mnist1d_conv --rounds 7
     OMP_NUM_THREADS=1 PYTHONPATH=. nice -n 5 python benchmarks/ngebm_lazy.py --part quality \\
@@ -178,15 +180,16 @@ def registry(models: dict[str, dict]) -> dict[str, ModelSpec]:
         "ce": ModelSpec("ce", "cross-entropy", build=build({"beta": 0.0})),
         "ce_ts": ModelSpec(
             "ce_ts", "ce, temperature-scaled", scores=("max_softmax",), calibrates="ce"
-        ),  # fmt: skip
+        ),
     }
     for name, params in models.items():
         specs[name] = ModelSpec(name, f"NG-EBM {params}", build=build(params))
         if name.startswith("ngebm_reuse"):  # the experiment
             specs[name] = ModelSpec(
-                name, f"NG-EBM, reused penalty gradient {params}",
+                name,
+                f"NG-EBM, reused penalty gradient {params}",
                 build=lambda fit_params, params=params: ReusedPenalty(**params, **fit_params),
-            )  # fmt: skip
+            )
     return specs
 
 
@@ -194,22 +197,34 @@ def run_quality(setting: str, models: dict[str, dict], seeds: int, epochs: int |
     spec = QUALITY[setting]
     names = ("ce", "ce_ts", *models)
     config = CompareConfig(
-        data=spec["data"], models=names, seeds=seeds, network=spec["network"],
-        max_train=spec["max_train"], epsilons=(0.0, spec["eps"]), max_epochs=epochs,
-        device="cpu", progress=False,
-    )  # fmt: skip
+        data=spec["data"],
+        models=names,
+        seeds=seeds,
+        network=spec["network"],
+        max_train=spec["max_train"],
+        epsilons=(0.0, spec["eps"]),
+        max_epochs=epochs,
+        device="cpu",
+        progress=False,
+    )
     results = run_comparison(config, registry(models))
     runs = []
     for run in results["runs"]:
         score = HEADLINE.get(run["model"], "approx_mass")
         aurocs = {name: v["auroc"] for name, v in run["ood"][score].items()}
-        runs.append({
-            "model": run["model"], "seed": run["seed"], "accuracy": run["accuracy"],
-            "ece": run["ece"], "nll": run["nll"], "auroc_uniform": aurocs["uniform"],
-            "auroc_worst": min(aurocs.values()),
-            "pgd": None if run["robust_accuracy"] is None else run["robust_accuracy"][1],
-            "cost_vs_ce": run.get("cost_vs_ce"),
-        })  # fmt: skip
+        runs.append(
+            {
+                "model": run["model"],
+                "seed": run["seed"],
+                "accuracy": run["accuracy"],
+                "ece": run["ece"],
+                "nll": run["nll"],
+                "auroc_uniform": aurocs["uniform"],
+                "auroc_worst": min(aurocs.values()),
+                "pgd": None if run["robust_accuracy"] is None else run["robust_accuracy"][1],
+                "cost_vs_ce": run.get("cost_vs_ce"),
+            }
+        )
     return runs
 
 
@@ -242,6 +257,45 @@ def print_quality(setting: str, runs: list, seeds: int) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+GUIDE_NAMES = {"ce": "CE", "ce_ts": "CE + temperature", "ngebm": "NG-EBM"}
+
+
+def _guide_name(model: str) -> str:
+    if model in GUIDE_NAMES:
+        return GUIDE_NAMES[model]
+    if model.startswith("ngebm_reuse"):
+        return f"reused, k={model.removeprefix('ngebm_reuse')}"
+    option, _, value = model.removeprefix("ngebm_").partition("_")  # no fd in the guide
+    for prefix, name in (("every", "penalty_every"), ("frac", "penalty_fraction")):
+        if option.startswith(prefix):
+            return f"`{name}={option.removeprefix(prefix)}`"
+    return model
+
+
+def print_guide_tables(out: dict) -> None:
+    """The NG-EBM guide's quality tables from a ``--out`` file: the cost part's ratio to CE
+    beside the quality part's medians [min, max], *in italics* where a variant's range does
+    not overlap full NG-EBM's (the ``keeps`` column of :func:`print_quality`)."""
+    for setting, runs in out["quality"].items():
+        cost = out["cost"].get(setting, {})
+        print(f"\n**{setting}**\n")
+        header = "| model | cost x CE | accuracy | ECE | NLL | AUROC noise | AUROC worst | PGD |"
+        print(header + "\n|" + "---|" * 8)
+        for model in dict.fromkeys(r["model"] for r in runs):
+            ratio = cost.get(model, {}).get("ratio")
+            ratio = "1.00" if model in ("ce", "ce_ts") else "-" if ratio is None else f"{ratio:.2f}"
+            cells = [_guide_name(model), ratio]
+            for metric in METRICS:
+                values, full = _spread(runs, model, metric), _spread(runs, "ngebm", metric)
+                if not len(values):
+                    cells.append("-")
+                    continue
+                text = f"{np.median(values):.3f} [{values.min():.3f}, {values.max():.3f}]"
+                outside = values.max() < full.min() or values.min() > full.max()
+                cells.append(f"*{text}*" if model.startswith("ngebm_") and outside else text)
+            print("| " + " | ".join(cells) + " |")
+
+
 # ---------------------------------------------------------------- Adam's second moment
 
 
@@ -268,14 +322,18 @@ def run_optimizer(seeds: int, intervals) -> list[dict]:
                 clf = NGEBMClassifier(max_epochs=30, random_state=seed, penalty_every=k, **params)
                 clf.fit(X, data.y_train)
                 proba = clf.predict_proba(X_test)
-                rows.append({
-                    "optimizer": opt, "every": k, "seed": seed,
-                    "accuracy": float((proba.argmax(1) == data.y_test).mean()),
-                    "confidence": float(proba.max(1).mean()),
-                    "ece": expected_calibration_error(data.y_test, proba),
-                    "penalty": float(clf.score_ood(X_test, "approx_mass").mean()),
-                    "train_loss": float(clf.history[-1]["train_loss"]),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "optimizer": opt,
+                        "every": k,
+                        "seed": seed,
+                        "accuracy": float((proba.argmax(1) == data.y_test).mean()),
+                        "confidence": float(proba.max(1).mean()),
+                        "ece": expected_calibration_error(data.y_test, proba),
+                        "penalty": float(clf.score_ood(X_test, "approx_mass").mean()),
+                        "train_loss": float(clf.history[-1]["train_loss"]),
+                    }
+                )
     return rows
 
 
@@ -295,9 +353,11 @@ def print_optimizer(rows: list[dict], seeds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--part", choices=("both", "cost", "quality", "optimizer"), default="both",
+        "--part",
+        choices=("both", "cost", "quality", "optimizer"),
+        default="both",
         help="both: cost and quality; optimizer: lazy NG-EBM under Adam and SGD (digits)",
-    )  # fmt: skip
+    )
     parser.add_argument("--settings", nargs="*", help="default: every setting of the part")
     parser.add_argument("--seeds", type=int, help="quality: seeds 0..N-1 (default 5)")
     parser.add_argument("--rounds", type=int, help="cost: timed rounds (default 5)")
@@ -316,11 +376,23 @@ def main() -> None:
         help="defaults for a try: 2 seeds, 2 rounds, 10 epochs, interval 8, fraction 0.25",
     )
     parser.add_argument(
-        "--reuse", type=int, nargs="*", default=[],
+        "--reuse",
+        type=int,
+        nargs="*",
+        default=[],
         help="quality: also the experiment ReusedPenalty at these intervals (not an option)",
-    )  # fmt: skip
+    )
     parser.add_argument("--out", help="write every measurement to this JSON file")
+    parser.add_argument(
+        "--tables",
+        metavar="JSON",
+        help="only print the NG-EBM guide's tables from a file that --out wrote",
+    )
     args = parser.parse_args()
+    if args.tables:
+        with open(args.tables) as file:
+            print_guide_tables(json.load(file))
+        return
     defaults = dict(seeds=5, rounds=5, epochs=None, intervals=[2, 4, 8, 16], fractions=[0.5, 0.25])
     if args.quick:
         defaults = dict(seeds=2, rounds=2, epochs=10, intervals=[8], fractions=[0.25])
