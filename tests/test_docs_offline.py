@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("check_offline", ROOT / "docs" / "check_offline.py")
 check_offline = importlib.util.module_from_spec(spec)
@@ -101,3 +103,41 @@ def test_every_reference_into_scikit_learn_skorch_and_torch_is_in_an_inventory()
     assert {"torch.nn.Module", "sklearn.pipeline.Pipeline"} <= {t for _, t in references}
     missing = sorted(target for _, target in references if target not in names)
     assert not missing, f"add to docs/_inventories/make_inventories.py: {missing}"
+
+
+@pytest.mark.parametrize(
+    "source, targets",
+    [
+        (
+            "docs/user_guide/data.md",
+            {
+                "torch.utils.data.Dataset",
+                "torch.utils.data.TensorDataset",
+                "torch.utils.data.DataLoader",
+                "torch.utils.data.IterableDataset",
+                "sklearn.utils.validation.validate_data",
+            },
+        ),
+        (
+            "docs/user_guide/early_stopping.md",
+            {
+                "sklearn.neural_network.MLPClassifier",
+                "skorch.callbacks.EarlyStopping",
+                "skorch.dataset.ValidSplit",
+            },
+        ),
+        (
+            "ebmclassifier/_estimator/parameter_docs.py",
+            {
+                "sklearn.neural_network.MLPClassifier",
+                "skorch.callbacks.EarlyStopping",
+                "skorch.dataset.ValidSplit",
+            },
+        ),
+    ],
+)
+def test_the_pages_on_data_and_early_stopping_link_what_they_are_about(source, targets):
+    # the issue: no links into scikit-learn's, skorch's or PyTorch's docs; these pages named
+    # the classes a skorch user knows in code spans, which render as plain text
+    linked = {target for _, target in _ROLE.findall((ROOT / source).read_text())}
+    assert targets <= linked, sorted(targets - linked)

@@ -52,8 +52,9 @@ def _parse_reference(text: str) -> list[tuple[str, str]]:
         if in_autosummary:
             if not line.strip() or line.strip().startswith(":"):
                 continue
-            if line[0].isspace():
-                entries.append((module, line.strip()))
+            if line[0].isspace():  # a name, or ~submodule.name (shown as name)
+                prefix, _, name = line.strip().lstrip("~").rpartition(".")
+                entries.append((f"{module}.{prefix}" if prefix else module, name))
                 continue
             in_autosummary = False
         match = _DIRECTIVE.match(line)
@@ -400,7 +401,7 @@ def test_parse_reference_reads_autosummary_and_autodata():
    :template: function.rst
 
    first
-   second
+   ~sub.second
 
 Text.
 
@@ -409,7 +410,7 @@ Text.
 """
     assert _parse_reference(page) == [
         ("pkg.mod", "first"),
-        ("pkg.mod", "second"),
+        ("pkg.mod.sub", "second"),  # ~sub.second: shown as "second"
         ("pkg.mod", "CONSTANT"),
     ]
 
@@ -433,3 +434,38 @@ def test_the_parameter_sets_are_a_list_not_a_generator():
     # pytest 9.1 warns "Passing a non-Collection iterable to parametrize is deprecated"
     # (PytestRemovedIn10Warning) for a generator, which pytest 10 makes an error
     assert isinstance(_cases(), list) and isinstance(_cases(hooks=True), list)
+
+
+#: What a scikit-learn user looks for on an estimator's page: the methods of scikit-learn's
+#: estimator, classifier and transformer interfaces (not ``set_output``, whose docstring
+#: points into scikit-learn's user guide by labels the offline inventory does not hold).
+SKLEARN_METHODS = (
+    "fit",
+    "partial_fit",
+    "predict",
+    "predict_proba",
+    "predict_log_proba",
+    "decision_function",
+    "score",
+    "score_samples",
+    "transform",
+    "fit_transform",
+    "get_feature_names_out",
+    "get_params",
+    "set_params",
+)
+
+
+def test_every_estimator_page_lists_the_scikit_learn_methods_it_has():
+    # the issue: the API page's methods table left out score, get_params and set_params
+    template = (API_DIR.parent / "_templates" / "estimator.rst").read_text()
+    listed = set(
+        re.search(r"set user_methods = \[(.*?)\]", template)[1].replace('"', "").split(", ")
+    )
+    for page in sorted(API_DIR.glob("*.rst")):
+        if ":template: estimator.rst" not in page.read_text():
+            continue
+        for module, name in _parse_reference(page.read_text()):
+            cls = getattr(importlib.import_module(module), name)
+            has = {method for method in SKLEARN_METHODS if hasattr(cls, method)}
+            assert has <= listed, (name, sorted(has - listed))

@@ -44,6 +44,7 @@ INVENTORIES = {
                     ("sklearn.multioutput.MultiOutputClassifier", "py:class"),
                     ("sklearn.preprocessing.StandardScaler", "py:class"),
                     ("sklearn.utils.Bunch", "py:class"),
+                    ("sklearn.utils.validation.validate_data", "py:function"),
                 )
             ],
             (
@@ -102,6 +103,8 @@ INVENTORIES = {
             ],
             ("torch.utils.data.DataLoader", "py:class", "data.html#$", "-"),
             ("torch.utils.data.Dataset", "py:class", "data.html#$", "-"),
+            ("torch.utils.data.TensorDataset", "py:class", "data.html#$", "-"),
+            ("torch.utils.data.IterableDataset", "py:class", "data.html#$", "-"),
             ("torch.autocast", "py:class", "amp.html#$", "-"),
             ("torch.amp.GradScaler", "py:class", "amp.html#$", "-"),
             ("torch.autograd.Function", "py:class", "autograd.html#$", "-"),

@@ -38,16 +38,19 @@ batch_size : int, default=64
     The samples of a training batch (-1: all of them). Also the batch size of inference
     unless ``iterator_valid__batch_size`` is set.
 train_split : callable or None, default=None
-    As in skorch (e.g. ``skorch.dataset.ValidSplit(0.1)``); ``None`` trains on all data, as
-    scikit-learn's estimators do. The validation loss is the training objective on the
-    held-out samples (:class:`~ebmclassifier.jem.JEMClassifier`'s: its cross-entropy alone).
+    As in skorch (e.g. ``ValidSplit(0.1)``, :class:`skorch.dataset.ValidSplit`); ``None``
+    trains on all data, as scikit-learn's estimators do. The validation loss is the training
+    objective on the held-out samples (:class:`~ebmclassifier.jem.JEMClassifier`'s: its
+    cross-entropy alone).
 early_stopping : bool, default=False
-    As in scikit-learn's ``MLPClassifier``: ``fit`` holds out ``validation_fraction`` of the
-    training data (stratified by class, drawn from ``random_state``) and stops when the
-    validation loss has not improved by at least ``tol`` for ``n_iter_no_change`` epochs in a
-    row; the network then gets back the weights of its best epoch (``best_epoch_``). The
-    loss, not the accuracy, is monitored (skorch's ``EarlyStopping`` on ``valid_loss``, with
-    its ``ValidSplit``). ``partial_fit`` never stops early. Not with a ``train_split``.
+    As in scikit-learn's :class:`~sklearn.neural_network.MLPClassifier`: ``fit`` holds out
+    ``validation_fraction`` of the training data (stratified by class, drawn from
+    ``random_state``) and stops when the validation loss has not improved by at least ``tol``
+    for ``n_iter_no_change`` epochs in a row; the network then gets back the weights of its
+    best epoch (``best_epoch_``). The loss, not the accuracy, is monitored (skorch's
+    :class:`~skorch.callbacks.EarlyStopping` on ``valid_loss``, with its
+    :class:`~skorch.dataset.ValidSplit`). ``partial_fit`` never stops early. Not with a
+    ``train_split``.
 validation_fraction : float in (0, 1), default=0.1
     The share of the training data held out for early stopping.
 n_iter_no_change : int >= 1, default=10
@@ -56,10 +59,12 @@ tol : float >= 0, default=1e-4
     The least decrease of the validation loss that counts as an improvement (with
     ``early_stopping``; without it ``fit`` trains ``max_epochs`` epochs, as skorch does).
 callbacks : list or None, default=None
-    skorch callbacks, as ``[(name, callback), ...]`` (``EarlyStopping`` with a
-    ``train_split``, ``Checkpoint``, ``LRScheduler``, ...), added to the default ones. A
-    callback that monitors a validation score (``EarlyStopping()``) in a fit that holds out
-    no data is refused before training, naming ``early_stopping=True`` and ``train_split``.
+    skorch callbacks, as ``[(name, callback), ...]``
+    (:class:`~skorch.callbacks.EarlyStopping` with a ``train_split``,
+    :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.LRScheduler`, ...), added
+    to the default ones. A callback that monitors a validation score (``EarlyStopping()``) in
+    a fit that holds out no data is refused before training, naming ``early_stopping=True``
+    and ``train_split``.
 warm_start : bool, default=False
     With ``True``, ``fit`` on a fitted estimator continues training its network instead of
     starting afresh, as scikit-learn's ``MLPClassifier`` does (see :meth:`fit`).""",
