@@ -3,11 +3,12 @@ Training on a memmap of uint8 images, with early stopping
 =========================================================
 
 scikit-learn's digits written to disk as ``uint8`` images of shape ``(1, 8, 8)`` and opened as
-a ``numpy.memmap``: ``NGEBMClassifier`` reads them a batch at a time (two ``DataLoader``
-workers), keeping them ``uint8`` until each batch, and stops early as scikit-learn's
-``MLPClassifier`` does: ``early_stopping=True`` holds out a stratified tenth of the training
-data and stops when its loss has not improved by ``tol`` for ``n_iter_no_change`` epochs, then
-restores the best epoch's weights.
+a :class:`numpy.memmap`: :class:`~ebmclassifier.NGEBMClassifier` reads them a batch at a time
+(two :class:`~torch.utils.data.DataLoader` workers), keeping them ``uint8`` until each batch,
+and stops early as scikit-learn's :class:`~sklearn.neural_network.MLPClassifier` does:
+``early_stopping=True`` holds out a stratified tenth of the training data and stops when its
+loss has not improved by ``tol`` for ``n_iter_no_change`` epochs, then restores the best
+epoch's weights.
 
 The same fit on the images as one float32 array gives the same probabilities, bit for bit: the
 batches, the checks and the data's statistics are the same, only read differently.

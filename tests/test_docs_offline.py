@@ -56,7 +56,7 @@ _spec.loader.exec_module(make_inventories)
 
 #: A cross-reference role in reST (:class:`~x.y`) or MyST ({class}`x.y`), and its target.
 _ROLE = re.compile(r"(?::|\{)(?:py:)?(class|func|meth|ref)(?::|\})`(?:[^`<]*<)?~?([^`>]+)>?`")
-_PROJECTS = ("sklearn", "skorch", "torch")
+_PROJECTS = ("numpy", "sklearn", "skorch", "torch")
 
 
 def _inventory(path: Path) -> dict[str, str]:

@@ -1,10 +1,11 @@
-"""Write the small intersphinx inventories the docs link scikit-learn, skorch and PyTorch with.
+"""Write the small intersphinx inventories the docs link scikit-learn, skorch, PyTorch and
+numpy with.
 
 The build must not need the internet, and intersphinx reads each project's ``objects.inv``
 from its site by default. These files list only the targets the docs reference, with the
 addresses those projects' documentation gives them, so the links lead to the real pages while
 the build stays offline (``docs/conf.py`` names them in ``intersphinx_mapping``;
-``tests/test_docs_offline.py`` checks that every reference into the three projects is here).
+``tests/test_docs_offline.py`` checks that every reference into these projects is here).
 
 Regenerate after adding a target (``pip install sphobjinv``)::
 
@@ -61,6 +62,14 @@ INVENTORIES = {
                 "modules/model_evaluation.html#accuracy-score",
                 "Accuracy score",
             ),
+        ],
+    ),
+    "numpy": (
+        "https://numpy.org/doc/stable/",
+        "stable",
+        [
+            ("numpy.memmap", "py:class", "reference/generated/numpy.memmap.html#$", "-"),
+            ("numpy.load", "py:function", "reference/generated/numpy.load.html#$", "-"),
         ],
     ),
     "skorch": (
