@@ -36,13 +36,12 @@ the file: only unpickle files you trust. See the user guide's "Saving and deploy
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-import pickle
-import warnings
+import struct
 import zipfile
-from typing import Any
 
 import numpy as np
 import torch
@@ -51,13 +50,23 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
+from torch import nn
 
-from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
+from ._allowed_classes import (
+    check_attribute_kind,
+    check_attribute_name,
+    check_class_roles,
+    class_path,
+    trusted_class,
+)
+from ._saved_archive import FileLimits, Refused, parse_json, read_members, read_weights
+from ._saved_values import NotSaved, decode, encode
 from ._utils.atomic import atomic_write
 from ._utils.device import resolve_device, seeded_rng
+from ._utils.warn import warn_user
 from ._version import __version__
 
-__all__ = ["load", "save"]
+__all__ = ["FileLimits", "load", "save"]
 
 FORMAT = "ebmclassifier.saving"
 FORMAT_VERSION = 1
@@ -70,12 +79,39 @@ _MEMBERS = {
 #: The one class a ``distributional.json`` file builds (a constant: never read from the file).
 _CONSTRAINT_CLASS = "ebmclassifier.distributional.constraint:DistributionalConstraint"
 
-#: How the machine that loads reads files, not a property of the model: never taken from a file.
+#: The JSON type of each entry of each format's metadata, as ``save`` writes it.
+_LAYOUT = {
+    FORMAT: {
+        "estimator": (str,),
+        "params": (dict,),
+        "unsaved_params": (dict,),
+        "classes": (dict,),
+        "attributes": (dict,),
+        "history": (list, type(None)),
+    },
+    CONSTRAINT_FORMAT: {
+        "params": (dict,),
+        "priors": (dict, str, type(None)),
+        "train_priors": (dict, str, type(None)),
+        "frozen": (bool,),
+        "classes": (list,),
+        "fitted": (dict,),
+    },
+}
+
+#: Parameters that say how the machine reads files or runs programs, not what the model is:
+#: ``save`` never writes them and ``load`` refuses a file that sets them.
+NEVER_FROM_A_FILE = {
+    "torch_load_kwargs": (
+        "it is how load_params calls torch.load: {'weights_only': False} there unpickles "
+        "whatever code a later file holds"
+    ),
+    "compile__options": (
+        "torch.compile's options name the compilers it runs and the folders it writes to"
+    ),
+}
+#: Of those, the ones of the loading machine alone, not even reported as unsaved.
 _NOT_SAVED = ("torch_load_kwargs",)
-
-
-class _NotSaved(Exception):
-    """A value that JSON and the trusted classes cannot express."""
 
 
 class SavedEstimatorMixin:
@@ -129,50 +165,6 @@ class SavedEstimatorMixin:
             getattr(self, name).load_state_dict(state)
 
 
-# ---------------------------------------------------------------- values <-> JSON
-
-
-def _encode(value) -> Any:
-    """A parameter or fitted attribute as JSON, tagging what JSON has no type for."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return {"__array__": [_encode(v) for v in value.tolist()], "dtype": value.dtype.str}
-    if isinstance(value, tuple | list):
-        tag = "__tuple__" if isinstance(value, tuple) else "__list__"
-        return {tag: [_encode(v) for v in value]}
-    if isinstance(value, dict):
-        return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
-    if isinstance(value, type) and loadable(value):  # what load() would refuse is not saved
-        return {"__class__": class_path(value)}
-    raise _NotSaved(value)
-
-
-def _decode(value) -> Any:
-    """The inverse of :func:`_encode`, importing classes through :func:`trusted_class`."""
-    if not isinstance(value, dict):
-        if isinstance(value, list):
-            raise ValueError(f"Malformed value {value!r} in the file's metadata.")
-        return value
-    if set(value) == {"__array__", "dtype"}:
-        items = [_decode(v) for v in value["__array__"]]
-        return np.asarray(items, dtype=np.dtype(value["dtype"]))
-    if len(value) != 1:
-        raise ValueError(f"Malformed value {value!r} in the file's metadata.")
-    ((tag, content),) = value.items()
-    if tag == "__tuple__":
-        return tuple(_decode(v) for v in content)
-    if tag == "__list__":
-        return [_decode(v) for v in content]
-    if tag == "__dict__":
-        return {_decode(k): _decode(v) for k, v in content}
-    if tag == "__class__":
-        return trusted_class(content)
-    raise ValueError(f"Unknown tag {tag!r} in the file's metadata.")
-
-
 # ---------------------------------------------------------------- save
 
 
@@ -183,8 +175,10 @@ def _split_params(estimator) -> tuple[dict, dict]:
         if name in _NOT_SAVED:
             continue
         try:
-            saved[name] = _encode(value)
-        except _NotSaved:
+            if name in NEVER_FROM_A_FILE:
+                raise NotSaved(value)
+            saved[name] = encode(value)
+        except NotSaved:
             unsaved[name] = repr(value)
     return saved, unsaved
 
@@ -199,7 +193,7 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
         if isinstance(value, torch.Tensor):
             tensors[name] = value.detach().cpu()
         else:
-            attributes[name] = _encode(value)
+            attributes[name] = encode(value)
     for name, value in vars(estimator).items():
         if name.endswith("_") and isinstance(value, torch.nn.Module):
             states[name] = value.state_dict()
@@ -273,7 +267,7 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
         "estimator": class_path(type(estimator)),
         "params": params,
         "unsaved_params": unsaved,
-        "classes": _encode(np.asarray(estimator.classes_)),
+        "classes": encode(np.asarray(estimator.classes_)),
         "attributes": attributes,
         "trained_on": str(estimator.device_),
         "versions": {"ebmclassifier": __version__, "torch": torch.__version__},
@@ -323,53 +317,69 @@ def _shown(path) -> str:
     return f"<{type(path).__name__} object>"
 
 
-def _read(path, expected: str | None = None) -> tuple[str, dict, bytes]:
+@contextlib.contextmanager
+def _opened(path):
+    """A binary file of ``path``: opened here, or the file object given."""
+    if isinstance(path, str | os.PathLike):
+        with open(path, "rb") as file:
+            yield file
+    else:
+        yield path
+
+
+def _read(path, limits: FileLimits, expected: str | None = None) -> tuple[str, dict, bytes]:
     """``(format, metadata, second member)`` of a file of either format (or ``expected``)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            kind = CONSTRAINT_FORMAT if "distributional.json" in archive.namelist() else FORMAT
-            json_member, data_member = _MEMBERS[kind]
-            metadata = json.loads(archive.read(json_member))
-            data = archive.read(data_member)
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
-        raise ValueError(
-            f"{_shown(path)} is not a file written by ebmclassifier.saving.save or "
-            f"DistributionalConstraint.save ({err})."
+        with _opened(path) as file:
+            kind, members = read_members(file, _MEMBERS, limits)
+    except Refused:
+        raise
+    except (zipfile.BadZipFile, EOFError, struct.error, NotImplementedError) as err:
+        raise Refused(
+            f"it is not a file written by ebmclassifier.saving.save or "
+            f"DistributionalConstraint.save ({err})"
         ) from None
+    json_member, data_member = _MEMBERS[kind]
+    metadata = parse_json(members[json_member], json_member, limits)
     if (
         kind != (expected or kind)
         or metadata.get("format") != kind
         or (metadata.get("format_version") != FORMAT_VERSION)
     ):
-        raise ValueError(
-            f"{_shown(path)} is not a file of format {expected or kind!r} version {FORMAT_VERSION}."
-        )
-    return kind, metadata, data
+        raise Refused(f"it is not a file of format {expected or kind!r} version {FORMAT_VERSION}")
+    _check_layout(metadata, _LAYOUT[kind], json_member)
+    return kind, metadata, members[data_member]
 
 
-def _read_weights(path, weights: bytes, device: torch.device) -> dict:
-    """The tensors of ``weights.pt`` on ``device``, read without unpickling any code."""
-    try:
-        return torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise ValueError(
-            f"The weights in {_shown(path)} hold more than tensors, and load() unpickles "
-            f"nothing else ({str(err).splitlines()[0]})."
-        ) from None
+def _check_layout(metadata: dict, layout: dict, member: str) -> None:
+    """Each entry of ``layout`` in ``metadata``, of the JSON type ``save`` writes for it."""
+    for key, types in layout.items():
+        if key not in metadata:
+            raise Refused(f"its {member} has no {key!r}")
+        if not isinstance(metadata[key], types):
+            raise Refused(
+                f"its {member} gives {key!r} a JSON {type(metadata[key]).__name__}, where save "
+                f"writes {' or '.join(t.__name__ for t in types)}"
+            )
 
 
-def _constructor_params(metadata: dict, given: dict) -> dict:
+def _constructor_params(metadata: dict, given: dict, limits: FileLimits) -> dict:
     """The saved parameters, overridden by ``given``; warns about unsaved ones left out."""
     params = {}
     for name, value in metadata["params"].items():
         if name in given:  # the caller's value stands; the file's is not even imported
             continue
+        if name in NEVER_FROM_A_FILE:
+            raise Refused(
+                f"it sets {name!r}, which load never takes from a file ({NEVER_FROM_A_FILE[name]}; "
+                f"save never writes it). Pass it to load(path, {name}=...) if you mean it"
+            )
         try:
-            params[name] = _decode(value)
+            params[name] = decode(value, limits)
             check_class_roles(name, params[name])
         except ValueError as err:
-            raise ValueError(
-                f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)."
+            raise Refused(
+                f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)"
             ) from None
     missing = {k: v for k, v in metadata["unsaved_params"].items() if k not in given}
     if "module" in missing:
@@ -378,33 +388,73 @@ def _constructor_params(metadata: dict, given: dict) -> dict:
             "import from a file; pass it: load(path, module=...)."
         )
     if missing:
-        shown = ", ".join(f"{k}={v}" for k, v in missing.items())
-        warnings.warn(
+        shown = ", ".join(f"{k}={str(v)[:200]}" for k, v in missing.items())
+        warn_user(
             f"Not restored from the file: {shown}; the defaults stand in. Pass them to load() "
-            "to restore them.",
-            UserWarning,
-            stacklevel=3,
+            "to restore them."
         )
     return {**params, **given}
 
 
-def _set_attributes(estimator, metadata: dict, tensors: dict) -> None:
-    for name, value in metadata["attributes"].items():
-        setattr(estimator, name, _decode(value))
-    for name, value in tensors.items():
+def _fitted_attributes(estimator, attributes: dict, tensors: dict, limits: FileLimits) -> dict:
+    """What ``fit`` learned, from the metadata and ``weights.pt``: only the attributes the
+    estimator saves (``_saved_attributes``), each of its kind (:data:`ATTRIBUTE_KINDS`)."""
+    try:
+        for name in (*attributes, *tensors):
+            check_attribute_name(type(estimator).__name__, name, estimator._saved_attributes)
+        fitted = {name: decode(value, limits, classes=False) for name, value in attributes.items()}
+        for name in fitted.keys() & tensors.keys():
+            raise Refused(f"it sets the attribute {name!r} both in its metadata and its weights")
+        fitted.update(tensors)
+        for name, value in fitted.items():
+            check_attribute_kind(name, value)
+    except Refused:
+        raise
+    except ValueError as err:
+        raise Refused(str(err)) from None
+    return fitted
+
+
+def _set_attributes(estimator, fitted: dict) -> None:
+    for name, value in fitted.items():
         setattr(estimator, name, value)
 
 
-def load(path: str | os.PathLike, **params):
+def _load_states(estimator, states: dict) -> None:
+    """The saved state dicts into the modules that ``initialize`` built from the parameters,
+    which must be the network the weights were trained as."""
+    built = {k for k, v in vars(estimator).items() if k.endswith("_") and isinstance(v, nn.Module)}
+    unknown = sorted(states.keys() - built - {"optimizer_", "training_state_"})
+    if unknown or "module_" not in states:
+        raise Refused(
+            f"its weights.pt holds the states of {sorted(states)}, where "
+            f"{type(estimator).__name__} has {sorted(built)} (and optimizer_, training_state_)"
+        )
+    try:
+        estimator._load_module_states(states)
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:
+        raise Refused(
+            "its weights.pt does not fit the network that its parameters build: "
+            f"{' '.join(str(err).split())[:2000].rstrip('.')}"
+        ) from None
+
+
+def load(path: str | os.PathLike, *, limits: FileLimits | None = None, **params):
     """Rebuild an estimator written by :func:`save`, ready to predict, without the data.
 
     The one loader of the library's files: also of a ``DistributionalConstraint.save`` file.
+    A file from anyone is safe to load (see the module's notes): ``load`` runs no code from it,
+    sets only what ``save`` writes, and reads, decompresses and allocates no more than
+    ``limits`` allow.
 
     Parameters
     ----------
     path : str, path-like or file object
         A file written by :func:`save` (or ``estimator.save``) or by
-        ``DistributionalConstraint.save``.
+        ``DistributionalConstraint.save``. A file object must be binary and seekable.
+    limits : FileLimits or None, default=None
+        The most a file may make ``load`` read, decompress and allocate; None means
+        ``FileLimits()``. Raise them for a model larger than 2 GiB that you trust.
     **params
         Constructor parameters to set instead of the saved ones: those that could not be saved
         (a network class of one's own, callbacks, ...), or another ``device``. A model trained
@@ -420,10 +470,12 @@ def load(path: str | os.PathLike, **params):
     Raises
     ------
     ValueError
-        For a file not written by :func:`save`, or one that names a class ``load`` does not
-        build (see the module's notes), a class of the wrong kind for its parameter (naming
-        the parameter), or one it cannot import (renamed or removed in the versions
-        installed here); a parameter given in ``params`` is not read from the file.
+        Naming the file, for one not written by :func:`save` or beyond ``limits``, one that
+        names a class ``load`` does not build (see the module's notes), a class of the wrong
+        kind for its parameter (naming the parameter), or one it cannot import (renamed or
+        removed in the versions installed here); one that sets an attribute the estimator does
+        not save, or ``torch_load_kwargs`` / ``compile__options``; weights that do not fit the
+        network. A parameter given in ``params`` is not read from the file.
 
     Examples
     --------
@@ -440,30 +492,49 @@ def load(path: str | os.PathLike, **params):
     >>> np.array_equal(restored.energy(X), clf.energy(X))
     True
     """
-    kind, metadata, data = _read(path)
-    if kind == CONSTRAINT_FORMAT:
-        return _load_constraint(metadata, data, params)
-    return _load_estimator(path, metadata, data, params)
+    limits = FileLimits() if limits is None else limits
+    if not isinstance(limits, FileLimits):
+        raise TypeError(f"limits must be a FileLimits or None. Got {limits!r} instead.")
+    try:
+        kind, metadata, data = _read(path, limits)
+        if kind == CONSTRAINT_FORMAT:
+            return _load_constraint(_shown(path), metadata, data, params, limits)
+        return _load_estimator(metadata, data, params, limits)
+    except Refused as err:
+        raise ValueError(f"Cannot load {_shown(path)}: {err}.") from None
 
 
-def _load_estimator(path, metadata: dict, weights: bytes, params: dict):
+def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLimits):
     """The estimator of an ``ebmclassifier.saving`` file, read by :func:`_read`."""
-    cls = trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
-    estimator = cls(**_constructor_params(metadata, params))
+    try:
+        cls = trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
+        estimator = cls(**_constructor_params(metadata, params, limits))
+    except Refused:
+        raise
+    except (ValueError, TypeError) as err:  # an unknown parameter name: skorch's TypeError
+        raise Refused(str(err)) from None
     estimator._check_params()
     estimator.device_ = resolve_device(estimator.device)
-    saved = _read_weights(path, weights, estimator.device_)
+    saved = read_weights(weights, estimator.device_, limits)
     estimator.label_encoder_ = LabelEncoder()
-    estimator.label_encoder_.classes_ = _decode(metadata["classes"])
-    _set_attributes(estimator, metadata, saved["tensors"])
+    estimator.label_encoder_.classes_ = _classes(metadata["classes"], limits)
+    fitted = _fitted_attributes(estimator, metadata["attributes"], saved["tensors"], limits)
+    _set_attributes(estimator, fitted)
     # initialize() draws initial weights, which the saved ones replace: leave torch's RNG alone
     with seeded_rng(0, estimator.device_):
         estimator.initialize()
-        _set_attributes(estimator, metadata, saved["tensors"])  # initialize() resets some
-        estimator._load_module_states(saved["states"])
+        _set_attributes(estimator, fitted)  # initialize() resets some
+        _load_states(estimator, saved["states"])
     if metadata["history"] is not None:
         estimator.history_ = History(metadata["history"])
     return estimator
+
+
+def _classes(value, limits: FileLimits) -> np.ndarray:
+    classes = decode(value, limits, classes=False)
+    if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 1):
+        raise Refused("its classes are not an array of labels")
+    return classes
 
 
 # ---------------------------------------------------------------- DistributionalConstraint
@@ -484,11 +555,36 @@ def _pairs(value):
 
 
 def _unpairs(value):
-    if isinstance(value, dict) and "pairs" in value:
-        return {k: v for k, v in value["pairs"]}
-    if isinstance(value, dict) and "array" in value:
-        return np.asarray(value["array"], dtype=float)
+    """The inverse of :func:`_pairs`, for ``priors`` / ``train_priors`` read from a file."""
+    if value is None or isinstance(value, str):
+        return value
+    if set(value) == {"pairs"} and isinstance(value["pairs"], list):
+        pairs = value["pairs"]
+        if all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], _LABEL) for p in pairs):
+            return {label: _share(share) for label, share in pairs}
+    if set(value) == {"array"}:
+        return _numbers(value["array"], "priors")
+    raise Refused(f"its priors {str(value)[:80]!r} are neither pairs nor an array")
+
+
+_LABEL = (bool, int, float, str)
+
+
+def _share(value) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise Refused(f"its priors give a share of {str(value)[:40]!r}, not a number")
     return value
+
+
+def _numbers(value, name: str) -> np.ndarray:
+    """A saved array of floats (nested lists of numbers) as numpy's; its size is the JSON's."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (ValueError, TypeError) as err:
+        raise Refused(f"its {name} is not an array of numbers ({err})") from None
+    if array.dtype != float:
+        raise Refused(f"its {name} is not an array of numbers")
+    return array
 
 
 def _array_or_none(value):
@@ -560,15 +656,18 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     _write_archive(path, {"distributional.json": text, "estimator.ebm": buffer.getbuffer()})
 
 
-def _load_constraint(metadata: dict, base_file: bytes, params: dict):
+def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict, limits):
     """The ``DistributionalConstraint`` of a file read by :func:`_read`; ``params`` for its base.
 
     Its class is imported by name, as :func:`load` imports every estimator class it builds, so
     that this module imports nothing from the estimators (they import it, to save).
     """
     inner = io.BytesIO(base_file)
-    _, base_metadata, weights = _read(inner, expected=FORMAT)  # a base, never another constraint
-    base = _load_estimator(inner, base_metadata, weights, params)
+    try:  # a base, never another constraint
+        _, base_metadata, weights = _read(inner, limits, expected=FORMAT)
+        base = _load_estimator(base_metadata, weights, params, limits)
+    except Refused as err:
+        raise Refused(f"in its estimator.ebm, {err}") from None
     if metadata["frozen"]:
         base = FrozenEstimator(base)
     cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
@@ -576,12 +675,29 @@ def _load_constraint(metadata: dict, base_file: bytes, params: dict):
         base,
         priors=_unpairs(metadata["priors"]),
         train_priors=_unpairs(metadata["train_priors"]),
-        **metadata["params"],
+        **_closed(metadata["params"], cls._saved_params, "parameter"),
     )
     adapted._check_params()
+    if not all(isinstance(label, _LABEL) for label in metadata["classes"]):
+        raise Refused("its classes are not a list of labels")
     adapted.classes_ = np.asarray(metadata["classes"])
+    fitted = _closed(metadata["fitted"], (*cls._saved_attributes, *cls._saved_arrays), "attribute")
     # a file written before an attribute existed gets its default (cls._saved_defaults)
-    for name, value in {**cls._saved_defaults, **metadata["fitted"]}.items():
+    for name, value in {**cls._saved_defaults, **fitted}.items():
         as_array = name in cls._saved_arrays and value is not None
-        setattr(adapted, name, np.asarray(value, dtype=float) if as_array else value)
+        setattr(adapted, name, _numbers(value, name) if as_array else value)
     return adapted
+
+
+def _closed(values: dict, names: tuple[str, ...], what: str) -> dict:
+    """``values``, each a name of ``names`` (what ``DistributionalConstraint`` saves) and a
+    JSON scalar or a list (an array)."""
+    for name, value in values.items():
+        if name not in names:
+            raise Refused(
+                f"it sets the {what} {name!r}, which DistributionalConstraint does not save "
+                f"(it saves {', '.join(names)})"
+            )
+        if not isinstance(value, (*_LABEL, list, type(None))):
+            raise Refused(f"it gives the {what} {name!r} a JSON {type(value).__name__}")
+    return values
