@@ -9,6 +9,11 @@ from anyone, so :func:`decode` takes only what :func:`encode` writes: a tag of t
 booleans, strings, objects) whose memory, its items times the item size its ``dtype`` declares, is
 within ``FileLimits.array_bytes``, checked before numpy allocates it (``"<U500000000"`` asks 2 GB
 per item).
+
+A ``DistributionalConstraint``'s ``distributional.json`` has values of its own, untagged: priors
+as ``{"pairs": [[label, share], ...]}`` or ``{"array": [...]}``, fitted arrays as lists of
+numbers, labels and fitted numbers as JSON scalars; :func:`decode_priors`,
+:func:`decode_numbers` and :func:`closed` read them as strictly.
 """
 
 from __future__ import annotations
@@ -20,7 +25,18 @@ import numpy as np
 from ._allowed_classes import class_path, loadable, trusted_class
 from ._saved_archive import FileLimits, Refused
 
-__all__ = ["NotSaved", "decode", "encode"]
+__all__ = [
+    "LABEL",
+    "NotSaved",
+    "array_or_none",
+    "closed",
+    "decode",
+    "decode_numbers",
+    "decode_priors",
+    "encode",
+    "encode_priors",
+    "plain",
+]
 
 #: The dtype kinds an array of the metadata may have: what ``tolist`` turns into JSON.
 ARRAY_KINDS = "biufUO"
@@ -142,3 +158,72 @@ def _array(items, text, limits: FileLimits) -> np.ndarray:
         return np.asarray(items, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as err:
         raise Refused(f"its metadata holds an array numpy cannot build ({err})") from None
+
+
+# ---------------------------------------------------------------- DistributionalConstraint's
+
+#: What a label or a plain fitted value of a ``distributional.json`` may be.
+LABEL = (bool, int, float, str)
+
+
+def plain(value):
+    """A label, share or count as a JSON value."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def encode_priors(value):
+    """``priors`` / ``train_priors`` as JSON: a dict becomes a list of [label, share] pairs."""
+    if isinstance(value, dict):
+        return {"pairs": [[plain(k), float(v)] for k, v in value.items()]}
+    if value is None or isinstance(value, str):
+        return value
+    return {"array": np.asarray(value, dtype=float).tolist()}
+
+
+def decode_priors(value):
+    """The inverse of :func:`encode_priors`, for ``priors`` / ``train_priors`` from a file."""
+    if value is None or isinstance(value, str):
+        return value
+    if set(value) == {"pairs"} and isinstance(value["pairs"], list):
+        pairs = value["pairs"]
+        if all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], LABEL) for p in pairs):
+            return {label: _share(share) for label, share in pairs}
+    if set(value) == {"array"}:
+        return decode_numbers(value["array"], "priors")
+    raise Refused(f"its priors {str(value)[:80]!r} are neither pairs nor an array")
+
+
+def _share(value) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise Refused(f"its priors give a share of {str(value)[:40]!r}, not a number")
+    return value
+
+
+def decode_numbers(value, name: str) -> np.ndarray:
+    """A saved array of floats (nested lists of numbers) as numpy's; its size is the JSON's."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (ValueError, TypeError) as err:
+        raise Refused(f"its {name} is not an array of numbers ({err})") from None
+    if array.dtype != float:
+        raise Refused(f"its {name} is not an array of numbers")
+    return array
+
+
+def array_or_none(value):
+    """A fitted array as a JSON list; ``None`` (an unused attribute) as it is."""
+    return None if value is None else np.asarray(value).tolist()
+
+
+def closed(values: dict, names: tuple[str, ...], what: str) -> dict:
+    """``values``, each a name of ``names`` (what ``DistributionalConstraint`` saves) and a
+    JSON scalar or a list (an array)."""
+    for name, value in values.items():
+        if name not in names:
+            raise Refused(
+                f"it sets the {what} {name!r}, which DistributionalConstraint does not save "
+                f"(it saves {', '.join(names)})"
+            )
+        if not isinstance(value, (*LABEL, list, type(None))):
+            raise Refused(f"it gives the {what} {name!r} a JSON {type(value).__name__}")
+    return values

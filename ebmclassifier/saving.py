@@ -11,24 +11,47 @@
   the CPU.
 
 Both writers replace a path at once (a temporary file beside it, synced, then renamed over
-it), so that the target is always the old file or the new one, never a torn one.
+it), so that the target is always the old file or the new one, never a torn one; they write
+only over a regular file, keeping its owner and mode (:mod:`ebmclassifier._utils.atomic`).
 
-:func:`load` rebuilds the estimator from these alone: no ``fit``, no data. It never unpickles
-code: the metadata is JSON, the weights are read with ``torch.load(weights_only=True)``, and a
-class named in the metadata is imported only from ``ebmclassifier``, ``torch`` or ``skorch``, and
-only if it is an estimator of this library, a torch module, an optimizer or a data
-set / loader class, and of the kind its parameter takes (a loss for ``criterion``, an optimizer
-for ``optimizer``, a batch iterator for ``iterator_*``, a data set for ``dataset``, a network or
-layer for any other; never a datapipe that opens files). Parameters that are neither plain
-values nor such classes (callbacks, ``train_split``, an ``augmentation``, a network class of
-one's own) are not saved; pass them to :func:`load`. A file from anyone is therefore safe to
-*load*; what it computes is still the network of whoever trained it.
+:func:`load` rebuilds the estimator from these alone: no ``fit``, no data. A file may come from
+anyone, and ``load`` treats it so:
+
+- **No code runs.** The metadata is JSON, the weights are read with
+  ``torch.load(weights_only=True)``; a class named in the metadata is looked up only in
+  ``ebmclassifier``, ``torch`` or ``skorch`` (the package's whole name), only in a module already
+  imported (nothing is imported because a file names it, but this library's own modules), only
+  if it is an estimator of this library, a torch module, an optimizer or a data set / loader
+  class, and of the kind its parameter takes (a loss for ``criterion``, an optimizer for
+  ``optimizer``, a batch iterator for ``iterator_*``, a data set for ``dataset``, a network or
+  layer for any other; never a datapipe that opens files).
+- **A closed list of what it sets.** Constructor parameters, each checked by role as above, but
+  never ``torch_load_kwargs`` (how a later ``load_params`` reads files: ``{"weights_only":
+  False}`` there would unpickle code) nor ``compile__options`` (compilers and folders of
+  ``torch.compile``), which ``save`` never writes; fitted attributes only those the estimator
+  saves (its ``_saved_attributes``), each of its kind (:data:`ATTRIBUTE_KINDS
+  <ebmclassifier._allowed_classes.ATTRIBUTE_KINDS>`: a tuple of positive ints for
+  ``input_shape_``, a tensor from ``weights.pt`` for ``input_min_``, ...); the states of the
+  modules the parameters build, which must fit them.
+- **Bounded sizes** (:class:`FileLimits`), checked before anything is decompressed, parsed or
+  allocated: the archive's members (exactly the two of its format, each at most 64 MiB of JSON
+  or 2 GiB of weights, declared and read, at most 100 times their compressed size), the JSON's
+  nesting (32), an array of the metadata (64 MiB by the dtype it declares), ``weights.pt`` laid
+  out as ``torch.save`` writes it (stored records, no byte between them) and its structure (1
+  million values, counted as a tree).
+
+Each refusal is a ``ValueError`` that names the file and the rule or limit. Parameters that are
+neither plain values nor such classes (callbacks, ``train_split``, an ``augmentation``, a
+network class of one's own) are not saved; pass them to :func:`load`. A file from anyone is
+therefore safe to *load*; what it computes is still the network of whoever trained it, and
+the parameters it sets (``max_epochs``, ``batch_size``, ...) are the cost of a later ``fit``.
 
 A fitted :class:`~ebmclassifier.DistributionalConstraint` (``adapted.save(path)``, through
 :func:`save_constraint`) is a zip of ``distributional.json`` (its parameters and what ``fit``
 learned) and ``estimator.ebm``, its base estimator's own file as above; :func:`load` reads both
-kinds. What JSON cannot hold is refused at save time: ``constraints`` (user callables) and base
-estimators that :func:`save` does not write (a scikit-learn classifier, a Pipeline).
+kinds, the constraint's parameters and fitted values also from a closed list. What JSON cannot
+hold is refused at save time: ``constraints`` (user callables) and base estimators that
+:func:`save` does not write (a scikit-learn classifier, a Pipeline).
 
 Pickle (and joblib) save everything, including such parameters, but unpickling runs code from
 the file: only unpickle files you trust. See the user guide's "Saving and deploying".
@@ -60,7 +83,18 @@ from ._allowed_classes import (
     trusted_class,
 )
 from ._saved_archive import FileLimits, Refused, parse_json, read_members, read_weights
-from ._saved_values import NotSaved, decode, encode
+from ._saved_values import (
+    LABEL,
+    NotSaved,
+    array_or_none,
+    closed,
+    decode,
+    decode_numbers,
+    decode_priors,
+    encode,
+    encode_priors,
+    plain,
+)
 from ._utils.atomic import atomic_write
 from ._utils.device import resolve_device, seeded_rng
 from ._utils.warn import warn_user
@@ -131,6 +165,7 @@ class SavedEstimatorMixin:
 
         JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
         the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
+        Only a regular file (or no file) at ``path`` is replaced.
 
         Parameters
         ----------
@@ -230,9 +265,11 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
         The file to write (a zip archive; ``.ebm`` is a fine suffix). It is written whole or
         not at all: to a temporary file in the same folder, synced to the disk, then renamed
         over ``path``, so that a full disk, an error or a killed process leaves the old file
-        as it was (the folder needs room for both for a moment). A file object receives the
-        complete archive in one ``write`` call, or nothing when building it fails; whether a
-        ``write`` that fails half-way leaves part of it is the object's own affair.
+        as it was (the folder needs room for both for a moment). Only a regular file is
+        replaced, keeping its owner (where the system allows it) and mode; a symbolic link is
+        followed. A file object receives the complete archive in one ``write`` call, or
+        nothing when building it fails; whether a ``write`` that fails half-way leaves part of
+        it is the object's own affair.
     training_state : bool, default=True
         Also save the optimizer's state and the training history, so that ``partial_fit``
         after :func:`load` continues as it would have without the round trip. ``False``
@@ -241,6 +278,14 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
     Returns
     -------
     None
+
+    Raises
+    ------
+    ValueError
+        Before writing, for a path to a folder, a named pipe, a device or a socket, or through
+        a symbolic link that another user owns in a folder anyone may write to (``/tmp``).
+    OSError
+        From the file system (a missing folder, a full disk), naming ``path``.
 
     Examples
     --------
@@ -540,58 +585,6 @@ def _classes(value, limits: FileLimits) -> np.ndarray:
 # ---------------------------------------------------------------- DistributionalConstraint
 
 
-def _plain(value):
-    """A label, share or count as a JSON value."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _pairs(value):
-    """``priors`` / ``train_priors`` as JSON: a dict becomes a list of [label, share] pairs."""
-    if isinstance(value, dict):
-        return {"pairs": [[_plain(k), float(v)] for k, v in value.items()]}
-    if value is None or isinstance(value, str):
-        return value
-    return {"array": np.asarray(value, dtype=float).tolist()}
-
-
-def _unpairs(value):
-    """The inverse of :func:`_pairs`, for ``priors`` / ``train_priors`` read from a file."""
-    if value is None or isinstance(value, str):
-        return value
-    if set(value) == {"pairs"} and isinstance(value["pairs"], list):
-        pairs = value["pairs"]
-        if all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], _LABEL) for p in pairs):
-            return {label: _share(share) for label, share in pairs}
-    if set(value) == {"array"}:
-        return _numbers(value["array"], "priors")
-    raise Refused(f"its priors {str(value)[:80]!r} are neither pairs nor an array")
-
-
-_LABEL = (bool, int, float, str)
-
-
-def _share(value) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise Refused(f"its priors give a share of {str(value)[:40]!r}, not a number")
-    return value
-
-
-def _numbers(value, name: str) -> np.ndarray:
-    """A saved array of floats (nested lists of numbers) as numpy's; its size is the JSON's."""
-    try:
-        array = np.asarray(value, dtype=float)
-    except (ValueError, TypeError) as err:
-        raise Refused(f"its {name} is not an array of numbers ({err})") from None
-    if array.dtype != float:
-        raise Refused(f"its {name} is not an array of numbers")
-    return array
-
-
-def _array_or_none(value):
-    """A fitted array as a JSON list; ``None`` (an unused attribute) as it is."""
-    return None if value is None else np.asarray(value).tolist()
-
-
 def _constraint_base(adapted):
     """``(base estimator, frozen)`` of a fitted ``adapted`` that :func:`save_constraint` writes."""
     check_is_fitted(adapted, "lambda_")
@@ -634,14 +627,14 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     base, frozen = _constraint_base(adapted)
     buffer = io.BytesIO()
     save(base, buffer, training_state=False)
-    fitted = {name: _plain(getattr(adapted, name)) for name in adapted._saved_attributes}
-    fitted.update({k: _array_or_none(getattr(adapted, k)) for k in adapted._saved_arrays})
+    fitted = {name: plain(getattr(adapted, name)) for name in adapted._saved_attributes}
+    fitted.update({k: array_or_none(getattr(adapted, k)) for k in adapted._saved_arrays})
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
         "params": {name: getattr(adapted, name) for name in adapted._saved_params},
-        "priors": _pairs(adapted.priors),
-        "train_priors": _pairs(adapted.train_priors),
+        "priors": encode_priors(adapted.priors),
+        "train_priors": encode_priors(adapted.train_priors),
         "frozen": frozen,
         "classes": np.asarray(adapted.classes_).tolist(),
         "fitted": fitted,
@@ -673,31 +666,17 @@ def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict,
     cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
     adapted = cls(
         base,
-        priors=_unpairs(metadata["priors"]),
-        train_priors=_unpairs(metadata["train_priors"]),
-        **_closed(metadata["params"], cls._saved_params, "parameter"),
+        priors=decode_priors(metadata["priors"]),
+        train_priors=decode_priors(metadata["train_priors"]),
+        **closed(metadata["params"], cls._saved_params, "parameter"),
     )
     adapted._check_params()
-    if not all(isinstance(label, _LABEL) for label in metadata["classes"]):
+    if not all(isinstance(label, LABEL) for label in metadata["classes"]):
         raise Refused("its classes are not a list of labels")
     adapted.classes_ = np.asarray(metadata["classes"])
-    fitted = _closed(metadata["fitted"], (*cls._saved_attributes, *cls._saved_arrays), "attribute")
+    fitted = closed(metadata["fitted"], (*cls._saved_attributes, *cls._saved_arrays), "attribute")
     # a file written before an attribute existed gets its default (cls._saved_defaults)
     for name, value in {**cls._saved_defaults, **fitted}.items():
         as_array = name in cls._saved_arrays and value is not None
-        setattr(adapted, name, _numbers(value, name) if as_array else value)
+        setattr(adapted, name, decode_numbers(value, name) if as_array else value)
     return adapted
-
-
-def _closed(values: dict, names: tuple[str, ...], what: str) -> dict:
-    """``values``, each a name of ``names`` (what ``DistributionalConstraint`` saves) and a
-    JSON scalar or a list (an array)."""
-    for name, value in values.items():
-        if name not in names:
-            raise Refused(
-                f"it sets the {what} {name!r}, which DistributionalConstraint does not save "
-                f"(it saves {', '.join(names)})"
-            )
-        if not isinstance(value, (*_LABEL, list, type(None))):
-            raise Refused(f"it gives the {what} {name!r} a JSON {type(value).__name__}")
-    return values
