@@ -246,7 +246,7 @@ def main(argv=None) -> None:
             rss = "" if result["rss_mb"] is None else f"{result['rss_mb']:.0f}"
             seconds = "" if result["s"] is None else f"{result['s']:.2f}"
             size = f"{paths[0].stat().st_size / 1e3:.1f} kB"
-            outcome = result["outcome"].replace("|", "/").replace(tmp, "…")
+            outcome = " ".join(result["outcome"].split()).replace("|", "/").replace(tmp, "…")
             print(f"| {name} | {size} | {outcome} | {rss} | {seconds} |")
         marker = "appeared" if (folder / "MARKER").exists() else "never appeared"
         print(f"\nThe chain's marker file {marker}.\n")
