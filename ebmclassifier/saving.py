@@ -428,9 +428,9 @@ def _constructor_params(metadata: dict, given: dict, limits: FileLimits) -> dict
             ) from None
     missing = {k: v for k, v in metadata["unsaved_params"].items() if k not in given}
     if "module" in missing:
-        raise ValueError(
-            f"The network was saved with module={missing['module']}, which load() does not "
-            "import from a file; pass it: load(path, module=...)."
+        raise Refused(
+            f"the network was saved with module={str(missing['module'])[:200]}, which load() "
+            "does not import from a file; pass it: load(path, module=...)"
         )
     if missing:
         shown = ", ".join(f"{k}={str(v)[:200]}" for k, v in missing.items())
@@ -546,7 +546,7 @@ def load(path: str | os.PathLike, *, limits: FileLimits | None = None, **params)
             return _load_constraint(_shown(path), metadata, data, params, limits)
         return _load_estimator(metadata, data, params, limits)
     except Refused as err:
-        raise ValueError(f"Cannot load {_shown(path)}: {err}.") from None
+        raise ValueError(f"Cannot load {_shown(path)}: {str(err).rstrip('.')}.") from None
 
 
 def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLimits):
@@ -558,8 +558,11 @@ def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLi
         raise
     except (ValueError, TypeError) as err:  # an unknown parameter name: skorch's TypeError
         raise Refused(str(err)) from None
-    estimator._check_params()
-    estimator.device_ = resolve_device(estimator.device)
+    try:  # the estimator's own checks of the parameters, naming the file
+        estimator._check_params()
+        estimator.device_ = resolve_device(estimator.device)
+    except ValueError as err:
+        raise Refused(str(err)) from None
     saved = read_weights(weights, estimator.device_, limits)
     estimator.label_encoder_ = LabelEncoder()
     estimator.label_encoder_.classes_ = _classes(metadata["classes"], limits)
@@ -567,11 +570,17 @@ def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLi
     _set_attributes(estimator, fitted)
     # initialize() draws initial weights, which the saved ones replace: leave torch's RNG alone
     with seeded_rng(0, estimator.device_):
-        estimator.initialize()
+        try:
+            estimator.initialize()
+        except (ValueError, TypeError) as err:  # a network its parameters cannot build
+            raise Refused(str(err)) from None
         _set_attributes(estimator, fitted)  # initialize() resets some
         _load_states(estimator, saved["states"])
-    if metadata["history"] is not None:
-        estimator.history_ = History(metadata["history"])
+    history = metadata["history"]
+    if history is not None:
+        if not all(isinstance(epoch, dict) for epoch in history):
+            raise Refused("its history is not a list of epochs (JSON objects)")
+        estimator.history_ = History(history)
     return estimator
 
 

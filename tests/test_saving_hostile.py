@@ -187,6 +187,22 @@ def test_an_attribute_of_the_wrong_kind_is_refused(saved, name, value, kind):
     _refused(saved, kind)
 
 
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda m: m["params"].update(lr=-1.0), "The 'lr' parameter of NGEBMClassifier"),
+        (lambda m: m["params"].update(bogus=1), "bogus"),
+        (lambda m: m["params"].update(module__bogus=1), "bogus"),
+        (lambda m: m.update(history=[1, 2]), "its history is not a list of epochs"),
+        (lambda m: m.update(attributes=[]), "gives 'attributes' a JSON list, where save writes"),
+        (lambda m: m.pop("classes"), "its metadata.json has no 'classes'"),
+    ],
+)
+def test_parameters_and_entries_a_file_gets_wrong_are_refused_naming_it(saved, change, match):
+    _edit(saved, change)
+    _refused(saved, match)
+
+
 def test_every_saved_attribute_has_a_kind():
     def subclasses(cls):
         for sub in cls.__subclasses__():
