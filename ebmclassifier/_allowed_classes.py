@@ -163,7 +163,7 @@ ATTRIBUTE_KINDS = {
     "vocabulary_": "array",
     **dict.fromkeys(("reservoir_X_", "reservoir_y_", "reservoir_seen_"), "tensor"),
     **dict.fromkeys(("generated_X_", "generated_y_", "input_mean_", "input_std_"), "tensor"),
-    "negatives_": "text",
+    "negatives_": "text or count",
     "replay_per_class_": "count",
     "generated_per_class_": "count",
 }
@@ -172,6 +172,7 @@ KINDS = {
     "count": "an int from 0 to 2**63 - 1",
     "number": "a number",
     "text": "a string",
+    "text or count": "a string or an int from 0 to 2**63 - 1",
     "array": "an array",
     "tensor": "a tensor (in weights.pt)",
     "plain": "a number, a string, a tuple, a list or an array",
@@ -201,6 +202,8 @@ def _of_kind(kind: str, value) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "text":
         return isinstance(value, str)
+    if kind == "text or count":
+        return isinstance(value, str) or _of_kind("count", value)
     if kind == "array":
         return isinstance(value, np.ndarray)
     return _is_plain(value) or isinstance(value, torch.Tensor)

@@ -174,6 +174,7 @@ def test_attributes_the_estimator_does_not_save_are_refused(saved, name, value):
         ("input_shape_", {"__list__": [4]}, "a tuple of positive ints"),
         ("fd_step_size_", True, "a number"),
         ("ood_method_", {"__tuple__": ["energy"]}, "a string"),
+        ("negatives_", 1.5, "a string or an int from 0"),
         ("class_count_", [1.0, 2.0], "malformed"),
         ("class_count_", 3.0, "an array"),
         ("reservoir_X_", 0.0, r"a tensor \(in weights.pt\)"),
@@ -201,6 +202,18 @@ def test_an_attribute_of_the_wrong_kind_is_refused(saved, name, value, kind):
 def test_parameters_and_entries_a_file_gets_wrong_are_refused_naming_it(saved, change, match):
     _edit(saved, change)
     _refused(saved, match)
+
+
+@pytest.mark.parametrize("negatives", ["all", "batch", 3])
+def test_every_value_save_writes_is_of_its_kind(data, tmp_path, negatives):
+    # negatives_ is a string or an int: a kind narrower than what save writes fails here
+    X, y = data
+    clf = NGEBMClassifier(**FAST, class_incremental=True, negatives=negatives)
+    clf.fit(X[y < 2], y[y < 2]).partial_fit(X, y)
+    clf.calibrate_ood(X).save(tmp_path / "model.ebm")
+    restored = load(tmp_path / "model.ebm")
+    assert restored.negatives_ == clf.negatives_
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
 
 
 def test_every_saved_attribute_has_a_kind():

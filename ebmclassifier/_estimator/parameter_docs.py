@@ -103,7 +103,7 @@ dataset, predict_nonlinearity, use_caching, torch_load_kwargs
     ``dataset`` or ``predict_nonlinearity`` (``predict_proba`` applies the softmax);
     ``use_caching`` lets skorch's scoring callbacks reuse an epoch's predictions, and
     ``torch_load_kwargs`` is passed to ``torch.load`` by skorch's ``load_params``
-    (:func:`ebmclassifier.load` reads files without it).
+    (:func:`ebmclassifier.load` reads files without it, and never takes it from a file).
 **kwargs
     ``module__*``, ``optimizer__*``, ``criterion__*``, ``iterator_train__*``,
     ``iterator_valid__*``, ``callbacks__*`` and ``compile__*`` parameters, routed as in

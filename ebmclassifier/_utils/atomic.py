@@ -139,7 +139,7 @@ def _keep_owner_and_mode(descriptor: int, existing: os.stat_result) -> None:
                 try:
                     os.fchown(descriptor, *owner)
                     break
-                except PermissionError:
+                except OSError:  # not allowed (EPERM), or a file system without owners
                     continue
     os.chmod(descriptor, existing.st_mode & 0o7777)
 
