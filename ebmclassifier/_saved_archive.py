@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._utils.parameters import ParamChecker
+
 __all__ = ["FileLimits", "parse_json", "read_members", "read_weights"]
 
 #: A member is read this much at a time, and a single read of the archive's table of contents
@@ -86,6 +88,13 @@ class FileLimits:
     depth: int = 32
     array_bytes: int = 64 * 2**20
     weights_values: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        check = ParamChecker.of(vars(self), "FileLimits")
+        for name in ("json_bytes", "weights_bytes", "depth", "array_bytes", "weights_values"):
+            check.integer(name, 1)
+        check.real("compression_ratio", 1.0)
+        check.raise_if_any()
 
 
 class Refused(ValueError):

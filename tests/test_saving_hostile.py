@@ -500,6 +500,10 @@ def test_the_estimator_inside_a_constraint_file_is_read_as_hostile_too(constrain
 def test_limits_must_be_file_limits(saved):
     with pytest.raises(TypeError, match="limits must be a FileLimits or None"):
         load(saved, limits={"json_bytes": 1})
+    with pytest.raises(ValueError, match="'depth' parameter of FileLimits must be an int >= 1"):
+        FileLimits(depth=0)
+    with pytest.raises(ValueError, match="'compression_ratio' parameter of FileLimits"):
+        FileLimits(compression_ratio=float("nan"))
 
 
 def test_a_jem_file_with_its_replay_buffer_loads_under_the_limits(data, tmp_path):
