@@ -54,7 +54,8 @@ from skorch.history import History
 
 from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
 from ._utils.atomic import atomic_write
-from ._utils.device import resolve_device, seeded_rng
+from ._utils.device import resolve_device
+from ._utils.generators import global_rng
 from ._version import __version__
 
 __all__ = ["load", "save"]
@@ -457,7 +458,7 @@ def _load_estimator(path, metadata: dict, weights: bytes, params: dict):
     estimator.label_encoder_.classes_ = _decode(metadata["classes"])
     _set_attributes(estimator, metadata, saved["tensors"])
     # initialize() draws initial weights, which the saved ones replace: leave torch's RNG alone
-    with seeded_rng(0, estimator.device_):
+    with global_rng(0, estimator.device_):
         estimator.initialize()
         _set_attributes(estimator, metadata, saved["tensors"])  # initialize() resets some
         estimator._load_module_states(saved["states"])

@@ -6,6 +6,7 @@ epoch, then ``load`` and ``partial_fit``. The kill is an exception raised by the
 of an epoch, after the checkpoint was written: like a killed process, it skips on_train_end.
 """
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -61,15 +62,27 @@ def _checkpoint(folder: Path) -> Checkpoint:
     return Checkpoint(monitor=None, dirname=str(folder), f_training_state="training_state.pt")
 
 
+@contextmanager
+def _global_generators_elsewhere(seed: int):
+    """torch's and numpy's global generators seeded with ``seed`` for the block, then back."""
+    numpy_state = np.random.get_state()  # noqa: NPY002 (what random_state=None reads)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        np.random.seed(seed)  # noqa: NPY002
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)  # noqa: NPY002
+
+
 def _killed_and_resumed(make, X, y, folder: Path, kill: int, how: str, callbacks=()):
     """Fit until killed after epoch ``kill``, then resume ``how`` for the epochs left, with
-    torch's global generator elsewhere, as in a new process."""
+    torch's and numpy's global generators elsewhere, as in a new process."""
     callbacks = list(callbacks)
     saving = _checkpoint(folder) if how == "checkpoint" else SaveEachEpoch(folder / "run.ebm")
     with pytest.raises(KeyError, match="killed"):
         make(callbacks=[*callbacks, saving, Kill(kill)]).fit(X, y)
-    with torch.random.fork_rng():
-        torch.manual_seed(987)
+    with _global_generators_elsewhere(987):
         if how == "checkpoint":
             resumed = make(max_epochs=EPOCHS - kill,
                            callbacks=[*callbacks, saving, LoadInitState(saving)])  # fmt: skip
@@ -175,10 +188,10 @@ def test_without_random_state_the_generators_are_resumed(small_blobs, tmp_path, 
     def make(**kw):
         return ESTIMATORS["jem"](random_state=None, **kw)
 
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
+    # unseeded: each call draws its seed from numpy's global generator (scikit-learn's rule)
+    with _global_generators_elsewhere(0):
         uninterrupted = make().fit(X, y)
-        torch.manual_seed(0)
+    with _global_generators_elsewhere(0):
         resumed = _killed_and_resumed(make, X, y, tmp_path, 3, how)
     _assert_same_fit(resumed, uninterrupted, X)
 
@@ -276,8 +289,7 @@ def test_a_killed_class_incremental_stream_with_replay_resumes_bitwise(
     path = tmp_path / "run.ebm"
     with pytest.raises(KeyError, match="killed"):
         _stream(STREAM[name](callbacks=[SaveEachEpoch(path), Kill(kill)]), tasks)
-    with torch.random.fork_rng():
-        torch.manual_seed(987)
+    with _global_generators_elsewhere(987):
         resumed = load(path, callbacks=[SaveEachEpoch(path)])
         task = 0 if kill < STREAM_EPOCHS[0] else 1
         done = kill - sum(STREAM_EPOCHS[:task])  # epochs of the interrupted call

@@ -27,8 +27,9 @@ from torch import nn
 
 from .._utils.compile import compile_problem
 from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
-from .._utils.device import device_problem, draw_seed, resolve_device, seeded_rng
+from .._utils.device import device_problem, draw_seed, resolve_device
 from .._utils.docstrings import fill_docstring
+from .._utils.generators import global_rng
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
 from .._utils.precision import PRECISIONS, precision_problem
 from .._utils.threads import check_n_threads, threads_for
@@ -412,6 +413,7 @@ class EBMClassifierBase(
         try:
             self._check_params()
             self._check_platform()
+            self._begin_call(new_network=new_network)
             incremental, old_rows = False, None
             if not new_network:
                 incremental, old_rows = self._accept_new_classes(y, classes)
@@ -432,22 +434,23 @@ class EBMClassifierBase(
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
             record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
-            with seeded_rng(self._fit_seed(), self.device_):
-                if new_network:
+            if new_network:
+                # nn.Module's reset_parameters draws from torch's global generator alone
+                with global_rng(self._fit_seed(), self.device_):
                     self.initialize()
                     check_module_output(self, torch.tensor(X[:1], device=self.device_))
-                # one copy on the device (the user's array may be read-only); batches slice it
-                X_t = torch.tensor(X, device=self.device_)
-                if self.augmentation is not None:
-                    check_augmentation(self.augmentation, X_t[:8])
-                training = True  # from here on, a failure is the training's
-                self._forget_ood_threshold()  # calibrated on the scores training changes
-                with threads_for(self.n_threads, self.module_, X_t, self.batch_size):
-                    self._train(
-                        X_t,
-                        torch.tensor(y, dtype=torch.long, device=self.device_),
-                        None if weights is None else torch.tensor(weights, device=self.device_),
-                    )
+            # one copy on the device (the user's array may be read-only); batches slice it
+            X_t = torch.tensor(X, device=self.device_)
+            if self.augmentation is not None:
+                check_augmentation(self.augmentation, X_t[:8])
+            training = True  # from here on, a failure is the training's
+            self._forget_ood_threshold()  # calibrated on the scores training changes
+            with threads_for(self.n_threads, self.module_, X_t, self.batch_size):
+                self._train(
+                    X_t,
+                    torch.tensor(y, dtype=torch.long, device=self.device_),
+                    None if weights is None else torch.tensor(weights, device=self.device_),
+                )
         finally:
             if new_network and not training:
                 self.initialized_ = False

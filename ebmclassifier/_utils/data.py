@@ -96,9 +96,11 @@ class TensorBatchIterator:
     dataset : skorch.dataset.Dataset or torch.utils.data.Subset of one
     batch_size : int, default=128
     shuffle : bool, default=False
-        A fresh permutation each pass, drawn from torch's global generator (seeded per epoch by
-        the estimators' ``random_state``).
+        A fresh permutation each pass, drawn from ``generator``.
     drop_last : bool, default=False
+    generator : torch.Generator or None, default=None
+        A CPU generator for the permutations (the estimators pass the epoch's own); None
+        draws from torch's global generator.
     **loader_kwargs
         Passed to the fallback ``DataLoader`` only.
     """
@@ -109,12 +111,14 @@ class TensorBatchIterator:
         batch_size: int = 128,
         shuffle: bool = False,
         drop_last: bool = False,
+        generator: torch.Generator | None = None,
         **loader_kwargs,
     ) -> None:
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
+        self.generator = generator
         self._tensors = _tensors_of(dataset)
         self._fallback = None
         if self._tensors is None:
@@ -123,6 +127,7 @@ class TensorBatchIterator:
                 batch_size=batch_size,
                 shuffle=shuffle,
                 drop_last=drop_last,
+                generator=generator,
                 **loader_kwargs,
             )
 
@@ -136,7 +141,7 @@ class TensorBatchIterator:
             return
         X, y, indices = self._tensors
         n = len(self.dataset)
-        order = torch.randperm(n) if self.shuffle else torch.arange(n)
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
         if indices is not None:
             order = indices[order]
         # One copy of the permutation to the device per pass, not one per batch.
@@ -150,8 +155,17 @@ class TensorBatchIterator:
 class ShuffledTensorBatchIterator(TensorBatchIterator):
     """:class:`TensorBatchIterator` that shuffles by default (the training iterator)."""
 
-    def __init__(self, dataset, batch_size: int = 128, shuffle: bool = True, **kwargs) -> None:
-        super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)
+    def __init__(
+        self,
+        dataset,
+        batch_size: int = 128,
+        shuffle: bool = True,
+        generator: torch.Generator | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            dataset, batch_size=batch_size, shuffle=shuffle, generator=generator, **kwargs
+        )
 
 
 def class_counts(y: np.ndarray, n_classes: int, sample_weight=None) -> np.ndarray:

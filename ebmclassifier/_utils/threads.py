@@ -28,6 +28,7 @@ from math import prod
 import torch
 from torch import nn
 
+from .generators import global_rng
 from .modes import eval_mode
 from .parameters import ParamChecker, is_int
 
@@ -92,7 +93,7 @@ def forward_macs(module: nn.Module, x: torch.Tensor) -> int:
     layers = [m for m in module.modules() if isinstance(m, (nn.Linear, *_CONVOLUTIONS))]
     hooks = [layer.register_forward_hook(count) for layer in layers]
     try:
-        with eval_mode(module), torch.no_grad(), torch.random.fork_rng(devices=[]):
+        with eval_mode(module), torch.no_grad(), global_rng(None, x.device):
             module(x)
     finally:
         for hook in hooks:

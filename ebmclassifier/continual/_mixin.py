@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .._utils.data import grow_class_counts
-from .._utils.device import seeded_rng
+from .._utils.generators import make_generator
 from .._utils.parameters import ParamChecker, is_int
 from .._utils.statistics import column_mean_std
 from .._utils.validation import as_numpy
@@ -131,10 +131,16 @@ class ClassIncrementalMixin:
         :func:`~ebmclassifier.losses.ngebm_loss`, :func:`~ebmclassifier.losses.jem_loss` and
         :meth:`classification_loss` pass to
         :func:`~ebmclassifier.losses.negatives_cross_entropy`, so that the whole loss is built
-        in ``losses.py`` without a call back to the estimator.
+        in ``losses.py`` without a call back to the estimator; with ``negatives=k`` the
+        epoch's generator draws them.
         """
         # resolved once per fit, with the other "auto" parameters, before training starts
-        return {"criterion": partial(criterion_mean, self.criterion_), "negatives": self.negatives_}
+        negatives = self.negatives_
+        return {
+            "criterion": partial(criterion_mean, self.criterion_),
+            "negatives": negatives,
+            "generator": None if isinstance(negatives, str) else self._generator("negatives"),
+        }
 
     # ------------------------------------------------------------------ growing the classes
 
@@ -180,9 +186,8 @@ class ClassIncrementalMixin:
                 f"{len(old)} classes: expose the layer that computes the logits as "
                 "'last_layer'."
             )
-        generator, seed = None, self._fit_seed()
-        if seed is not None:  # a new draw at every growth
-            generator = torch.Generator().manual_seed(seed * 7919 + len(self.history))
+        # a new draw at every growth
+        generator = make_generator(self._fit_seed() * 7919 + len(self.history))
         grow_output_layer(layer, old_rows, len(classes), self.optimizer_, generator)
         self.label_encoder_.classes_ = classes
         grow_class_counts(self, old_rows, len(classes))
@@ -266,9 +271,8 @@ class ClassIncrementalMixin:
         stored_X = self.reservoir_X_.cpu().numpy()
         stored_y = self.reservoir_y_.cpu().numpy()
         seen = self.reservoir_seen_.cpu().numpy()
-        seed = self._fit_seed()
         # Seeded by the stream's position: a resumed stream draws what an uninterrupted one does
-        rng = np.random.default_rng(None if seed is None else [seed, int(seen.sum())])
+        rng = np.random.default_rng([self._fit_seed(), int(seen.sum())])
         entering = np.where(counted, y, -1)  # the samples of zero weight enter no reservoir
         kept_X, kept_y, seen = class_reservoirs(
             stored_X, stored_y, seen, X, entering, self.replay_per_class_, rng
@@ -305,19 +309,18 @@ class ClassIncrementalMixin:
         Sets ``generated_X_`` (float32) and ``generated_y_``.
         """
         labels = torch.as_tensor(np.repeat(rows, self.generated_per_class_), dtype=torch.int64)
-        seed = self._fit_seed()
-        if seed is not None:
-            seed = int(np.random.SeedSequence([seed, len(self.history), 1]).generate_state(1)[0])
-        with seeded_rng(seed, self.device_):
-            self.generated_X_ = generate_class_samples(
-                self.module_,
-                labels,
-                mean=self.input_mean_,
-                std=self.input_std_,
-                low=self.input_min_,
-                high=self.input_max_,
-                n_steps=self.generated_steps,
-            )
+        key = [self._fit_seed(), len(self.history), 1]
+        seed = int(np.random.SeedSequence(key).generate_state(1)[0])
+        self.generated_X_ = generate_class_samples(
+            self.module_,
+            labels,
+            mean=self.input_mean_,
+            std=self.input_std_,
+            low=self.input_min_,
+            high=self.input_max_,
+            n_steps=self.generated_steps,
+            generator=make_generator(seed, self.device_),
+        )
         self.generated_y_ = labels
 
     # ------------------------------------------------------------------ warnings

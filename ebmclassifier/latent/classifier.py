@@ -400,6 +400,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
             inner_steps=self.inner_steps,
             temperature=self.temperature,
             baseline=model.baseline,
+            generator=self._generator("latent", scores.device),  # Gumbel, score function
         )
 
     # ------------------------------------------------------------------ the latent
