@@ -549,7 +549,7 @@ class RollbackMixin:
         super()._load_resume_state(state, in_fit=in_fit)
         self.sgld_step_size_ = state["sgld_step_size"]
         self.n_divergences_ = state["n_divergences"]
-        if state["rollback"] is not None:
+        if in_fit and state["rollback"] is not None:  # the interrupted call's policy
             self._resumed_rollback = RollbackPolicy.from_state_dict(state["rollback"])
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:

@@ -432,6 +432,7 @@ class EBMClassifierBase(
                 # Data statistics (input range, fd step, ...) of the samples that count; a
                 # copy of their rows only when some samples do not.
                 self._prepare_fit(X if positive is None or positive.all() else X[positive])
+            self._keep_call_start(reset=new_network)  # for a state saved during the call
             record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
             if new_network:

@@ -84,6 +84,7 @@ from contextlib import contextmanager, nullcontext
 
 import torch
 from skorch import NeuralNetClassifier
+from skorch.callbacks import EarlyStopping
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 from torch import nn
@@ -132,6 +133,10 @@ class SkorchNet(NeuralNetClassifier):
     _generators: FitGenerators | None = None
     #: The seed of an unseeded call (drawn when first needed; see :meth:`_fit_seed`).
     _call_seed: int | None = None
+    #: The epochs the running call has ended (``on_epoch_end``), and ``len(history)`` when
+    #: it began.
+    _epochs_ended = 0
+    _call_start_epoch = 0
 
     # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
@@ -317,6 +322,30 @@ class SkorchNet(NeuralNetClassifier):
             if self._grad_scaler is not None:
                 self.loss_scale_ = float(self._grad_scaler.get_scale())
             self._grad_scaler = None
+        self._raise_if_interrupted()
+
+    def _raise_if_interrupted(self) -> None:
+        """Raise ``KeyboardInterrupt`` when skorch swallowed one that was not an early stop.
+
+        skorch's ``partial_fit`` ends the loop on a ``KeyboardInterrupt`` (Ctrl-C, or a
+        callback raising it), runs ``on_train_end`` and returns, as if the fit had run its
+        course. Once that clean-up is done, a call that ended before its ``max_epochs`` without
+        skorch's ``EarlyStopping`` having stopped it raises the interrupt again, saying how far
+        it got: a partly trained estimator is never the silent result of ``fit``. The estimator
+        holds the weights of the last step it took (``len(history)`` epochs begun).
+        """
+        done = self._epochs_ended
+        if done >= self.max_epochs or any(
+            isinstance(callback, EarlyStopping) and callback.misses_ >= callback.patience
+            for _, callback in getattr(self, "callbacks_", [])
+        ):
+            return
+        raise KeyboardInterrupt(
+            f"{type(self).__name__}'s training was interrupted: {done} of this call's "
+            f"{self.max_epochs} epochs ran to their end, and the estimator holds the weights of "
+            f"the last step it took (len(history) = {len(self.history)}). To stop early on a "
+            "criterion, use skorch's EarlyStopping callback."
+        )
 
     def check_data(self, X, y=None) -> None:
         """Nothing: the public methods validate the data with scikit-learn first."""
@@ -365,9 +394,17 @@ class SkorchNet(NeuralNetClassifier):
         return self.augmentation is not None and not takes_generator(self.augmentation)
 
     def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
-        """The call's generators (for its draws before the first epoch, then each epoch's)."""
+        """The call's generators (for its draws before the first epoch, then each epoch's),
+        and its count of the epochs it ends."""
         super().on_train_begin(net, X=X, y=y, **kwargs)
         self._generators = FitGenerators(self._fit_seed(), len(self.history))
+        self._call_start_epoch = len(self.history)
+        self._epochs_ended = 0
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """Count the call's epochs that ran to their end (before any callback's)."""
+        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
+        self._epochs_ended += 1
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
         """Start an epoch: its generators from ``(seed, epoch)``, every module in training mode.

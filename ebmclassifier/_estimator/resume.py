@@ -30,6 +30,7 @@ import contextlib
 import os
 from collections.abc import Collection
 
+import numpy as np
 import torch
 from skorch.callbacks import Checkpoint, LRScheduler
 from skorch.history import History
@@ -77,6 +78,7 @@ class TrainingState:
             ),
             "lr": [group["lr"] for group in est.optimizer_.param_groups],
             "estimator": est._resume_state(),
+            "call": est._interrupted_call() if fitting else None,
         }
         if checkpoint:  # skorch's Checkpoint writes module_ and optimizer_ files of their own
             state["modules"] = {
@@ -105,23 +107,43 @@ class TrainingState:
         if "epochs" in state:  # written by a Checkpoint, beside the other files
             check_same_epoch(est, state, loaded)
             for name, module_state in state["modules"].items():
-                getattr(est, name).load_state_dict(module_state)
+                _module_of(est, name).load_state_dict(module_state)
         if state["seed"] is not None:
             est.seed_ = state["seed"]
-        est._load_resume_state(state["estimator"], in_fit=state["in_fit"])
+        # a call saved in its last epoch had done its work: the next call is a new one
+        call = state.get("call")
+        in_fit = state["in_fit"] and (call is None or call["epochs_left"] > 0)
+        est._load_resume_state(state["estimator"], in_fit=in_fit)
         # a state written before the fit's own generators held torch's ("generators"): the
         # streams have changed since, and a resumed call draws a seed of its own
         est._pending_resume = {
-            "call_seed": state.get("call_seed"),
+            "call_seed": state.get("call_seed") if in_fit else None,
             **{k: state[k] for k in ("schedulers", "lr")},
         }
+        if call is not None and not est._fitting:  # loaded for partial_fit, not LoadInitState
+            est._resume_call(call)
+
+
+def _module_of(est, name: str) -> nn.Module:
+    """The module ``name`` of a training state's ``modules``: one the estimator has."""
+    module = getattr(est, name, None) if name.endswith("_") else None
+    if not isinstance(module, nn.Module) or name in ("module_", "criterion_"):
+        raise ValueError(
+            f"The training state holds the state of a module {name!r} that "
+            f"{type(est).__name__} has not: pass a file written by this estimator's class."
+        )
+    return module
 
 
 class ResumableMixin:
     """The estimators' side of the training state: when to capture it, when to apply it.
 
     The hooks :meth:`_resume_state` and :meth:`_load_resume_state` give an estimator's own
-    part of it (JEM's sampler and roll-back policy, the class-incremental reservoir).
+    part of it (JEM's sampler and roll-back policy). What a call changes before its first
+    epoch (:meth:`_call_start_names`: the class counts, the class-incremental reservoir)
+    is kept as the call found it (:meth:`_keep_call_start`), so that a state saved during the
+    call resumes it: with epochs left, ``partial_fit`` on the call's data changes them again
+    from there; with none left, the call was done and the state is as it left them.
     """
 
     _fitting = False  # between on_train_begin and on_train_end: a save resumes this fit
@@ -290,9 +312,48 @@ class ResumableMixin:
 
     def _begin_call(self, *, new_network: bool) -> None:
         """Before a call draws anything: an unseeded call that resumes an interrupted one
-        (loaded from a state saved during it) takes that call's seed, any other a new one."""
+        (loaded from a state saved during it) takes that call's seed, any other a new one.
+
+        A ``partial_fit`` for 0 epochs after loading a state saved in the last epoch of a call
+        is that call's end (the saving guide's "the epochs it had left": none): what the call
+        set from its data goes back to how the call found it, which this call sets again.
+        """
         pending = self.__dict__.get("_pending_resume") or {}
         self._call_seed = None if new_network else pending.pop("call_seed", None)
+        finished = self.__dict__.pop("_finished_call", None)
+        if finished is not None and not new_network and self.max_epochs == 0:
+            _restore(self, finished, self._call_start_names())
+
+    def _call_start_names(self) -> tuple[str, ...]:
+        """The attributes a call sets from its data before its first epoch: the class
+        counts (a subclass adds its own)."""
+        return ("class_count_", "class_prior_")
+
+    def _keep_call_start(self, *, reset: bool) -> None:
+        """Keep :meth:`_call_start_names` as the call found them (before it sets them);
+        ``reset``: a new network, whose class counts start from zero."""
+        start = {name: getattr(self, name, None) for name in self._call_start_names()}
+        if reset:
+            start["class_count_"] = np.zeros(len(self.classes_))
+        self._call_start = start
+
+    def _interrupted_call(self) -> dict:
+        """What a state saved during a call keeps of it: the epochs it has left, and
+        :meth:`_call_start_names` as it found them."""
+        done = len(self.history) - self._call_start_epoch
+        return {
+            "epochs_left": max(0, self.max_epochs - done),
+            "before": _encoded(getattr(self, "_call_start", {})),
+        }
+
+    def _resume_call(self, call: dict) -> None:
+        """Loaded for ``partial_fit`` from a state saved during a call: with epochs left, the
+        call's start attributes as it found them (``partial_fit`` on its data sets them
+        again); with none left, as it left them (go on with the next data)."""
+        if call["epochs_left"] > 0:
+            _restore(self, call["before"], self._call_start_names())
+        else:
+            self._finished_call = call["before"]
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
         """In the first epoch after a resume: the call's seed, schedules and learning rates.
@@ -316,6 +377,34 @@ class ResumableMixin:
             "schedulers": self._schedules,
             "lr": [group["lr"] for group in self.optimizer_.param_groups],
         }
+
+
+def _encoded(values: dict) -> dict:
+    """Attributes as a training state holds them: tensors, numpy arrays as tensors, and the
+    names of those that were not set."""
+    encoded = {"tensors": {}, "arrays": {}, "absent": []}
+    for name, value in values.items():
+        if value is None:
+            encoded["absent"].append(name)
+        elif isinstance(value, torch.Tensor):
+            encoded["tensors"][name] = value
+        else:
+            encoded["arrays"][name] = torch.as_tensor(np.asarray(value))
+    return encoded
+
+
+def _restore(est, encoded: dict, allowed: tuple[str, ...]) -> None:
+    """Set the attributes of :func:`_encoded` (only those named in ``allowed``)."""
+    values = {**encoded["tensors"], **{k: v.numpy() for k, v in encoded["arrays"].items()}}
+    names = [*values, *encoded["absent"]]
+    if not set(names) <= set(allowed):
+        raise ValueError(
+            f"The training state sets {sorted(set(names) - set(allowed))!r}, which "
+            f"{type(est).__name__} does not keep for a call: pass a file this class wrote."
+        )
+    for name in encoded["absent"]:
+        est.__dict__.pop(name, None)
+    est.__dict__.update(values)
 
 
 def _checkpoint_history(checkpoint) -> str:

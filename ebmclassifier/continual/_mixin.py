@@ -225,10 +225,6 @@ class ClassIncrementalMixin:
         if reset:
             for name in (*RESERVOIR_ATTRIBUTES, "generated_X_", "generated_y_"):
                 self.__dict__.pop(name, None)
-        # what a state saved during this call keeps, so that a resumed call mixes it again
-        self._reservoir_before = {
-            k: getattr(self, k) for k in RESERVOIR_ATTRIBUTES if hasattr(self, k)
-        }
         counted = np.ones(len(y), dtype=bool) if weights is None else weights > 0
         per_class = counted.sum() / max(1, len(np.unique(y[counted])))
         if self.replay_per_class_:
@@ -247,19 +243,19 @@ class ClassIncrementalMixin:
             self._warn_energy_term_alone()
         return X, y, weights
 
-    def _resume_state(self) -> dict:
-        state = super()._resume_state()
-        if self._fitting:  # the interrupted call updated the reservoir when it began
-            state["reservoir_before"] = dict(getattr(self, "_reservoir_before", {}))
-        return state
+    def _call_start_names(self) -> tuple[str, ...]:
+        """The base's, and the reservoir, which a call updates from its data as it begins."""
+        return (*super()._call_start_names(), *RESERVOIR_ATTRIBUTES)
 
     def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        """Before the call resumed by ``partial_fit``: the reservoir as that call found it."""
+        """A state written before the call's start was kept generically: its reservoir."""
         super()._load_resume_state(state, in_fit=in_fit)
         if "reservoir_before" in state and not self._fitting:  # not yet mixed into the data
             for name in RESERVOIR_ATTRIBUTES:
                 self.__dict__.pop(name, None)
-            self.__dict__.update(state["reservoir_before"])
+            self.__dict__.update(
+                {k: v for k, v in state["reservoir_before"].items() if k in RESERVOIR_ATTRIBUTES}
+            )
 
     def _update_reservoir(self, X: np.ndarray, y: np.ndarray, counted: np.ndarray):
         """The samples stored before this call; the chunk's counted samples then enter."""
