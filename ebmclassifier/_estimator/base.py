@@ -27,7 +27,13 @@ from torch import nn
 
 from .._utils.compile import compile_problem
 from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
-from .._utils.device import device_problem, draw_seed, resolve_device
+from .._utils.device import (
+    available_memory,
+    device_problem,
+    draw_seed,
+    network_bytes,
+    resolve_device,
+)
 from .._utils.docstrings import fill_docstring
 from .._utils.generators import global_rng
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
@@ -283,13 +289,32 @@ class EBMClassifierBase(
         }
         kwargs = network_kwargs(module, kwargs, sizes)
         try:
-            self.module_ = self.initialized_instance(module, kwargs)
+            given = ", ".join(f"module__{k}" for k in self.get_params_for("module")) or "module"
+            self.module_ = self._built_network(module, kwargs, given)
         except InvalidParameterError as exc:  # our networks check their own arguments
             raise InvalidParameterError(
                 f"{type(self).__name__} could not build its network from the module__* "
                 f"parameters: {exc}"
             ) from exc
         return self
+
+    def _built_network(self, module, kwargs: dict, parameters: str):
+        """skorch's ``initialized_instance(module, kwargs)``, refused with a ``ValueError``
+        naming ``parameters`` when its weights and their gradients would not fit in the memory
+        available on ``device_`` (counted on the ``"meta"`` device, before anything is
+        allocated), rather than torch's allocator error."""
+        n_bytes = network_bytes(module, kwargs) if isinstance(module, type) else None
+        available = available_memory(self.device_)
+        if n_bytes is not None and available is not None and 2 * n_bytes > available:
+            shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+            raise ValueError(
+                f"{type(self).__name__} cannot build its network {module.__name__}({shown}): "
+                f"its weights take {n_bytes / 2**30:.3g} GiB of float32, twice that with "
+                f"their gradients (and Adam's state doubles it again), more than the "
+                f"{available / 2**30:.3g} GiB available on {self.device_}. Make the network "
+                f"smaller ({parameters})."
+            )
+        return self.initialized_instance(module, kwargs)
 
     # ------------------------------------------------------------------ training
 

@@ -19,6 +19,7 @@ __all__ = [
     "device_problem",
     "draw_seed",
     "module_device",
+    "network_bytes",
     "pickled_tensor_device",
     "resolve_device",
 ]
@@ -118,6 +119,27 @@ def available_memory(device: torch.device) -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def network_bytes(module: type, kwargs: dict) -> int | None:
+    """Bytes of the parameters and buffers that ``module(**kwargs)`` would allocate.
+
+    The network is built on torch's ``"meta"`` device, which allocates nothing and draws no
+    random number; None when it cannot be built there (a network that computes on its tensors
+    while it is built).
+
+    Examples
+    --------
+    >>> network_bytes(torch.nn.Linear, {"in_features": 10**6, "out_features": 10**6})
+    4000004000000
+    """
+    try:
+        with torch.device("meta"):
+            built = module(**kwargs)
+        tensors = [*built.parameters(), *built.buffers()]
+    except Exception:  # the real build says what is wrong, if anything
+        return None
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def draw_seed(random_state) -> int:
