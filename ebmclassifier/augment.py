@@ -356,7 +356,8 @@ def check_augmentation(augmentation: Augmentation, batch: torch.Tensor) -> None:
     The check an estimator runs once at the start of ``fit`` on a training batch, so that a
     wrong augmentation fails with one clear message instead of deep inside the training
     loop. It calls ``augmentation(batch)`` once, without gradients and inside a fork of
-    torch's random state, so the draws of the fit itself are unchanged.
+    torch's global generator (under the library's lock), so no generator of the fit or of the
+    caller moves.
 
     Parameters
     ----------

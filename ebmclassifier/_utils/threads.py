@@ -62,7 +62,8 @@ def forward_macs(module: nn.Module, x: torch.Tensor) -> int:
     ``nn.Conv1d/2d/3d`` (``out.numel() * in_channels / groups * kernel size``); other layers
     (activations, pooling, attention's own products) are not counted, which on the networks
     of this library is a few percent. The forward pass runs in evaluation mode without
-    gradients, under a forked random state, and every submodule's mode is restored after it.
+    gradients, under :func:`~ebmclassifier._utils.generators.global_rng` (torch's generator
+    forked, under the library's lock), and every submodule's mode is restored after it.
 
     Parameters
     ----------
