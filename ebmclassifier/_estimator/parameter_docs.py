@@ -71,7 +71,8 @@ augmentation : callable or None, default=None
     dtype and device, e.g. :func:`ebmclassifier.augment.paper_augmentation`; one that takes a
     ``generator`` keyword (every augmentation of :mod:`ebmclassifier.augment`) draws from the
     fit's own generator, seeded per epoch, so fits stay reproducible (a plain callable draws
-    from torch's global generator, seeded per epoch under a lock fits share). Checked once on a training batch at the start of ``fit``
+    from torch's global generator, seeded per epoch under a lock fits share). Checked once
+    on a training batch at the start of ``fit``
     (:func:`ebmclassifier.augment.check_augmentation`).
 n_threads : None, "auto" or int, default="auto"
     torch's intra-op threads during ``fit``, ``partial_fit`` and inference, set for the call
