@@ -10,7 +10,6 @@ import multiprocessing
 import os
 import random
 import signal
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -354,12 +353,26 @@ class SelfKill(Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _killed(stream, delay: float | None) -> None:
-    """Run ``stream()`` in a forked process, SIGKILLed after ``delay`` seconds (or by itself)."""
+class Tell(Callback):
+    """Set ``event`` when the ``at``-th training batch of the process has run."""
+
+    def __init__(self, event, at: int):
+        self.event, self.at, self.seen = event, at, 0
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        self.seen += training
+        if self.seen == self.at:
+            self.event.set()
+
+
+def _killed(stream, event=None) -> None:
+    """Run ``stream()`` in a forked process (no second import of torch), SIGKILLed by the
+    parent as soon as ``event`` is set (the kill lands a moment later, anywhere), or by
+    itself."""
     process = multiprocessing.get_context("fork").Process(target=stream)
     process.start()
-    if delay is not None:
-        time.sleep(delay)
+    if event is not None:
+        event.wait(timeout=300)
         os.kill(process.pid, signal.SIGKILL)
     process.join()
     assert process.exitcode == -signal.SIGKILL, "the stream ended before the kill"
@@ -370,18 +383,20 @@ def _killed(stream, delay: float | None) -> None:
     [("ngebm", 0, None), ("ngebm", 1, None), ("ngebm", 2, None), ("jem", 0, 3)],
 )
 def test_a_stream_killed_by_sigkill_resumes_bitwise(small_blobs, tmp_path, name, seed, kill):
-    # real SIGKILLs of a process streaming the tasks: at a random moment (seeded), and at the
-    # boundary of the two tasks (kill=3: right after the file of task 1's last epoch)
+    # real SIGKILLs of a process streaming the tasks: just after a random batch (seeded) of
+    # the 37 the stream trains, and at the boundary of the two tasks (kill=3: right after the
+    # file of task 1's last epoch was written)
     X, y = small_blobs
     tasks, path = _tasks(X, y), tmp_path / "run.ebm"
 
     def make(**kw):
         return STREAM[name](**{**kw, "random_state": seed})
 
-    start = time.perf_counter()
     uninterrupted = _stream(make(), tasks)
-    seconds = time.perf_counter() - start
-    callbacks = [SaveEachEpoch(path), *([] if kill is None else [SelfKill(kill)])]
-    delay = None if kill is not None else random.Random(seed).uniform(0.2, 0.9) * seconds
-    _killed(lambda: _stream(make(callbacks=callbacks), tasks), delay)
+    event = multiprocessing.get_context("fork").Event()
+    if kill is None:
+        callbacks = [SaveEachEpoch(path), Tell(event, random.Random(seed).randrange(1, 34))]
+    else:
+        callbacks, event = [SaveEachEpoch(path), SelfKill(kill)], None
+    _killed(lambda: _stream(make(callbacks=callbacks), tasks), event)
     _assert_same_stream(_finish_stream(make, path, tasks), uninterrupted, X)

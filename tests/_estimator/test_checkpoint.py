@@ -14,7 +14,6 @@ import os
 import random
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -222,28 +221,33 @@ def test_a_kill_at_any_step_of_the_write_leaves_a_set_that_resumes_bitwise(
 # ---------------------------------------------------------------- a real SIGKILL
 
 
-def _fit_until_killed(fit, delay: float) -> None:
-    """Run ``fit()`` in a forked process and SIGKILL it after ``delay`` seconds."""
-    context = multiprocessing.get_context("fork")  # no second import of torch: seconds here
-    process = context.Process(target=fit)
-    process.start()
-    time.sleep(delay)
-    os.kill(process.pid, signal.SIGKILL)
-    process.join()
-    assert process.exitcode == -signal.SIGKILL, "the fit ended before the kill: kill it sooner"
+class Tell(Callback):
+    """Set ``event`` when the ``at``-th training batch of the fit has run."""
+
+    def __init__(self, event, at: int):
+        self.event, self.at, self.seen = event, at, 0
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        self.seen += training
+        if self.seen == self.at:
+            self.event.set()
 
 
 def test_a_fit_killed_by_sigkill_at_a_random_moment_resumes_bitwise(small_blobs, tmp_path):
     X, y = small_blobs
-    epochs, folder = 20, tmp_path / "run"
-    start = time.perf_counter()
+    epochs, folder = 20, tmp_path / "run"  # 5 batches an epoch
     uninterrupted = make(max_epochs=epochs).fit(X, y)
-    seconds = time.perf_counter() - start
-    # a random moment of the fit (its first seconds build the network and write nothing)
-    _fit_until_killed(
-        lambda: make(max_epochs=epochs, callbacks=[_checkpoint(folder)]).fit(X, y),
-        random.Random(0).uniform(0.2, 0.8) * seconds,
+    context = multiprocessing.get_context("fork")  # no second import of torch: seconds here
+    event = context.Event()
+    tell = Tell(event, random.Random(0).randrange(1, 90))
+    process = context.Process(
+        target=lambda: make(max_epochs=epochs, callbacks=[tell, _checkpoint(folder)]).fit(X, y)
     )
+    process.start()
+    event.wait(timeout=300)
+    os.kill(process.pid, signal.SIGKILL)  # lands a moment after that batch, anywhere
+    process.join()
+    assert process.exitcode == -signal.SIGKILL, "the fit ended before the kill"
     history = folder / "history.json"
     done = len(History.from_file(str(history))) if history.exists() else 0
     checkpoint = _checkpoint(folder)

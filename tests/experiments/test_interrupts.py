@@ -30,18 +30,19 @@ COMMANDS = {
 
 
 def _interrupted(argv: list[str]) -> int:
-    """Run the command line in a forked process, SIGINT it once a fit trains; its status."""
+    """Run the command line in a forked process, SIGINT it once a fit trains its first
+    batch; its exit status."""
     context = multiprocessing.get_context("fork")
     training = context.Event()
 
     def command():
-        train = EBMClassifierBase._train
+        step = EBMClassifierBase.train_step
 
-        def tell_then_train(self, *args, **kwargs):
+        def tell_then_step(self, *args, **kwargs):  # inside skorch's loop
             training.set()
-            return train(self, *args, **kwargs)
+            return step(self, *args, **kwargs)
 
-        EBMClassifierBase._train = tell_then_train
+        EBMClassifierBase.train_step = tell_then_step
         os._exit(cli.main(argv))
 
     process = context.Process(target=command)
