@@ -255,6 +255,45 @@ def test_checkpoint_files_of_two_epochs_are_refused(small_blobs, tmp_path):
         resumed.fit(X, y)
 
 
+def _text_for_the_counts(call):  # set as it stands before the check
+    call["before"]["arrays"].pop("class_count_")
+    call["before"]["tensors"]["class_count_"] = "1e9"
+
+
+def _epochs_left_as_text(call):
+    call["epochs_left"] = "4"
+
+
+def _another_attribute(call):  # with none left, kept for a later 0-epoch call
+    call["epochs_left"] = 0
+    call["before"]["tensors"]["predict_proba"] = torch.zeros(1)
+
+
+def _before_as_a_list(call):
+    call["before"] = [torch.zeros(1)]
+
+
+@pytest.mark.parametrize(
+    "forge", [_text_for_the_counts, _epochs_left_as_text, _another_attribute, _before_as_a_list]
+)
+def test_a_forged_record_of_the_interrupted_call_is_refused(small_blobs, tmp_path, forge):
+    # the training state's "call" restores attributes of the estimator when loaded for
+    # partial_fit: only the attributes a call keeps, as tensors, with an int of epochs left
+    X, y = small_blobs
+    checkpoint = _checkpoint(tmp_path)
+    with pytest.raises(KeyError):
+        ESTIMATORS["ngebm"](callbacks=[checkpoint, Kill(2)]).fit(X, y)
+    path = tmp_path / "training_state.pt"
+    state = torch.load(path, weights_only=True)
+    assert state["call"]["epochs_left"] == EPOCHS - 2
+    forge(state["call"])
+    torch.save(state, path)
+    fresh = ESTIMATORS["ngebm"](max_epochs=0).fit(X, y)
+    with pytest.raises(ValueError, match="record of the interrupted call is not one that "
+                       "NGEBMClassifier writes"):  # fmt: skip
+        fresh.load_params(checkpoint=checkpoint)
+
+
 # ---------------------------------------------------------------- a class-incremental stream
 
 STREAM_EPOCHS = (3, 4)  # epochs of the calls on task 1 (fit) and task 2 (partial_fit)

@@ -157,14 +157,16 @@ def _set_of(paths: dict[str, str]) -> FileSet:
 def file_set(estimator, files: Mapping) -> FileSet | None:
     """The set that ``save_params(**files)`` writes into, or None (each file on its own).
 
-    The files of a ``Checkpoint`` of ``callbacks_`` that saves the training state, when
-    ``files`` are among them; or ``files`` themselves when they hold a training state given by
-    path and another file.
+    The files of a ``Checkpoint`` of ``callbacks_`` that saves the training state, when a fit
+    is running and ``files`` are among them; or ``files`` themselves when they hold a training
+    state given by path and another file. (Outside a fit, a ``save_params`` of one of the
+    Checkpoint's files writes that file alone, at once.)
     """
     paths = _paths(files)
     if not paths:
         return None
-    for _, callback in getattr(estimator, "callbacks_", []):
+    fitting = getattr(estimator, "_fitting", False)
+    for _, callback in getattr(estimator, "callbacks_", []) if fitting else []:
         if isinstance(callback, Checkpoint) and getattr(callback, "f_training_state", None):
             theirs = _paths(callback.get_formatted_files(estimator))
             if "f_training_state" in theirs and set(paths.values()) <= set(theirs.values()):

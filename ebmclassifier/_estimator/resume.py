@@ -111,7 +111,7 @@ class TrainingState:
         if state["seed"] is not None:
             est.seed_ = state["seed"]
         # a call saved in its last epoch had done its work: the next call is a new one
-        call = state.get("call")
+        call = _checked_call(est, state.get("call"))
         in_fit = state["in_fit"] and (call is None or call["epochs_left"] > 0)
         est._load_resume_state(state["estimator"], in_fit=in_fit)
         # a state written before the fit's own generators held torch's ("generators"): the
@@ -393,9 +393,42 @@ def _encoded(values: dict) -> dict:
     return encoded
 
 
+def _checked_call(est, call) -> dict | None:
+    """A training state's ``call`` as :meth:`ResumableMixin._interrupted_call` writes it, or a
+    ``ValueError``: the epochs left an int >= 0, ``before`` tensors under the names of
+    :meth:`ResumableMixin._call_start_names` and a list of such names."""
+    if call is None:
+        return None
+    before = call.get("before") if isinstance(call, dict) else None
+    left = call.get("epochs_left") if isinstance(call, dict) else None
+    parts = before if isinstance(before, dict) else {}
+    kept = [*_items(parts.get("tensors")), *_items(parts.get("arrays"))]
+    absent = parts.get("absent")
+    names = [name for name, _ in kept] + (absent if isinstance(absent, list) else [None])
+    if not (
+        type(left) is int
+        and left >= 0
+        and all(isinstance(name, str) for name in names)
+        and set(names) <= set(est._call_start_names())
+        and all(isinstance(value, torch.Tensor) for _, value in kept)
+    ):
+        raise ValueError(
+            f"The training state's record of the interrupted call is not one that "
+            f"{type(est).__name__} writes (epochs left {left!r}, attributes {names!r}; it keeps "
+            f"{list(est._call_start_names())}): pass a file this class wrote."
+        )
+    return call
+
+
+def _items(value) -> list[tuple]:
+    """The items of ``value`` if it is a dict, else one that no check accepts."""
+    return list(value.items()) if isinstance(value, dict) else [(None, None)]
+
+
 def _restore(est, encoded: dict, allowed: tuple[str, ...]) -> None:
     """Set the attributes of :func:`_encoded` (only those named in ``allowed``)."""
-    values = {**encoded["tensors"], **{k: v.numpy() for k, v in encoded["arrays"].items()}}
+    arrays = {k: v.cpu().numpy() for k, v in encoded["arrays"].items()}
+    values = {**encoded["tensors"], **arrays}
     names = [*values, *encoded["absent"]]
     if not set(names) <= set(allowed):
         raise ValueError(

@@ -164,6 +164,20 @@ def test_files_of_two_epochs_are_refused_also_as_file_objects(small_blobs):
             make(max_epochs=0).fit(X, y).load_params(**files({key: 4}))
 
 
+def test_outside_a_fit_one_of_the_checkpoints_files_is_written_at_once(small_blobs, tmp_path):
+    # the set is the Checkpoint's during a fit; after it, save_params(f_params=<its file>)
+    # must not wait for the rest of a set that no epoch will write (it stayed staged)
+    X, y = small_blobs
+    clf = make(max_epochs=2, callbacks=[_checkpoint(tmp_path)]).fit(X, y)
+    params = tmp_path / "params.pt"
+    params.unlink()
+    clf.save_params(f_params=params)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES)
+    fresh = make(max_epochs=0).fit(X, y)
+    fresh.load_params(f_params=params)
+    np.testing.assert_array_equal(fresh.predict_proba(X), clf.predict_proba(X))
+
+
 # ---------------------------------------------------------------- a kill while writing
 
 
