@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._utils.statistics import sum_of_squares
+from ._utils.statistics import column_sum, sum_of_squares
 from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 
 __all__ = [
@@ -353,8 +353,10 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
 
     Parameters
     ----------
-    X : array-like or Tensor of shape (n, ...)
-        The training inputs (every feature of a sample counts, whatever its shape).
+    X : array-like or Tensor of shape (n, ...), or chunked input
+        The training inputs (every feature of a sample counts, whatever its shape); input
+        read in chunks (a memmap, ``uint8`` images: see :mod:`ebmclassifier._utils.statistics`)
+        gives the step of its float32 values, without a copy.
     fd_step : float, default=0.01
         The step relative to the data's scale (``NGEBMClassifier(fd_step=...)``).
 
@@ -374,10 +376,11 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
     """
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X)
+    elif not hasattr(X, "chunks"):  # chunked input (a memmap, uint8 images) is read as it is
+        X = np.asarray(X)
     # float64 sums: the step must not depend on the order of a float32 reduction. numpy's
     # X.var(axis=0, dtype=float64) computes the same sums, but over a float64 copy of X.
-    mean = X.sum(axis=0, dtype=np.float64) / len(X)
+    mean = column_sum(X, np.float64) / len(X)
     squares = sum_of_squares(X, mean)
     scale = float(np.sqrt((squares / len(X)).sum()))
     return fd_step * (scale if scale > 0 else 1.0)

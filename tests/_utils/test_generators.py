@@ -13,6 +13,7 @@ import torch
 from joblib import parallel_backend
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from torch.utils.data import Dataset
 
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier
 from ebmclassifier._utils.generators import (
@@ -89,6 +90,52 @@ def test_a_fit_neither_reads_nor_moves_torchs_global_generator(small_blobs, name
     finally:
         torch.set_rng_state(before)
     np.testing.assert_array_equal(a, b)
+    assert not moved
+
+
+class NoisyPairs(Dataset):
+    """A user's dataset whose items are drawn at random from torch's global generator."""
+
+    def __init__(self, X, y):
+        self.X, self.y = torch.as_tensor(X), y
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return self.X[i] + 0.1 * torch.randn(self.X.shape[1:]), self.y[i]
+
+
+def _host_data(name: str, X, y, folder):
+    """A float32 memmap of ``X`` (read batch by batch, JEM's buffer fitted chunk by chunk), or
+    a Dataset whose items are noisy (its labels yielded with the samples)."""
+    if name == "dataset":
+        return NoisyPairs(X, y), None
+    memmap = np.lib.format.open_memmap(folder / "x.npy", "w+", np.float32, X.shape)
+    memmap[:] = X
+    memmap.flush()
+    return np.load(folder / "x.npy", mmap_mode="r"), y
+
+
+@pytest.mark.parametrize("name", ["memmap", "dataset"])
+def test_seeded_fits_of_host_data_in_threads_equal_the_fit_done_alone(small_blobs, tmp_path, name):
+    # issue #38's data read batch by batch: the batch order, the DataLoader's workers' seed
+    # and JEM's buffer from the fit's generators; a user's Dataset under the library's lock
+    X, y = small_blobs
+    data = _host_data(name, X, y, tmp_path)
+    make = FITS["jem"] if name == "memmap" else FITS["ngebm"]
+    before = torch.get_rng_state()
+    try:
+        torch.manual_seed(123)
+        alone = make().fit(*data).predict_proba(X)
+        moved = not torch.equal(torch.get_rng_state(), torch.manual_seed(123).get_state())
+        torch.manual_seed(456)
+        fitted = _in_threads([lambda: make().fit(*data)] * 2)
+        moved = moved or not torch.equal(torch.get_rng_state(), torch.manual_seed(456).get_state())
+    finally:
+        torch.set_rng_state(before)
+    for clf in fitted:
+        np.testing.assert_array_equal(clf.predict_proba(X), alone)
     assert not moved
 
 
