@@ -166,6 +166,9 @@ ATTRIBUTE_KINDS = {
     "negatives_": "text or count",
     "replay_per_class_": "count",
     "generated_per_class_": "count",
+    "n_iter_": "count",
+    "best_epoch_": "count",
+    "best_validation_loss_": "number",
 }
 KINDS = {
     "shape": "a tuple of positive ints",

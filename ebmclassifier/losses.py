@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._utils.statistics import sum_of_squares
+from ._utils.statistics import column_sum, sum_of_squares
 from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
 
 __all__ = [
@@ -263,6 +263,7 @@ def negatives_cross_entropy(
     negatives: str | int = "batch",
     sample_weight: torch.Tensor | None = None,
     criterion: Criterion = cross_entropy,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """The cross-entropy whose normalising term covers only some classes (Li et al. 2020).
 
@@ -277,7 +278,7 @@ def negatives_cross_entropy(
     - ``"batch"``: the classes of the batch's samples (those of positive weight), the
       objective of [1]_ with all current classes;
     - an int ``k >= 1``: ``k`` classes drawn per sample, uniformly without replacement, from
-      the batch's classes other than ``y_i`` (torch's random state; ``k=1`` is [1]_'s single
+      the batch's classes other than ``y_i`` (from ``generator``; ``k=1`` is [1]_'s single
       negative). Where fewer are available, all of them (as ``"batch"``); a sample without
       any has the loss 0.
 
@@ -296,6 +297,9 @@ def negatives_cross_entropy(
         ``criterion(logits, y, sample_weight)`` with weights (not one that averages over
         every log-probability, such as label smoothing: the excluded ones are ``-inf``). The
         estimators pass their ``criterion_`` averaged by :func:`criterion_mean`.
+    generator : torch.Generator or None, default=None
+        On the device of ``logits``: the draws of ``negatives=k`` (torch's global generator
+        without one).
 
     Returns
     -------
@@ -332,7 +336,8 @@ def negatives_cross_entropy(
         keep = own | present
     else:
         candidates = present & ~own
-        scores = torch.rand(n, n_classes, device=logits.device).masked_fill(~candidates, -1.0)
+        scores = torch.rand(n, n_classes, device=logits.device, generator=generator)
+        scores = scores.masked_fill(~candidates, -1.0)
         drawn = scores.topk(min(int(negatives), n_classes), dim=1).indices
         keep = own | (torch.zeros_like(own).scatter_(1, drawn, True) & candidates)
     restricted = logits.masked_fill(~keep, float("-inf"))
@@ -348,8 +353,10 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
 
     Parameters
     ----------
-    X : array-like or Tensor of shape (n, ...)
-        The training inputs (every feature of a sample counts, whatever its shape).
+    X : array-like or Tensor of shape (n, ...), or chunked input
+        The training inputs (every feature of a sample counts, whatever its shape); input
+        read in chunks (a memmap, ``uint8`` images: see :mod:`ebmclassifier._utils.statistics`)
+        gives the step of its float32 values, without a copy.
     fd_step : float, default=0.01
         The step relative to the data's scale (``NGEBMClassifier(fd_step=...)``).
 
@@ -369,10 +376,11 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
     """
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X)
+    elif not hasattr(X, "chunks"):  # chunked input (a memmap, uint8 images) is read as it is
+        X = np.asarray(X)
     # float64 sums: the step must not depend on the order of a float32 reduction. numpy's
     # X.var(axis=0, dtype=float64) computes the same sums, but over a float64 copy of X.
-    mean = X.sum(axis=0, dtype=np.float64) / len(X)
+    mean = column_sum(X, np.float64) / len(X)
     squares = sum_of_squares(X, mean)
     scale = float(np.sqrt((squares / len(X)).sum()))
     return fd_step * (scale if scale > 0 else 1.0)
@@ -392,6 +400,7 @@ def ngebm_loss(
     criterion: Criterion = cross_entropy,
     negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The NG-EBM loss of one batch ([1]_, the Approximate Mass of [2]_ as the penalty).
 
@@ -440,6 +449,8 @@ def ngebm_loss(
         (:func:`negatives_cross_entropy`); the energy terms are over every class.
     sample_weight : Tensor of shape (n,) or None, default=None
         Non-negative weights of the samples (see the module's notes on sample weights).
+    generator : torch.Generator or None, default=None
+        The draws of ``negatives=k`` (:func:`negatives_cross_entropy`).
 
     Returns
     -------
@@ -480,7 +491,9 @@ def ngebm_loss(
     if beta == 0:
         # Plain cross-entropy: no input gradient, no double backward.
         logits = module(x)
-        loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
+        loss = gamma * negatives_cross_entropy(
+            logits, y, negatives, sample_weight, criterion, generator
+        )
         if energy_var_weight:
             variance = _weighted_variance(energy(logits), sample_weight)
             loss = loss + energy_var_weight * variance
@@ -491,7 +504,9 @@ def ngebm_loss(
         if step is None:
             raise ValueError("grad_norm='finite_difference' needs the step h; see fd_step_size.")
         norms, energies, logits = energy_grad_norm_finite_difference(module, x, step)
-    loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
+    loss = gamma * negatives_cross_entropy(
+        logits, y, negatives, sample_weight, criterion, generator
+    )
     loss = loss + beta * weighted_mean(norms, sample_weight)
     if energy_var_weight:
         loss = loss + energy_var_weight * _weighted_variance(energies, sample_weight)
@@ -508,6 +523,7 @@ def jem_loss(
     criterion: Criterion = cross_entropy,
     negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The JEM loss of one batch, given samples of the model ([1]_, eq. 2 and 4).
 
@@ -544,6 +560,8 @@ def jem_loss(
         As in :func:`ngebm_loss`.
     sample_weight : Tensor of shape (n,) or None, default=None
         Non-negative weights of the data (not of the samples).
+    generator : torch.Generator or None, default=None
+        The draws of ``negatives=k`` (:func:`negatives_cross_entropy`).
 
     Returns
     -------
@@ -575,6 +593,8 @@ def jem_loss(
     logits = logits_all[:n]
     energies = energy(logits_all)
     e_data, e_samples = energies[:n], energies[n:]
-    classification = negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
+    classification = negatives_cross_entropy(
+        logits, y, negatives, sample_weight, criterion, generator
+    )
     contrast = weighted_mean(e_data, sample_weight) - e_samples.mean()
     return classification + px_weight * contrast, logits, e_data, e_samples

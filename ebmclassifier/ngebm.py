@@ -24,20 +24,21 @@ __all__ = ["NGEBMClassifier"]
 class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained with cross-entropy plus a penalty on the energy's input gradient.
 
-    The loss of one batch is (Piland et al., 2023)
+    The loss of one batch (Piland et al., 2023; the equation in the Notes below)::
 
-    .. math::
+        L = gamma * CE(f(x), y) + beta * mean_i ||dE/dx (x_i)||_2
+            + energy_var_weight * mean_i (mean_j E(x_j) - E(x_i))^2
 
-        L = \\gamma \\, \\mathrm{CE}(f(x), y)
-            + \\beta \\, \\frac{1}{n} \\sum_i \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
-            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
+    with ``E(x) = -logsumexp_y f(x)[y]`` the energy of the logits ``f(x)`` and
+    ``gamma = 1 - beta`` unless given. The gradient-norm term is the negative Approximate Mass
+    of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima of the
+    energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the confidences
+    better calibrated, without the sampling that JEM needs.
 
-    with :math:`\\gamma`, :math:`\\beta`, :math:`w_{\\mathrm{var}}` the parameters ``gamma``,
-    ``beta`` and ``energy_var_weight``, :math:`\\bar E` the batch mean of the energy and
-    ``E(x) = -logsumexp_y f(x)[y]``. The gradient-norm term is the negative Approximate
-    Mass of Grathwohl et al. (2020): penalising it makes the training data sit at flat minima
-    of the energy, which makes ``score_ood(X, "approx_mass")`` a useful detector and the
-    confidences better calibrated, without the sampling that JEM needs.
+    A scikit-learn classifier (``fit``, ``partial_fit``, ``predict``, ``predict_proba``,
+    ``score``, ``get_params``, ``set_params``) and a skorch net; ``energy``, ``score_ood`` and
+    ``score_samples`` score inputs. ``help`` shows the estimator's own parameters and the
+    common training ones; every parameter is listed below.
 
     Parameters
     ----------
@@ -133,6 +134,18 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
 
     Notes
     -----
+    The loss of one batch of ``n`` samples is ([1]_)
+
+    .. math::
+
+        L = \\gamma \\, \\mathrm{CE}(f(x), y)
+            + \\beta \\, \\frac{1}{n} \\sum_i \\lVert \\partial E / \\partial x \\, (x_i) \\rVert_2
+            + w_{\\mathrm{var}} \\, \\frac{1}{n} \\sum_i \\big(\\bar E - E(x_i)\\big)^2,
+
+    with :math:`\\gamma`, :math:`\\beta`, :math:`w_{\\mathrm{var}}` the parameters ``gamma``,
+    ``beta`` and ``energy_var_weight``, :math:`\\bar E` the batch mean of the energy and
+    :math:`E(x) = -\\log \\sum_y \\exp f(x)_y` ([2]_, eq. 5).
+
     Sample and class weights weigh the cross-entropy, the gradient norm and the energy
     variance of each sample; the validation loss (with a ``train_split``) is the whole
     objective.

@@ -96,7 +96,8 @@ from ._saved_values import (
     plain,
 )
 from ._utils.atomic import atomic_write
-from ._utils.device import resolve_device, seeded_rng
+from ._utils.device import resolve_device
+from ._utils.generators import global_rng
 from ._utils.warn import warn_user
 from ._version import __version__
 
@@ -475,13 +476,21 @@ def _load_states(estimator, states: dict) -> None:
             f"its weights.pt holds the states of {sorted(states)}, where "
             f"{type(estimator).__name__} has {sorted(built)} (and optimizer_, training_state_)"
         )
+    modules = {k: v for k, v in states.items() if k != "training_state_"}
+    _loaded(estimator, modules, "does not fit the network that its parameters build")
+    if "training_state_" in states:  # last, as saved: it is checked against the others
+        training = {"training_state_": states["training_state_"]}
+        _loaded(estimator, training, "holds a training state that is not one the class writes")
+
+
+def _loaded(estimator, states: dict, problem: str) -> None:
+    """``estimator._load_module_states(states)``; any error is a refusal: its weights.pt
+    ``problem``."""
     try:
         estimator._load_module_states(states)
     except (RuntimeError, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:
-        raise Refused(
-            "its weights.pt does not fit the network that its parameters build: "
-            f"{' '.join(str(err).split())[:2000].rstrip('.')}"
-        ) from None
+        shown = " ".join(str(err).split())[:2000].rstrip(".")
+        raise Refused(f"its weights.pt {problem}: {shown}") from None
 
 
 def load(path: str | os.PathLike, *, limits: FileLimits | None = None, **params):
@@ -569,7 +578,7 @@ def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLi
     fitted = _fitted_attributes(estimator, metadata["attributes"], saved["tensors"], limits)
     _set_attributes(estimator, fitted)
     # initialize() draws initial weights, which the saved ones replace: leave torch's RNG alone
-    with seeded_rng(0, estimator.device_):
+    with global_rng(0, estimator.device_):
         try:
             estimator.initialize()
         except (ValueError, TypeError) as err:  # a network its parameters cannot build
@@ -641,7 +650,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
-        "params": {name: getattr(adapted, name) for name in adapted._saved_params},
+        "params": {name: plain(getattr(adapted, name)) for name in adapted._saved_params},
         "priors": encode_priors(adapted.priors),
         "train_priors": encode_priors(adapted.train_priors),
         "frozen": frozen,
@@ -673,13 +682,20 @@ def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict,
     if metadata["frozen"]:
         base = FrozenEstimator(base)
     cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
+    # a file written before a parameter existed gets what it meant (cls._saved_param_defaults)
     adapted = cls(
         base,
         priors=decode_priors(metadata["priors"]),
         train_priors=decode_priors(metadata["train_priors"]),
-        **closed(metadata["params"], cls._saved_params, "parameter"),
+        **{
+            **cls._saved_param_defaults,
+            **closed(metadata["params"], cls._saved_params, "parameter"),
+        },
     )
-    adapted._check_params()
+    try:  # its own checks of the parameters, naming the file
+        adapted._check_params()
+    except ValueError as err:
+        raise Refused(str(err)) from None
     if not all(isinstance(label, LABEL) for label in metadata["classes"]):
         raise Refused("its classes are not a list of labels")
     adapted.classes_ = np.asarray(metadata["classes"])

@@ -162,7 +162,10 @@ def missing_sections(obj) -> list[str]:
         # called as Function.apply(...): the arguments and result of forward
         parameters, returns = _named_parameters(obj.forward), True
     elif inspect.isclass(obj):
-        parameters, returns = _named_parameters(obj), False
+        # the class's signature may be the short one help() shows (repr.short_signature);
+        # __init__'s names every parameter
+        parameters = list(dict.fromkeys(_named_parameters(obj) + _named_parameters(obj.__init__)))
+        returns = False
     else:
         call = obj if inspect.isroutine(obj) else obj.__call__
         parameters, returns = _named_parameters(call), True
@@ -238,15 +241,19 @@ def own_methods(cls, package: str = "ebmclassifier") -> list:
     return methods
 
 
-def _cases(hooks: bool = False):
+def _cases(hooks: bool = False) -> list:
+    """The parameter sets, as a list: pytest 9.1 deprecates parametrizing over a generator
+    (an error from pytest 10)."""
     cases = dict(_documented_objects())
     for obj in list(cases.values()):
         if inspect.isclass(obj):
             for method in own_methods(obj):
                 cases.setdefault(f"{method.__module__}.{method.__qualname__}", method)
-    for qualname, obj in sorted(cases.items()):
-        if is_skorch_hook(obj) == hooks:
-            yield pytest.param(obj, id=qualname)
+    return [
+        pytest.param(obj, id=qualname)
+        for qualname, obj in sorted(cases.items())
+        if is_skorch_hook(obj) == hooks
+    ]
 
 
 @pytest.mark.parametrize("obj", _cases())
@@ -420,3 +427,9 @@ def test_every_autosummary_template_is_where_sphinx_looks():
     assert {"estimator.rst", "class.rst", "function.rst"} <= templates
     for name in templates:
         assert (API_DIR.parent / "_templates" / name).is_file(), name
+
+
+def test_the_parameter_sets_are_a_list_not_a_generator():
+    # pytest 9.1 warns "Passing a non-Collection iterable to parametrize is deprecated"
+    # (PytestRemovedIn10Warning) for a generator, which pytest 10 makes an error
+    assert isinstance(_cases(), list) and isinstance(_cases(hooks=True), list)

@@ -25,7 +25,13 @@ import numpy as np
 import pytest
 import torch
 
-from ebmclassifier import DistributionalConstraint, JEMClassifier, NGEBMClassifier, load
+from ebmclassifier import (
+    DistributionalConstraint,
+    JEMClassifier,
+    LatentStructureClassifier,
+    NGEBMClassifier,
+    load,
+)
 from ebmclassifier._allowed_classes import ATTRIBUTE_KINDS, loadable
 from ebmclassifier.saving import FileLimits, SavedEstimatorMixin
 
@@ -514,3 +520,38 @@ def test_a_jem_file_with_its_replay_buffer_loads_under_the_limits(data, tmp_path
     clf.save(path)
     tight = FileLimits(json_bytes=100_000, weights_bytes=10**6, depth=10, weights_values=10_000)
     np.testing.assert_array_equal(load(path, limits=tight).predict_proba(X), clf.predict_proba(X))
+
+
+# ---------------------------------------------------------------- what a file's parameters build
+
+
+@pytest.mark.parametrize(
+    "make, params, named",
+    [
+        (
+            lambda: NGEBMClassifier(**FAST),
+            {"module__hidden_sizes": {"__tuple__": [10**6, 10**6]}},
+            "module__hidden_sizes",
+        ),
+        (
+            lambda: LatentStructureClassifier(max_epochs=1, n_latent=3, random_state=0),
+            {"n_latent": 10**9},
+            "n_latent",
+        ),
+        (
+            lambda: JEMClassifier(**FAST, sgld_steps=1, buffer_size=20, buffer_init="uniform"),
+            {"buffer_size": 10**10},
+            "buffer_size",
+        ),
+    ],
+)
+def test_a_network_or_buffer_too_large_for_the_memory_is_refused_before_it_is_built(
+    data, tmp_path, make, params, named
+):
+    # a file's parameters size what initialize() builds before the weights are compared: a
+    # few bytes asked torch's allocator for 4e12 (hidden sizes) or 1.6e11 (buffer) bytes
+    path = tmp_path / "model.ebm"
+    make().fit(*data).save(path)
+    _edit(path, lambda m: m["params"].update(params))
+    message = _refused(path, "GiB")
+    assert named in message

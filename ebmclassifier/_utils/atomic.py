@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-__all__ = ["atomic_write", "write_file"]
+__all__ = ["atomic_write", "replace_staged", "resolved_path", "write_file"]
 
 #: What a path that is not a regular file is, for the message that refuses it.
 _KINDS = {
@@ -152,9 +152,33 @@ def _named(err: OSError, temporary: str, target: str, shown: str) -> OSError:
     return OSError(err.errno, err.strerror, shown)
 
 
+def resolved_path(path: str | os.PathLike) -> str:
+    """The file that ``path`` names, its symbolic links followed as :func:`atomic_write`
+    follows them (a link another user planted in a sticky folder anyone may write to is a
+    ``ValueError``)."""
+    return _resolve(os.fspath(path))
+
+
+def replace_staged(staged: str, path: str | os.PathLike) -> None:
+    """Rename the file ``staged`` (written whole beside ``path``'s resolved target, e.g. by
+    ``atomic_write(staged, like=path)``) over that target, which must still be a regular file
+    or none; an error names ``path``. The caller syncs the folder."""
+    shown = os.fspath(path)
+    target = _resolve(shown)
+    _existing(target, shown)
+    try:
+        os.replace(staged, target)
+    except OSError as err:
+        raise _named(err, staged, target, shown) from None
+
+
 @contextmanager
 def atomic_write(
-    path: str | os.PathLike, mode: str = "wb", encoding: str | None = None
+    path: str | os.PathLike,
+    mode: str = "wb",
+    encoding: str | None = None,
+    *,
+    like: str | os.PathLike | None = None,
 ) -> Iterator[IO]:
     """A file object whose content replaces ``path`` at once when the block ends without error.
 
@@ -167,6 +191,10 @@ def atomic_write(
         Binary or text.
     encoding : str or None, default=None
         For ``mode="w"``; None means UTF-8.
+    like : str, path-like or None, default=None
+        For a file staged to replace another later (:func:`replace_staged`): the file it will
+        replace, which must be a regular file or none, whose owner and mode it takes, and which
+        errors name. None: ``path`` itself.
 
     Yields
     ------
@@ -182,9 +210,11 @@ def atomic_write(
     """
     if mode not in ("wb", "w"):
         raise ValueError(f"mode must be 'wb' or 'w'. Got {mode!r} instead.")
-    shown = os.fspath(path)
-    target = _resolve(shown)
+    shown = os.fspath(path if like is None else like)
+    target = _resolve(os.fspath(path))
     existing = _existing(target, shown)
+    if like is not None:  # the owner and mode of the file it will replace
+        existing = _existing(_resolve(shown), shown)
     folder, name = os.path.split(target)
     temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
     # 0o666 as open() uses, so that the umask applies as it does to any new file; O_BINARY

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from ..metrics import expected_calibration_error, ood_metrics
 from ._command import (
+    PROGRESS,
     THREADS,
     CommaList,
     Command,
@@ -47,11 +48,13 @@ from ._command import (
 from ._continual_methods import (
     METHODS,
     bytes_stored,
+    expected_quiet,
     legend,
     make_estimator,
     method_notes,
 )
 from ._continual_report import format_table, summarize_runs, write_continual_report
+from ._report_files import interrupts_deferred
 from .standardize import _standardized_digits
 
 __all__ = [
@@ -200,7 +203,8 @@ def _run_stream(method, data, seed, tasks, config) -> dict:
             if t > 0 and hasattr(clf, "remember_model"):  # LwF: the previous task's model
                 clf.remember_model()
             rows = np.isin(y_train, task)
-            clf.partial_fit(X_train[rows], y_train[rows])
+            with expected_quiet(method):  # a no-replay baseline warns on purpose
+                clf.partial_fit(X_train[rows], y_train[rows])
         step = _evaluate(clf, X_test, y_test, tasks, t)
         matrix.append(step.pop("accuracy_row"))
         step["forgetting"] = _forgetting(matrix, t)
@@ -333,7 +337,7 @@ def _run_command(args, log: Callable = print) -> int:
         hidden=args.hidden,
         lr=args.lr,
         device=args.device,
-        progress=not args.quiet,
+        progress=args.progress,
         failures=failures,
     )
     failed = "; ".join(
@@ -341,7 +345,8 @@ def _run_command(args, log: Callable = print) -> int:
     )
     if not runs:
         raise CommandError(f"every stream failed, nothing to report: {failed}")
-    figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))
+    with interrupts_deferred():  # Ctrl-C now: the report is written whole first
+        figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))
     summary = summarize_runs(runs)
     log(format_table(summary) + "\n")
     log("\n".join(method_notes(summary)))
@@ -424,7 +429,7 @@ COMMAND = Command(
             "folder for report.md, results.json and figures (default: continual)",
             {"type": OutputPath(folder=True), "default": "continual"},
         ),
-        Option("--quiet", "no progress bar", {"action": "store_true"}),
+        PROGRESS,
         THREADS,
     ),
     run=_run_command,

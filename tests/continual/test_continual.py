@@ -14,7 +14,12 @@ from sklearn.base import clone
 from sklearn.datasets import make_blobs
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier, load
-from ebmclassifier.continual import grow_output_layer, output_layer, reservoir_update
+from ebmclassifier.continual import (
+    grow_output_layer,
+    output_layer,
+    replay_weights,
+    reservoir_update,
+)
 from ebmclassifier.losses import cross_entropy, negatives_cross_entropy
 
 X, Y = make_blobs(300, n_features=4, centers=6, random_state=0)
@@ -241,6 +246,44 @@ def test_reservoir_update_keeps_each_item_with_equal_probability():
     assert hits.min() >= 15 and hits.max() <= 65, hits
 
 
+class _EnumeratingRng:
+    """Stands for numpy's Generator in reservoir_update: ``integers(0, high)`` returns the
+    next draws of a fixed list, and records each ``high`` it was asked for."""
+
+    def __init__(self, draws=()):
+        self.draws, self.highs = list(draws), []
+
+    def integers(self, low, high):
+        high = np.atleast_1d(high)
+        self.highs += [(int(low), int(h)) for h in high]
+        taken, self.draws = self.draws[: len(high)], self.draws[len(high) :]
+        return np.array(taken if taken else [low] * len(high))
+
+
+@pytest.mark.parametrize("split", [0, 2, 5])  # one call, or two: the stream's position counts
+def test_reservoir_update_keeps_each_item_with_probability_capacity_over_n_exactly(split):
+    """Every sequence of draws, equally likely, enumerated: each of the 7 items is kept in
+    exactly 3/7 of them (Algorithm R). An off-by-one in the draw's range breaks the equality."""
+    n, capacity = 7, 3
+    items = np.arange(float(n))
+
+    def run(rng):
+        kept = reservoir_update(np.empty(0), 0, items[:split], capacity, rng)
+        return reservoir_update(kept, split, items[split:], capacity, rng)
+
+    probe = _EnumeratingRng()
+    run(probe)
+    ranges = [range(low, high) for low, high in probe.highs]  # as the function asks
+    hits, total = np.zeros(n, dtype=int), 0
+    for draws in itertools.product(*ranges):
+        kept = run(_EnumeratingRng(draws))
+        assert len(kept) == capacity and len(set(kept.tolist())) == capacity
+        hits[kept.astype(int)] += 1
+        total += 1
+    assert total == 4 * 5 * 6 * 7  # item t (from 0) draws from 0..t once the reservoir is full
+    np.testing.assert_array_equal(hits * n, np.full(n, total * capacity))
+
+
 def test_reservoir_content_per_class():
     clf = _clf(replay_per_class=4).partial_fit(*_task(0, 1)).partial_fit(*_task(2, 3))
     assert clf.reservoir_seen_.tolist() == np.bincount(Y, minlength=6)[:4].tolist()
@@ -297,3 +340,25 @@ def test_label_conditioned_network_grows_and_isolates_absent_classes():
     loss, _ = clf.compute_loss(torch.tensor(xb), torch.tensor(yb), True)
     loss.backward()
     assert not clf.module_.last_layer.weight.grad[2:].any()
+
+
+def test_replay_weights_give_each_replayed_class_the_weight_of_an_average_class():
+    replay_y = np.array([0, 0, 0, 0, 1, 2, 2])  # 4, 1 and 2 rows replayed per class
+    weights = replay_weights(replay_y, 4, per_class=12.0, class_weights=None)
+    np.testing.assert_allclose(np.bincount(replay_y, weights), [12.0, 12.0, 12.0])
+    np.testing.assert_allclose(weights[:4], 3.0)  # equal within a class
+    doubled = replay_weights(replay_y, 4, 12.0, class_weights=np.where(replay_y == 2, 2.0, 1.0))
+    np.testing.assert_allclose(np.bincount(replay_y, doubled), [12.0, 12.0, 24.0])
+
+
+def test_the_fit_mixes_each_stored_class_in_with_the_weight_of_an_average_new_class():
+    clf = _clf(replay_per_class=3).partial_fit(*_task(0, 1))
+    X2, y2 = _task(2, 3)
+    y2 = np.searchsorted([0, 1, 2, 3], y2)
+    _, old_rows = clf._accept_new_classes(y2, None)
+    mixed_X, mixed_y, weights = clf._add_replay(X2, y2, None, reset=False, old_rows=old_rows)
+    replayed = slice(len(y2), None)
+    assert len(mixed_y) == len(y2) + 2 * 3  # 3 stored samples of each old class
+    per_class = len(y2) / 2  # the chunk's samples per class present
+    np.testing.assert_allclose(np.bincount(mixed_y[replayed], weights[replayed]), per_class)
+    np.testing.assert_array_equal(weights[: len(y2)], 1.0)
