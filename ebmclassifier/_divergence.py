@@ -188,7 +188,11 @@ class Snapshot:
 
 
 def state_is_healthy(
-    module: nn.Module, buffer: nn.Module, max_energy: float, probe: Tensor | None = None
+    module: nn.Module,
+    buffer: nn.Module,
+    max_energy: float,
+    probe: Tensor | None = None,
+    generator: torch.Generator | None = None,
 ) -> bool:
     """Whether the weights and the chains are worth a snapshot.
 
@@ -206,6 +210,8 @@ def state_is_healthy(
         Largest plausible ``|E(x)|``.
     probe : Tensor of shape (n, ...) or None, default=None
         More inputs to evaluate, e.g. the last training batch.
+    generator : torch.Generator or None, default=None
+        On the buffer's device: which chains are probed, and the fresh starts.
 
     Returns
     -------
@@ -218,7 +224,7 @@ def state_is_healthy(
     if not bool(torch.isfinite(buffer.samples).all()):
         return False
     n = min(64, buffer.buffer_size)
-    probes = [buffer.draw(n, 0.0)[0], buffer.start.sample(n)]
+    probes = [buffer.draw(n, 0.0, generator)[0], buffer.start.sample(n, generator=generator)]
     if probe is not None:
         probes.append(probe)
     with torch.no_grad():
@@ -317,15 +323,16 @@ class RollbackPolicy:
             self._failures_in_a_row = 0
         return divergence
 
-    def recover(self, divergence: Divergence, *, module, optimizer, buffer) -> None:
-        """Roll back to a snapshot, restart every chain, and set the learning rate."""
+    def recover(self, divergence: Divergence, *, module, optimizer, buffer, generator=None) -> None:
+        """Roll back to a snapshot, restart every chain (drawn from ``generator``), and set
+        the learning rate."""
         self._failures_in_a_row += 1
         if self._failures_in_a_row % self.failures_before_older == 0 and len(self._targets) > 1:
             # The newest snapshot fails at once, again and again: it is itself bad.
             self._targets.pop()
         target = self._targets[-1]
         target.snapshot.restore(module=module, optimizer=optimizer, buffer=buffer)
-        buffer.reinitialize()
+        buffer.reinitialize(generator)
         # With no optimizer step since the last roll-back the weights were good: the sampler
         # alone ran away. Otherwise, when the model's energies broke or training ran away
         # from this snapshot before, the learning rate must come down too. Restoring the
@@ -485,7 +492,8 @@ class RollbackMixin:
                 f"(now {self.lr!r}){untried_settings(self, ', try ')}, or pass "
                 "on_divergence='recover' to roll back and continue automatically."
             )
-        self._rollback_.recover(divergence, **self._rollback_objects())
+        generator = self._generator("sampler", self.replay_buffer_.samples.device)
+        self._rollback_.recover(divergence, generator=generator, **self._rollback_objects())
         self.sgld_step_size_ *= 0.5
         self.n_divergences_ += 1
         event = {
@@ -503,7 +511,8 @@ class RollbackMixin:
         """Snapshot the network, optimizer and buffer if they pass a health probe."""
         super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
         module, buffer = self.module_, self.replay_buffer_
-        if state_is_healthy(module, buffer, self.max_energy, self._rollback_.probe):
+        generator = self._generator("sampler", buffer.samples.device)
+        if state_is_healthy(module, buffer, self.max_energy, self._rollback_.probe, generator):
             self._take_snapshot()
 
     def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
@@ -540,7 +549,7 @@ class RollbackMixin:
         super()._load_resume_state(state, in_fit=in_fit)
         self.sgld_step_size_ = state["sgld_step_size"]
         self.n_divergences_ = state["n_divergences"]
-        if state["rollback"] is not None:
+        if in_fit and state["rollback"] is not None:  # the interrupted call's policy
             self._resumed_rollback = RollbackPolicy.from_state_dict(state["rollback"])
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:

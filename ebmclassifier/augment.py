@@ -19,11 +19,15 @@ operation for the whole batch, so the batch never leaves the device.
 draws happen on ``g``'s device and move to the batch's device, so a CPU generator gives the
 same augmentation on any device. Without a generator the draws
 come from torch's global generator of the batch's device (the CUDA default generator for a
-CUDA batch). The estimators seed that generator (all devices) at the start of every epoch
-from ``(random_state, epoch)``, so the augmentations of an epoch depend on the seed and the
-epoch's number alone: two fits with the same ``random_state`` augment identically, and a fit
-of 2 epochs resumed with ``partial_fit`` for 2 more draws exactly what a fit of 4 epochs draws
-in its epochs 3 and 4, so ``fit(4)`` and ``fit(2) + partial_fit(2)`` end on the same weights.
+CUDA batch). The estimators pass an augmentation that takes a ``generator`` keyword
+(:func:`takes_generator`: every augmentation of this module, and a :class:`Compose` of them)
+the fit's own generator of the epoch, seeded from ``(random_state, epoch)``, so the
+augmentations of an epoch depend on the seed and the epoch's number alone: two fits with the
+same ``random_state`` augment identically, also in two threads at once, and a fit of 2
+epochs resumed with ``partial_fit`` for 2 more draws exactly what a fit of 4 epochs draws in its
+epochs 3 and 4. A plain callable ``f(x)`` draws from torch's global generator, which the
+estimator then forks and seeds per epoch under a lock that the library's fits share (two such
+fits in threads train one after the other).
 
 The draws of one call are fixed and documented per class (their order is part of the
 reproducibility contract): the tests replay them to check the output by hand.
@@ -35,11 +39,13 @@ return finite values.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 
+from ._utils.generators import global_rng
 from ._utils.parameters import ParamChecker
 
 __all__ = [
@@ -49,6 +55,7 @@ __all__ = [
     "Compose",
     "paper_augmentation",
     "check_augmentation",
+    "takes_generator",
 ]
 
 Augmentation = Callable[..., torch.Tensor]
@@ -349,7 +356,8 @@ def check_augmentation(augmentation: Augmentation, batch: torch.Tensor) -> None:
     The check an estimator runs once at the start of ``fit`` on a training batch, so that a
     wrong augmentation fails with one clear message instead of deep inside the training
     loop. It calls ``augmentation(batch)`` once, without gradients and inside a fork of
-    torch's random state, so the draws of the fit itself are unchanged.
+    torch's global generator (under the library's lock), so no generator of the fit or of the
+    caller moves.
 
     Parameters
     ----------
@@ -387,8 +395,7 @@ shape, dtype and device as its input; it returned shape (4, 3, 6, 6) instead of 
             f"batch to a batch of the same shape. Got {augmentation!r} instead."
         )
     before = batch.clone()
-    devices = [batch.device.index or 0] if batch.device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices), torch.no_grad():
+    with global_rng(None, batch.device), torch.no_grad():
         try:
             out = augmentation(batch)
         except Exception as exc:
@@ -432,3 +439,35 @@ def _check_same_batch(augmentation, batch, before, out) -> None:
             f"The augmentation {augmentation!r} returned NaN or infinite values on a finite "
             "batch. Check its parameters (e.g. a noise scale) and any division in it."
         )
+
+
+def takes_generator(augmentation: Augmentation) -> bool:
+    """Whether ``augmentation(x, generator=g)`` draws from ``g``: a ``generator`` keyword.
+
+    Every augmentation of this module takes one, and a :class:`Compose` does when all of its
+    transforms do. The estimators pass such an augmentation the fit's own generator; a plain
+    callable draws from torch's global generator (see the module's notes).
+
+    Parameters
+    ----------
+    augmentation : callable
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from ebmclassifier.augment import Compose, GaussianNoise, takes_generator
+    >>> takes_generator(GaussianNoise(0.1)), takes_generator(lambda x: x.flip(-1))
+    (True, False)
+    >>> takes_generator(Compose([GaussianNoise(0.1), lambda x: x.flip(-1)]))
+    False
+    """
+    if isinstance(augmentation, Compose):
+        return all(takes_generator(t) for t in augmentation.transforms)
+    try:
+        parameters = inspect.signature(augmentation).parameters
+    except (TypeError, ValueError):
+        return False
+    return "generator" in parameters

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from . import __version__
 from .experiments import commands
 from .experiments._command import CommandError
+from .experiments._report_files import InterruptedAfterReport
 
 __all__ = ["main", "build_parser"]
 
@@ -74,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out-of-range option, a device this machine lacks, an ``--out`` that cannot be written,
         a missing or malformed data file, labels that are not classes), found before any
         training; 1 when the run itself went wrong (a fit that failed: the other fits still
-        run and are reported, then the failed ones are listed). Each error is one line on
+        run and are reported, then the failed ones are listed); 130 when interrupted (Ctrl-C:
+        the report is left as it was, or written whole when it was being written). Each error
+        is one line on
         stderr, ``python -m ebmclassifier COMMAND: error: ...``. Without a command the help
         is printed. ``--help`` and ``--version`` print and exit, as argparse does.
 
@@ -107,6 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(prog, exc, exc.status)
     except (OSError, ValueError) as exc:  # bad data, files or options: a message, no traceback
         return _error(prog, exc, 2)
+    except InterruptedAfterReport as exc:
+        return _error(prog, exc, 130)
+    except KeyboardInterrupt as exc:  # Ctrl-C, also inside a fit (skorch's swallowed one)
+        detail = f" ({exc})" if str(exc) else ""
+        return _error(
+            prog,
+            f"interrupted{detail}. The command stopped before writing its report: what --out "
+            "held before is as it was.",
+            130,
+        )
 
 
 def _error(prog: str, exc: Exception, status: int) -> int:

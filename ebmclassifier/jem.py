@@ -275,6 +275,8 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         super().initialize_module()
         # informative: a one-chain placeholder until on_train_begin fits the start on y
         size = 1 if self.buffer_init == "informative" else self.buffer_size
+        if size > 1:  # before allocating: also for load, whose file says buffer_size
+            self._check_buffer_memory()
         start = UniformStart(self.input_min_, self.input_max_)
         self.replay_buffer_ = ReplayBuffer(start, size).to(self.device_)
         self.sgld_step_size_ = float(self.sgld_step_size)
@@ -295,7 +297,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             self.replay_buffer_.start, GaussianStart
         ):
             start = self._informative_start(X, y)
-            self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
+            self.replay_buffer_ = ReplayBuffer(
+                start, self.buffer_size, generator=self._generator("buffer", start.means.device)
+            ).to(self.device_)
         self._start_rollback()
         # the diagonal of the input box of the divergence check, fixed for the fit: read once
         self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
@@ -354,8 +358,11 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
 
     # ------------------------------------------------------------------ the loss
 
-    def _sample(self, x0: torch.Tensor, energy_fn, n_steps: int) -> torch.Tensor:
-        """Run the chosen sampler from ``x0`` for ``n_steps`` steps, module in eval mode."""
+    def _sample(
+        self, x0: torch.Tensor, energy_fn, n_steps: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """Run the chosen sampler from ``x0`` for ``n_steps`` steps, module in eval mode; its
+        noise from ``generator`` (torch's global generator without one)."""
         with eval_mode(self.module_):
             return run_sampler(
                 self.sampler,
@@ -368,6 +375,7 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
                 high=self.input_max_,
                 clip_fraction=self.sgld_clip,
                 compile_kwargs=self.get_params_for("compile") if self.compile else None,
+                generator=generator,
             )
 
     def _energy_fn(self, y: torch.Tensor | None = None):
@@ -427,8 +435,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             if training and not torch.isfinite(loss):
                 return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
             return loss, logits
-        x0, indices = self.replay_buffer_.draw(n_chains, self.reinit_freq)
-        samples = self._sample(x0, self._energy_fn(), self.sgld_steps)
+        generator = self._generator("sampler")  # the buffer's draws and SGLD's noise
+        x0, indices = self.replay_buffer_.draw(n_chains, self.reinit_freq, generator)
+        samples = self._sample(x0, self._energy_fn(), self.sgld_steps, generator)
         loss, logits, e_data, e_samples = jem_loss(
             self.module_,
             X,

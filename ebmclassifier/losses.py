@@ -263,6 +263,7 @@ def negatives_cross_entropy(
     negatives: str | int = "batch",
     sample_weight: torch.Tensor | None = None,
     criterion: Criterion = cross_entropy,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """The cross-entropy whose normalising term covers only some classes (Li et al. 2020).
 
@@ -277,7 +278,7 @@ def negatives_cross_entropy(
     - ``"batch"``: the classes of the batch's samples (those of positive weight), the
       objective of [1]_ with all current classes;
     - an int ``k >= 1``: ``k`` classes drawn per sample, uniformly without replacement, from
-      the batch's classes other than ``y_i`` (torch's random state; ``k=1`` is [1]_'s single
+      the batch's classes other than ``y_i`` (from ``generator``; ``k=1`` is [1]_'s single
       negative). Where fewer are available, all of them (as ``"batch"``); a sample without
       any has the loss 0.
 
@@ -296,6 +297,9 @@ def negatives_cross_entropy(
         ``criterion(logits, y, sample_weight)`` with weights (not one that averages over
         every log-probability, such as label smoothing: the excluded ones are ``-inf``). The
         estimators pass their ``criterion_`` averaged by :func:`criterion_mean`.
+    generator : torch.Generator or None, default=None
+        On the device of ``logits``: the draws of ``negatives=k`` (torch's global generator
+        without one).
 
     Returns
     -------
@@ -332,7 +336,8 @@ def negatives_cross_entropy(
         keep = own | present
     else:
         candidates = present & ~own
-        scores = torch.rand(n, n_classes, device=logits.device).masked_fill(~candidates, -1.0)
+        scores = torch.rand(n, n_classes, device=logits.device, generator=generator)
+        scores = scores.masked_fill(~candidates, -1.0)
         drawn = scores.topk(min(int(negatives), n_classes), dim=1).indices
         keep = own | (torch.zeros_like(own).scatter_(1, drawn, True) & candidates)
     restricted = logits.masked_fill(~keep, float("-inf"))
@@ -396,6 +401,7 @@ def ngebm_loss(
     negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
     penalty_fraction: float = 1.0,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The NG-EBM loss of one batch ([1]_, the Approximate Mass of [2]_ as the penalty).
 
@@ -446,6 +452,8 @@ def ngebm_loss(
         Non-negative weights of the samples (see the module's notes on sample weights).
     penalty_fraction : float in (0, 1], default=1.0
         The gradient-norm term over the rows :func:`~ebmclassifier.energy.penalty_rows` keeps.
+    generator : torch.Generator or None, default=None
+        The draws of ``negatives=k`` (:func:`negatives_cross_entropy`).
 
     Returns
     -------
@@ -490,7 +498,9 @@ def ngebm_loss(
         norms, energies, logits = energy_grad_norm(module, x, create_graph, rows)
     else:  # it refuses step=None
         norms, energies, logits = energy_grad_norm_finite_difference(module, x, step, rows)
-    loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
+    loss = gamma * negatives_cross_entropy(
+        logits, y, negatives, sample_weight, criterion, generator
+    )
     if norms is not None:  # the weighted mean over the rows whose norms were taken
         counted = None if sample_weight is None else sample_weight[: len(norms)]
         loss = loss + beta * weighted_mean(norms, counted)
@@ -510,6 +520,7 @@ def jem_loss(
     criterion: Criterion = cross_entropy,
     negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The JEM loss of one batch, given samples of the model ([1]_, eq. 2 and 4).
 
@@ -546,6 +557,8 @@ def jem_loss(
         As in :func:`ngebm_loss`.
     sample_weight : Tensor of shape (n,) or None, default=None
         Non-negative weights of the data (not of the samples).
+    generator : torch.Generator or None, default=None
+        The draws of ``negatives=k`` (:func:`negatives_cross_entropy`).
 
     Returns
     -------
@@ -577,6 +590,8 @@ def jem_loss(
     logits = logits_all[:n]
     energies = energy(logits_all)
     e_data, e_samples = energies[:n], energies[n:]
-    classification = negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
+    classification = negatives_cross_entropy(
+        logits, y, negatives, sample_weight, criterion, generator
+    )
     contrast = weighted_mean(e_data, sample_weight) - e_samples.mean()
     return classification + px_weight * contrast, logits, e_data, e_samples

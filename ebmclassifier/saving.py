@@ -11,24 +11,47 @@
   the CPU.
 
 Both writers replace a path at once (a temporary file beside it, synced, then renamed over
-it), so that the target is always the old file or the new one, never a torn one.
+it), so that the target is always the old file or the new one, never a torn one; they write
+only over a regular file, keeping its owner and mode (:mod:`ebmclassifier._utils.atomic`).
 
-:func:`load` rebuilds the estimator from these alone: no ``fit``, no data. It never unpickles
-code: the metadata is JSON, the weights are read with ``torch.load(weights_only=True)``, and a
-class named in the metadata is imported only from ``ebmclassifier``, ``torch`` or ``skorch``, and
-only if it is an estimator of this library, a torch module, an optimizer or a data
-set / loader class, and of the kind its parameter takes (a loss for ``criterion``, an optimizer
-for ``optimizer``, a batch iterator for ``iterator_*``, a data set for ``dataset``, a network or
-layer for any other; never a datapipe that opens files). Parameters that are neither plain
-values nor such classes (callbacks, ``train_split``, an ``augmentation``, a network class of
-one's own) are not saved; pass them to :func:`load`. A file from anyone is therefore safe to
-*load*; what it computes is still the network of whoever trained it.
+:func:`load` rebuilds the estimator from these alone: no ``fit``, no data. A file may come from
+anyone, and ``load`` treats it so:
+
+- **No code runs.** The metadata is JSON, the weights are read with
+  ``torch.load(weights_only=True)``; a class named in the metadata is looked up only in
+  ``ebmclassifier``, ``torch`` or ``skorch`` (the package's whole name), only in a module already
+  imported (nothing is imported because a file names it, but this library's own modules), only
+  if it is an estimator of this library, a torch module, an optimizer or a data set / loader
+  class, and of the kind its parameter takes (a loss for ``criterion``, an optimizer for
+  ``optimizer``, a batch iterator for ``iterator_*``, a data set for ``dataset``, a network or
+  layer for any other; never a datapipe that opens files).
+- **A closed list of what it sets.** Constructor parameters, each checked by role as above, but
+  never ``torch_load_kwargs`` (how a later ``load_params`` reads files: ``{"weights_only":
+  False}`` there would unpickle code) nor ``compile__options`` (compilers and folders of
+  ``torch.compile``), which ``save`` never writes; fitted attributes only those the estimator
+  saves (its ``_saved_attributes``), each of its kind (:data:`ATTRIBUTE_KINDS
+  <ebmclassifier._allowed_classes.ATTRIBUTE_KINDS>`: a tuple of positive ints for
+  ``input_shape_``, a tensor from ``weights.pt`` for ``input_min_``, ...); the states of the
+  modules the parameters build, which must fit them.
+- **Bounded sizes** (:class:`FileLimits`), checked before anything is decompressed, parsed or
+  allocated: the archive's members (exactly the two of its format, each at most 64 MiB of JSON
+  or 2 GiB of weights, declared and read, at most 100 times their compressed size), the JSON's
+  nesting (32), an array of the metadata (64 MiB by the dtype it declares), ``weights.pt`` laid
+  out as ``torch.save`` writes it (stored records, no byte between them) and its structure (1
+  million values, counted as a tree).
+
+Each refusal is a ``ValueError`` that names the file and the rule or limit. Parameters that are
+neither plain values nor such classes (callbacks, ``train_split``, an ``augmentation``, a
+network class of one's own) are not saved; pass them to :func:`load`. A file from anyone is
+therefore safe to *load*; what it computes is still the network of whoever trained it, and
+the parameters it sets (``max_epochs``, ``batch_size``, ...) are the cost of a later ``fit``.
 
 A fitted :class:`~ebmclassifier.DistributionalConstraint` (``adapted.save(path)``, through
 :func:`save_constraint`) is a zip of ``distributional.json`` (its parameters and what ``fit``
 learned) and ``estimator.ebm``, its base estimator's own file as above; :func:`load` reads both
-kinds. What JSON cannot hold is refused at save time: ``constraints`` (user callables) and base
-estimators that :func:`save` does not write (a scikit-learn classifier, a Pipeline).
+kinds, the constraint's parameters and fitted values also from a closed list. What JSON cannot
+hold is refused at save time: ``constraints`` (user callables) and base estimators that
+:func:`save` does not write (a scikit-learn classifier, a Pipeline).
 
 Pickle (and joblib) save everything, including such parameters, but unpickling runs code from
 the file: only unpickle files you trust. See the user guide's "Saving and deploying".
@@ -36,13 +59,12 @@ the file: only unpickle files you trust. See the user guide's "Saving and deploy
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-import pickle
-import warnings
+import struct
 import zipfile
-from typing import Any
 
 import numpy as np
 import torch
@@ -51,13 +73,35 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
+from torch import nn
 
-from ._allowed_classes import check_class_roles, class_path, loadable, trusted_class
+from ._allowed_classes import (
+    check_attribute_kind,
+    check_attribute_name,
+    check_class_roles,
+    class_path,
+    trusted_class,
+)
+from ._saved_archive import FileLimits, Refused, parse_json, read_members, read_weights
+from ._saved_values import (
+    LABEL,
+    NotSaved,
+    array_or_none,
+    closed,
+    decode,
+    decode_numbers,
+    decode_priors,
+    encode,
+    encode_priors,
+    plain,
+)
 from ._utils.atomic import atomic_write
-from ._utils.device import resolve_device, seeded_rng
+from ._utils.device import resolve_device
+from ._utils.generators import global_rng
+from ._utils.warn import warn_user
 from ._version import __version__
 
-__all__ = ["load", "save"]
+__all__ = ["FileLimits", "load", "save"]
 
 FORMAT = "ebmclassifier.saving"
 FORMAT_VERSION = 1
@@ -70,12 +114,39 @@ _MEMBERS = {
 #: The one class a ``distributional.json`` file builds (a constant: never read from the file).
 _CONSTRAINT_CLASS = "ebmclassifier.distributional.constraint:DistributionalConstraint"
 
-#: How the machine that loads reads files, not a property of the model: never taken from a file.
+#: The JSON type of each entry of each format's metadata, as ``save`` writes it.
+_LAYOUT = {
+    FORMAT: {
+        "estimator": (str,),
+        "params": (dict,),
+        "unsaved_params": (dict,),
+        "classes": (dict,),
+        "attributes": (dict,),
+        "history": (list, type(None)),
+    },
+    CONSTRAINT_FORMAT: {
+        "params": (dict,),
+        "priors": (dict, str, type(None)),
+        "train_priors": (dict, str, type(None)),
+        "frozen": (bool,),
+        "classes": (list,),
+        "fitted": (dict,),
+    },
+}
+
+#: Parameters that say how the machine reads files or runs programs, not what the model is:
+#: ``save`` never writes them and ``load`` refuses a file that sets them.
+NEVER_FROM_A_FILE = {
+    "torch_load_kwargs": (
+        "it is how load_params calls torch.load: {'weights_only': False} there unpickles "
+        "whatever code a later file holds"
+    ),
+    "compile__options": (
+        "torch.compile's options name the compilers it runs and the folders it writes to"
+    ),
+}
+#: Of those, the ones of the loading machine alone, not even reported as unsaved.
 _NOT_SAVED = ("torch_load_kwargs",)
-
-
-class _NotSaved(Exception):
-    """A value that JSON and the trusted classes cannot express."""
 
 
 class SavedEstimatorMixin:
@@ -95,6 +166,7 @@ class SavedEstimatorMixin:
 
         JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
         the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
+        Only a regular file (or no file) at ``path`` is replaced.
 
         Parameters
         ----------
@@ -129,50 +201,6 @@ class SavedEstimatorMixin:
             getattr(self, name).load_state_dict(state)
 
 
-# ---------------------------------------------------------------- values <-> JSON
-
-
-def _encode(value) -> Any:
-    """A parameter or fitted attribute as JSON, tagging what JSON has no type for."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return {"__array__": [_encode(v) for v in value.tolist()], "dtype": value.dtype.str}
-    if isinstance(value, tuple | list):
-        tag = "__tuple__" if isinstance(value, tuple) else "__list__"
-        return {tag: [_encode(v) for v in value]}
-    if isinstance(value, dict):
-        return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
-    if isinstance(value, type) and loadable(value):  # what load() would refuse is not saved
-        return {"__class__": class_path(value)}
-    raise _NotSaved(value)
-
-
-def _decode(value) -> Any:
-    """The inverse of :func:`_encode`, importing classes through :func:`trusted_class`."""
-    if not isinstance(value, dict):
-        if isinstance(value, list):
-            raise ValueError(f"Malformed value {value!r} in the file's metadata.")
-        return value
-    if set(value) == {"__array__", "dtype"}:
-        items = [_decode(v) for v in value["__array__"]]
-        return np.asarray(items, dtype=np.dtype(value["dtype"]))
-    if len(value) != 1:
-        raise ValueError(f"Malformed value {value!r} in the file's metadata.")
-    ((tag, content),) = value.items()
-    if tag == "__tuple__":
-        return tuple(_decode(v) for v in content)
-    if tag == "__list__":
-        return [_decode(v) for v in content]
-    if tag == "__dict__":
-        return {_decode(k): _decode(v) for k, v in content}
-    if tag == "__class__":
-        return trusted_class(content)
-    raise ValueError(f"Unknown tag {tag!r} in the file's metadata.")
-
-
 # ---------------------------------------------------------------- save
 
 
@@ -183,8 +211,10 @@ def _split_params(estimator) -> tuple[dict, dict]:
         if name in _NOT_SAVED:
             continue
         try:
-            saved[name] = _encode(value)
-        except _NotSaved:
+            if name in NEVER_FROM_A_FILE:
+                raise NotSaved(value)
+            saved[name] = encode(value)
+        except NotSaved:
             unsaved[name] = repr(value)
     return saved, unsaved
 
@@ -199,7 +229,7 @@ def _fitted_state(estimator, training_state: bool) -> tuple[dict, dict, dict]:
         if isinstance(value, torch.Tensor):
             tensors[name] = value.detach().cpu()
         else:
-            attributes[name] = _encode(value)
+            attributes[name] = encode(value)
     for name, value in vars(estimator).items():
         if name.endswith("_") and isinstance(value, torch.nn.Module):
             states[name] = value.state_dict()
@@ -236,9 +266,11 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
         The file to write (a zip archive; ``.ebm`` is a fine suffix). It is written whole or
         not at all: to a temporary file in the same folder, synced to the disk, then renamed
         over ``path``, so that a full disk, an error or a killed process leaves the old file
-        as it was (the folder needs room for both for a moment). A file object receives the
-        complete archive in one ``write`` call, or nothing when building it fails; whether a
-        ``write`` that fails half-way leaves part of it is the object's own affair.
+        as it was (the folder needs room for both for a moment). Only a regular file is
+        replaced, keeping its owner (where the system allows it) and mode; a symbolic link is
+        followed. A file object receives the complete archive in one ``write`` call, or
+        nothing when building it fails; whether a ``write`` that fails half-way leaves part of
+        it is the object's own affair.
     training_state : bool, default=True
         Also save the optimizer's state and the training history, so that ``partial_fit``
         after :func:`load` continues as it would have without the round trip. ``False``
@@ -247,6 +279,14 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
     Returns
     -------
     None
+
+    Raises
+    ------
+    ValueError
+        Before writing, for a path to a folder, a named pipe, a device or a socket, or through
+        a symbolic link that another user owns in a folder anyone may write to (``/tmp``).
+    OSError
+        From the file system (a missing folder, a full disk), naming ``path``.
 
     Examples
     --------
@@ -273,7 +313,7 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
         "estimator": class_path(type(estimator)),
         "params": params,
         "unsaved_params": unsaved,
-        "classes": _encode(np.asarray(estimator.classes_)),
+        "classes": encode(np.asarray(estimator.classes_)),
         "attributes": attributes,
         "trained_on": str(estimator.device_),
         "versions": {"ebmclassifier": __version__, "torch": torch.__version__},
@@ -323,88 +363,152 @@ def _shown(path) -> str:
     return f"<{type(path).__name__} object>"
 
 
-def _read(path, expected: str | None = None) -> tuple[str, dict, bytes]:
+@contextlib.contextmanager
+def _opened(path):
+    """A binary file of ``path``: opened here, or the file object given."""
+    if isinstance(path, str | os.PathLike):
+        with open(path, "rb") as file:
+            yield file
+    else:
+        yield path
+
+
+def _read(path, limits: FileLimits, expected: str | None = None) -> tuple[str, dict, bytes]:
     """``(format, metadata, second member)`` of a file of either format (or ``expected``)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            kind = CONSTRAINT_FORMAT if "distributional.json" in archive.namelist() else FORMAT
-            json_member, data_member = _MEMBERS[kind]
-            metadata = json.loads(archive.read(json_member))
-            data = archive.read(data_member)
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
-        raise ValueError(
-            f"{_shown(path)} is not a file written by ebmclassifier.saving.save or "
-            f"DistributionalConstraint.save ({err})."
+        with _opened(path) as file:
+            kind, members = read_members(file, _MEMBERS, limits)
+    except Refused:
+        raise
+    except (zipfile.BadZipFile, EOFError, struct.error, NotImplementedError) as err:
+        raise Refused(
+            f"it is not a file written by ebmclassifier.saving.save or "
+            f"DistributionalConstraint.save ({err})"
         ) from None
+    json_member, data_member = _MEMBERS[kind]
+    metadata = parse_json(members[json_member], json_member, limits)
     if (
         kind != (expected or kind)
         or metadata.get("format") != kind
         or (metadata.get("format_version") != FORMAT_VERSION)
     ):
-        raise ValueError(
-            f"{_shown(path)} is not a file of format {expected or kind!r} version {FORMAT_VERSION}."
-        )
-    return kind, metadata, data
+        raise Refused(f"it is not a file of format {expected or kind!r} version {FORMAT_VERSION}")
+    _check_layout(metadata, _LAYOUT[kind], json_member)
+    return kind, metadata, members[data_member]
 
 
-def _read_weights(path, weights: bytes, device: torch.device) -> dict:
-    """The tensors of ``weights.pt`` on ``device``, read without unpickling any code."""
-    try:
-        return torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise ValueError(
-            f"The weights in {_shown(path)} hold more than tensors, and load() unpickles "
-            f"nothing else ({str(err).splitlines()[0]})."
-        ) from None
+def _check_layout(metadata: dict, layout: dict, member: str) -> None:
+    """Each entry of ``layout`` in ``metadata``, of the JSON type ``save`` writes for it."""
+    for key, types in layout.items():
+        if key not in metadata:
+            raise Refused(f"its {member} has no {key!r}")
+        if not isinstance(metadata[key], types):
+            raise Refused(
+                f"its {member} gives {key!r} a JSON {type(metadata[key]).__name__}, where save "
+                f"writes {' or '.join(t.__name__ for t in types)}"
+            )
 
 
-def _constructor_params(metadata: dict, given: dict) -> dict:
+def _constructor_params(metadata: dict, given: dict, limits: FileLimits) -> dict:
     """The saved parameters, overridden by ``given``; warns about unsaved ones left out."""
     params = {}
     for name, value in metadata["params"].items():
         if name in given:  # the caller's value stands; the file's is not even imported
             continue
+        if name in NEVER_FROM_A_FILE:
+            raise Refused(
+                f"it sets {name!r}, which load never takes from a file ({NEVER_FROM_A_FILE[name]}; "
+                f"save never writes it). Pass it to load(path, {name}=...) if you mean it"
+            )
         try:
-            params[name] = _decode(value)
+            params[name] = decode(value, limits)
             check_class_roles(name, params[name])
         except ValueError as err:
-            raise ValueError(
-                f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)."
+            raise Refused(
+                f"{err} It is the saved parameter {name!r}: pass it to load(path, {name}=...)"
             ) from None
     missing = {k: v for k, v in metadata["unsaved_params"].items() if k not in given}
     if "module" in missing:
-        raise ValueError(
-            f"The network was saved with module={missing['module']}, which load() does not "
-            "import from a file; pass it: load(path, module=...)."
+        raise Refused(
+            f"the network was saved with module={str(missing['module'])[:200]}, which load() "
+            "does not import from a file; pass it: load(path, module=...)"
         )
     if missing:
-        shown = ", ".join(f"{k}={v}" for k, v in missing.items())
-        warnings.warn(
+        shown = ", ".join(f"{k}={str(v)[:200]}" for k, v in missing.items())
+        warn_user(
             f"Not restored from the file: {shown}; the defaults stand in. Pass them to load() "
-            "to restore them.",
-            UserWarning,
-            stacklevel=3,
+            "to restore them."
         )
     return {**params, **given}
 
 
-def _set_attributes(estimator, metadata: dict, tensors: dict) -> None:
-    for name, value in metadata["attributes"].items():
-        setattr(estimator, name, _decode(value))
-    for name, value in tensors.items():
+def _fitted_attributes(estimator, attributes: dict, tensors: dict, limits: FileLimits) -> dict:
+    """What ``fit`` learned, from the metadata and ``weights.pt``: only the attributes the
+    estimator saves (``_saved_attributes``), each of its kind (:data:`ATTRIBUTE_KINDS`)."""
+    try:
+        for name in (*attributes, *tensors):
+            check_attribute_name(type(estimator).__name__, name, estimator._saved_attributes)
+        fitted = {name: decode(value, limits, classes=False) for name, value in attributes.items()}
+        for name in fitted.keys() & tensors.keys():
+            raise Refused(f"it sets the attribute {name!r} both in its metadata and its weights")
+        fitted.update(tensors)
+        for name, value in fitted.items():
+            check_attribute_kind(name, value)
+    except Refused:
+        raise
+    except ValueError as err:
+        raise Refused(str(err)) from None
+    return fitted
+
+
+def _set_attributes(estimator, fitted: dict) -> None:
+    for name, value in fitted.items():
         setattr(estimator, name, value)
 
 
-def load(path: str | os.PathLike, **params):
+def _load_states(estimator, states: dict) -> None:
+    """The saved state dicts into the modules that ``initialize`` built from the parameters,
+    which must be the network the weights were trained as."""
+    built = {k for k, v in vars(estimator).items() if k.endswith("_") and isinstance(v, nn.Module)}
+    unknown = sorted(states.keys() - built - {"optimizer_", "training_state_"})
+    if unknown or "module_" not in states:
+        raise Refused(
+            f"its weights.pt holds the states of {sorted(states)}, where "
+            f"{type(estimator).__name__} has {sorted(built)} (and optimizer_, training_state_)"
+        )
+    modules = {k: v for k, v in states.items() if k != "training_state_"}
+    _loaded(estimator, modules, "does not fit the network that its parameters build")
+    if "training_state_" in states:  # last, as saved: it is checked against the others
+        training = {"training_state_": states["training_state_"]}
+        _loaded(estimator, training, "holds a training state that is not one the class writes")
+
+
+def _loaded(estimator, states: dict, problem: str) -> None:
+    """``estimator._load_module_states(states)``; any error is a refusal: its weights.pt
+    ``problem``."""
+    try:
+        estimator._load_module_states(states)
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:
+        shown = " ".join(str(err).split())[:2000].rstrip(".")
+        raise Refused(f"its weights.pt {problem}: {shown}") from None
+
+
+def load(path: str | os.PathLike, *, limits: FileLimits | None = None, **params):
     """Rebuild an estimator written by :func:`save`, ready to predict, without the data.
 
     The one loader of the library's files: also of a ``DistributionalConstraint.save`` file.
+    A file from anyone is safe to load (see the module's notes): ``load`` runs no code from it,
+    sets only what ``save`` writes, and reads, decompresses and allocates no more than
+    ``limits`` allow.
 
     Parameters
     ----------
     path : str, path-like or file object
         A file written by :func:`save` (or ``estimator.save``) or by
-        ``DistributionalConstraint.save``.
+        ``DistributionalConstraint.save``. A file object must be binary and seekable.
+    limits : FileLimits or None, default=None
+        The most a file may make ``load`` read, decompress and allocate; None means
+        ``FileLimits()``. Raise them for a model larger than 2 GiB that you trust.
     **params
         Constructor parameters to set instead of the saved ones: those that could not be saved
         (a network class of one's own, callbacks, ...), or another ``device``. A model trained
@@ -420,10 +524,12 @@ def load(path: str | os.PathLike, **params):
     Raises
     ------
     ValueError
-        For a file not written by :func:`save`, or one that names a class ``load`` does not
-        build (see the module's notes), a class of the wrong kind for its parameter (naming
-        the parameter), or one it cannot import (renamed or removed in the versions
-        installed here); a parameter given in ``params`` is not read from the file.
+        Naming the file, for one not written by :func:`save` or beyond ``limits``, one that
+        names a class ``load`` does not build (see the module's notes), a class of the wrong
+        kind for its parameter (naming the parameter), or one it cannot import (renamed or
+        removed in the versions installed here); one that sets an attribute the estimator does
+        not save, or ``torch_load_kwargs`` / ``compile__options``; weights that do not fit the
+        network. A parameter given in ``params`` is not read from the file.
 
     Examples
     --------
@@ -440,60 +546,61 @@ def load(path: str | os.PathLike, **params):
     >>> np.array_equal(restored.energy(X), clf.energy(X))
     True
     """
-    kind, metadata, data = _read(path)
-    if kind == CONSTRAINT_FORMAT:
-        return _load_constraint(metadata, data, params)
-    return _load_estimator(path, metadata, data, params)
+    limits = FileLimits() if limits is None else limits
+    if not isinstance(limits, FileLimits):
+        raise TypeError(f"limits must be a FileLimits or None. Got {limits!r} instead.")
+    try:
+        kind, metadata, data = _read(path, limits)
+        if kind == CONSTRAINT_FORMAT:
+            return _load_constraint(_shown(path), metadata, data, params, limits)
+        return _load_estimator(metadata, data, params, limits)
+    except Refused as err:
+        raise ValueError(f"Cannot load {_shown(path)}: {str(err).rstrip('.')}.") from None
 
 
-def _load_estimator(path, metadata: dict, weights: bytes, params: dict):
+def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLimits):
     """The estimator of an ``ebmclassifier.saving`` file, read by :func:`_read`."""
-    cls = trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
-    estimator = cls(**_constructor_params(metadata, params))
-    estimator._check_params()
-    estimator.device_ = resolve_device(estimator.device)
-    saved = _read_weights(path, weights, estimator.device_)
+    try:
+        cls = trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
+        estimator = cls(**_constructor_params(metadata, params, limits))
+    except Refused:
+        raise
+    except (ValueError, TypeError) as err:  # an unknown parameter name: skorch's TypeError
+        raise Refused(str(err)) from None
+    try:  # the estimator's own checks of the parameters, naming the file
+        estimator._check_params()
+        estimator.device_ = resolve_device(estimator.device)
+    except ValueError as err:
+        raise Refused(str(err)) from None
+    saved = read_weights(weights, estimator.device_, limits)
     estimator.label_encoder_ = LabelEncoder()
-    estimator.label_encoder_.classes_ = _decode(metadata["classes"])
-    _set_attributes(estimator, metadata, saved["tensors"])
+    estimator.label_encoder_.classes_ = _classes(metadata["classes"], limits)
+    fitted = _fitted_attributes(estimator, metadata["attributes"], saved["tensors"], limits)
+    _set_attributes(estimator, fitted)
     # initialize() draws initial weights, which the saved ones replace: leave torch's RNG alone
-    with seeded_rng(0, estimator.device_):
-        estimator.initialize()
-        _set_attributes(estimator, metadata, saved["tensors"])  # initialize() resets some
-        estimator._load_module_states(saved["states"])
-    if metadata["history"] is not None:
-        estimator.history_ = History(metadata["history"])
+    with global_rng(0, estimator.device_):
+        try:
+            estimator.initialize()
+        except (ValueError, TypeError) as err:  # a network its parameters cannot build
+            raise Refused(str(err)) from None
+        _set_attributes(estimator, fitted)  # initialize() resets some
+        _load_states(estimator, saved["states"])
+    history = metadata["history"]
+    if history is not None:
+        if not all(isinstance(epoch, dict) for epoch in history):
+            raise Refused("its history is not a list of epochs (JSON objects)")
+        estimator.history_ = History(history)
     return estimator
 
 
+def _classes(value, limits: FileLimits) -> np.ndarray:
+    classes = decode(value, limits, classes=False)
+    if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 1):
+        raise Refused("its classes are not an array of labels")
+    return classes
+
+
 # ---------------------------------------------------------------- DistributionalConstraint
-
-
-def _plain(value):
-    """A label, share or count as a JSON value."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _pairs(value):
-    """``priors`` / ``train_priors`` as JSON: a dict becomes a list of [label, share] pairs."""
-    if isinstance(value, dict):
-        return {"pairs": [[_plain(k), float(v)] for k, v in value.items()]}
-    if value is None or isinstance(value, str):
-        return value
-    return {"array": np.asarray(value, dtype=float).tolist()}
-
-
-def _unpairs(value):
-    if isinstance(value, dict) and "pairs" in value:
-        return {k: v for k, v in value["pairs"]}
-    if isinstance(value, dict) and "array" in value:
-        return np.asarray(value["array"], dtype=float)
-    return value
-
-
-def _array_or_none(value):
-    """A fitted array as a JSON list; ``None`` (an unused attribute) as it is."""
-    return None if value is None else np.asarray(value).tolist()
 
 
 def _constraint_base(adapted):
@@ -538,14 +645,14 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     base, frozen = _constraint_base(adapted)
     buffer = io.BytesIO()
     save(base, buffer, training_state=False)
-    fitted = {name: _plain(getattr(adapted, name)) for name in adapted._saved_attributes}
-    fitted.update({k: _array_or_none(getattr(adapted, k)) for k in adapted._saved_arrays})
+    fitted = {name: plain(getattr(adapted, name)) for name in adapted._saved_attributes}
+    fitted.update({k: array_or_none(getattr(adapted, k)) for k in adapted._saved_arrays})
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
-        "params": {name: _plain(getattr(adapted, name)) for name in adapted._saved_params},
-        "priors": _pairs(adapted.priors),
-        "train_priors": _pairs(adapted.train_priors),
+        "params": {name: plain(getattr(adapted, name)) for name in adapted._saved_params},
+        "priors": encode_priors(adapted.priors),
+        "train_priors": encode_priors(adapted.train_priors),
         "frozen": frozen,
         "classes": np.asarray(adapted.classes_).tolist(),
         "fitted": fitted,
@@ -560,29 +667,41 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     _write_archive(path, {"distributional.json": text, "estimator.ebm": buffer.getbuffer()})
 
 
-def _load_constraint(metadata: dict, base_file: bytes, params: dict):
+def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict, limits):
     """The ``DistributionalConstraint`` of a file read by :func:`_read`; ``params`` for its base.
 
     Its class is imported by name, as :func:`load` imports every estimator class it builds, so
     that this module imports nothing from the estimators (they import it, to save).
     """
     inner = io.BytesIO(base_file)
-    _, base_metadata, weights = _read(inner, expected=FORMAT)  # a base, never another constraint
-    base = _load_estimator(inner, base_metadata, weights, params)
+    try:  # a base, never another constraint
+        _, base_metadata, weights = _read(inner, limits, expected=FORMAT)
+        base = _load_estimator(base_metadata, weights, params, limits)
+    except Refused as err:
+        raise Refused(f"in its estimator.ebm, {err}") from None
     if metadata["frozen"]:
         base = FrozenEstimator(base)
     cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
     # a file written before a parameter existed gets what it meant (cls._saved_param_defaults)
     adapted = cls(
         base,
-        priors=_unpairs(metadata["priors"]),
-        train_priors=_unpairs(metadata["train_priors"]),
-        **{**cls._saved_param_defaults, **metadata["params"]},
+        priors=decode_priors(metadata["priors"]),
+        train_priors=decode_priors(metadata["train_priors"]),
+        **{
+            **cls._saved_param_defaults,
+            **closed(metadata["params"], cls._saved_params, "parameter"),
+        },
     )
-    adapted._check_params()
+    try:  # its own checks of the parameters, naming the file
+        adapted._check_params()
+    except ValueError as err:
+        raise Refused(str(err)) from None
+    if not all(isinstance(label, LABEL) for label in metadata["classes"]):
+        raise Refused("its classes are not a list of labels")
     adapted.classes_ = np.asarray(metadata["classes"])
+    fitted = closed(metadata["fitted"], (*cls._saved_attributes, *cls._saved_arrays), "attribute")
     # a file written before an attribute existed gets its default (cls._saved_defaults)
-    for name, value in {**cls._saved_defaults, **metadata["fitted"]}.items():
+    for name, value in {**cls._saved_defaults, **fitted}.items():
         as_array = name in cls._saved_arrays and value is not None
-        setattr(adapted, name, np.asarray(value, dtype=float) if as_array else value)
+        setattr(adapted, name, decode_numbers(value, name) if as_array else value)
     return adapted

@@ -2,9 +2,10 @@
 
 Regression tests for the cases found by hand, then property families over random bytes,
 truncations and forged ``.npy`` headers in files named ``.csv``, ``.npz`` and ``.mat`` (the
-loaders raise a ``ValueError`` naming the file, never another exception type), and over saved
-models whose metadata names a class for a parameter of another role (``load`` refuses it,
-naming the parameter).
+loaders raise a ``ValueError`` naming the file, never another exception type; each family
+counts its cases and asserts that both the data and the refusals occurred), and every pair of
+a parameter's role and a class saved for it (``load`` refuses a class of another role, naming
+the parameter). Crafted model files: ``tests/test_saving_hostile.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -119,72 +121,103 @@ def test_load_named_dataset_refuses_a_bad_size(name, value):
 
 
 # ----------------------------------------------------------------------------- properties
+#
+# Each family runs its hypothesis examples inside a plain test that counts their outcomes, and
+# asserts how many it generated and that each outcome it claims occurred: a family whose files
+# were all refused for one trivial reason (or all read) would prove nothing.
 
-GENERATED = {"csv": 0, "npz": 0, "mat": 0, "saved classes": 0}
 
-
-def _only_value_errors(load, path: Path) -> None:
+def _outcome(load, path: Path) -> str:
+    """Load: "data", or "ValueError" naming the file; any other exception fails."""
     try:
         load()
     except ValueError as err:
         assert type(err) is not UnicodeDecodeError, err
         assert path.name in str(err), err
+        return "ValueError"
     except FileNotFoundError:
-        pass  # the loader's own documented error for a folder lacking a file
+        return "FileNotFoundError"  # the loader's own documented error for a missing file
+    return "data"
 
 
-@settings(FAST, max_examples=50)
-@given(data=st.binary(max_size=600), text=st.text(max_size=60))
-def test_random_bytes_named_csv_are_a_value_error_or_data(tmp_path_factory, data, text):
-    GENERATED["csv"] += 1
-    folder = tmp_path_factory.mktemp("csv")
-    for i, raw in enumerate((data, text.encode("utf-8", "surrogatepass"), b"1,2\n" + data)):
-        path = folder / f"data{i}.csv"
-        path.write_bytes(raw)
-        _only_value_errors(lambda p=path: load_array_file(p), path)
+def test_random_bytes_named_csv_are_a_value_error_or_data(tmp_path_factory):
+    outcomes = Counter()
+
+    @settings(FAST, max_examples=50)
+    @given(data=st.binary(max_size=600), text=st.text(max_size=60))
+    def family(data, text):
+        folder = tmp_path_factory.mktemp("csv")
+        for i, raw in enumerate((data, text.encode("utf-8", "surrogatepass"), b"1,2\n" + data)):
+            path = folder / f"data{i}.csv"
+            path.write_bytes(raw)
+            outcomes[_outcome(lambda p=path: load_array_file(p), path)] += 1
+
+    family()
+    assert sum(outcomes.values()) == 3 * 50, outcomes
+    assert outcomes["ValueError"] > 0 and outcomes["data"] > 0, outcomes
 
 
 @st.composite
-def forged_npz_members(draw):
-    """A member X.npy whose header's shape or dtype disagrees with its data, or is truncated."""
-    shape = tuple(draw(st.lists(st.integers(0, 10**7), min_size=0, max_size=3)))
+def npz_members(draw):
+    """``(shape, descr, data, y_shape)``: a member X.npy whose header's shape and dtype agree
+    with its data and with y's length, or disagree (data cut short or too long, a shape up to
+    10**7 claimed over a few bytes, a y of another shape)."""
     descr = draw(st.sampled_from(["<f8", "<f4", "|u1", "<i8", "<c16", "|b1", "<U3"]))
-    n_bytes = draw(st.integers(0, 256))
-    return shape, descr, bytes(n_bytes)
+    if draw(st.booleans()):  # all agree: a small X, one label per row
+        shape = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=3)))
+        data = bytes(int(np.prod(shape)) * np.dtype(descr).itemsize)
+        return shape, descr, data, (shape[0],)
+    shape = tuple(draw(st.lists(st.integers(0, 10**7), min_size=0, max_size=3)))
+    y_shape = draw(st.sampled_from([(), (0,), (2,), (2, 1)]))
+    return shape, descr, bytes(draw(st.integers(0, 256))), y_shape
 
 
-@settings(FAST, max_examples=100)
-@given(member=forged_npz_members(), y_shape=st.sampled_from([(), (0,), (2,), (2, 1)]))
-def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory, member, y_shape):
-    GENERATED["npz"] += 1
-    shape, descr, data = member
-    y = np.zeros(y_shape, np.int64)
-    path = _npz(
-        tmp_path_factory.mktemp("npz") / "data.npz",
-        {"X.npy": _npy(shape, descr, data), "y.npy": _npy(y_shape, "<i8", y.tobytes())},
-    )
-    _only_value_errors(lambda: load_array_file(path), path)
+def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory):
+    outcomes = Counter()
+
+    @settings(FAST, max_examples=100)
+    @given(member=npz_members())
+    def family(member):
+        shape, descr, data, y_shape = member
+        y = np.zeros(y_shape, np.int64)
+        path = _npz(
+            tmp_path_factory.mktemp("npz") / "data.npz",
+            {"X.npy": _npy(shape, descr, data), "y.npy": _npy(y_shape, "<i8", y.tobytes())},
+        )
+        outcome = _outcome(lambda: load_array_file(path), path)
+        forged = len(data) != int(np.prod(shape)) * np.dtype(descr).itemsize
+        assert outcome == "ValueError" or not forged, (shape, descr, len(data))
+        outcomes["forged" if forged else "agreeing", outcome] += 1
+
+    family()
+    assert sum(outcomes.values()) == 100, outcomes
+    assert outcomes["forged", "ValueError"] > 0 and outcomes["agreeing", "data"] > 0, outcomes
 
 
-@settings(FAST, max_examples=100)
-@given(
-    cut=st.integers(0, 10**5),
-    flips=st.lists(st.integers(0, 10**5), max_size=4),
-    tail=st.binary(max_size=24),
-)
-def test_truncated_flipped_or_extended_svhn_mat_is_a_value_error(
-    tmp_path_factory, cut, flips, tail
-):
+def test_truncated_flipped_or_extended_svhn_mat_is_a_value_error(tmp_path_factory):
     # anywhere in the file, tags included: scipy's reader died on such files with a
     # segmentation fault; the loader's own reader (datasets/_matfile.py) refuses them
     # (tests/test_matfile.py changes every header and tag byte in turn)
-    GENERATED["mat"] += 1
-    folder = tmp_path_factory.mktemp("mat")
-    raw = bytearray(_svhn_bytes(folder))
-    for position in flips:
-        raw[position % len(raw)] ^= 0xFF
-    _svhn_folder(folder, bytes(raw[: cut % (len(raw) + 1)]) + tail)
-    _only_value_errors(lambda: load_svhn(folder), folder / "train_32x32.mat")
+    outcomes = Counter()
+
+    @settings(FAST, max_examples=100)
+    @given(
+        cut=st.one_of(st.none(), st.integers(0, 10**5)),
+        flips=st.lists(st.integers(0, 10**5), max_size=4),
+        tail=st.binary(max_size=24),
+    )
+    def family(cut, flips, tail):
+        folder = tmp_path_factory.mktemp("mat")
+        raw = bytearray(_svhn_bytes(folder))
+        for position in flips:
+            raw[position % len(raw)] ^= 0xFF
+        end = len(raw) if cut is None else cut % (len(raw) + 1)
+        _svhn_folder(folder, bytes(raw[:end]) + tail)
+        outcomes[_outcome(lambda: load_svhn(folder), folder / "train_32x32.mat")] += 1
+
+    family()
+    assert sum(outcomes.values()) == 100, outcomes
+    assert outcomes["ValueError"] > 0 and outcomes["data"] > 0, outcomes
 
 
 CLASSES = {  # a trusted class of each kind, and whether it may stand for each role
@@ -213,11 +246,9 @@ def saved_model(tmp_path_factory):
     return path.read_bytes()
 
 
-@settings(FAST, max_examples=72)
-@given(name=st.sampled_from(ROLES), path=st.sampled_from(sorted(CLASSES)))
-def test_a_saved_class_loads_only_in_its_role(tmp_path_factory, saved_model, name, path):
-    GENERATED["saved classes"] += 1
-    file = tmp_path_factory.mktemp("role") / "model.ebm"
+def _load_with_class(file: Path, saved_model: bytes, name: str, path: str) -> str:
+    """Load ``saved_model`` with the parameter ``name`` naming the class ``path``: "refused"
+    (naming the parameter), "loaded", or "constructor" (a network this data cannot build)."""
     file.write_bytes(saved_model)
     with zipfile.ZipFile(file) as archive:
         members = {member: archive.read(member) for member in archive.namelist()}
@@ -225,17 +256,26 @@ def test_a_saved_class_loads_only_in_its_role(tmp_path_factory, saved_model, nam
     metadata["params"][name] = {"__class__": path}
     members["metadata.json"] = json.dumps(metadata)
     _npz(file, members)
-    if name not in CLASSES[path]:
-        with pytest.raises(ValueError, match=f"parameter {name!r} the class {path!r}, but"):
-            load(file)
-        return
     try:
-        assert load(file).get_params()[name].__name__ == path.split(":")[1]
+        loaded = load(file)
     except (ValueError, TypeError) as err:
-        # the right kind, but not a network this data fits (the constructor's own error)
-        assert name == "module", err
+        if f"parameter {name!r} the class {path!r}, but" in str(err):
+            return "refused"
+        assert name == "module" and name in CLASSES[path], err  # the right kind, other sizes
+        return "constructor"
+    assert loaded.get_params()[name].__name__ == path.split(":")[1]
+    return "loaded"
 
 
-def test_report_generated_file_cases():
-    # runs after the families above (file order); the note quotes these counts
-    print(f"\ngenerated file cases: {GENERATED}")
+def test_a_saved_class_loads_only_in_its_role(tmp_path, saved_model):
+    # every (role, class) pair, not a sample of them
+    outcomes = Counter()
+    for name in ROLES:
+        for path in sorted(CLASSES):
+            outcome = _load_with_class(tmp_path / "model.ebm", saved_model, name, path)
+            assert (outcome == "refused") == (name not in CLASSES[path]), (name, path, outcome)
+            outcomes[outcome] += 1
+    refusals = sum(name not in roles for roles in CLASSES.values() for name in ROLES)
+    assert outcomes["refused"] == refusals == 58, outcomes
+    assert outcomes["loaded"] + outcomes["constructor"] == 72 - refusals, outcomes
+    assert outcomes["loaded"] > 0, outcomes

@@ -9,6 +9,8 @@ and partial_fit on samples of another shape are a ``ValueError`` that names both
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -27,7 +29,6 @@ from .test_hostile_inputs import ESTIMATORS, FAST, _tiny
 RNG = np.random.default_rng(0)
 X_GOOD = RNG.normal(size=(24, 4)).astype(np.float32)
 Y_GOOD = np.arange(24) % 3
-GENERATED = {"parameters": 0, "learning rates": 0, "shapes": 0, "labels": 0}
 
 
 def _not_trained(clf) -> bool:
@@ -152,85 +153,129 @@ extreme_numbers = st.one_of(
 )
 
 
-@settings(FAST, max_examples=100)
-@given(case=st.sampled_from(NUMERIC), value=extreme_numbers)
-def test_extreme_numeric_parameters_train_or_raise_a_documented_error(case, value):
+# Each family runs its hypothesis examples inside a plain test that counts their outcomes and
+# asserts how many it generated and that each outcome it claims occurred.
+
+
+def test_extreme_numeric_parameters_train_or_raise_a_documented_error():
     # never torch's RuntimeError or another type: a ValueError/TypeError naming the parameter
     # before training, or the DivergenceError (a FloatingPointError) of a diverged fit
-    GENERATED["parameters"] += 1
-    cls, name = case
-    clf = _tiny(cls, **{name: value})
-    try:
-        clf.fit(X_GOOD, Y_GOOD)
-    except (ValueError, TypeError) as err:
-        assert f"'{name}'" in str(err), err
+    outcomes = Counter()
+
+    @settings(FAST, max_examples=100)
+    @given(case=st.sampled_from(NUMERIC), value=extreme_numbers)
+    def family(case, value):
+        cls, name = case
+        clf = _tiny(cls, **{name: value})
+        try:
+            clf.fit(X_GOOD, Y_GOOD)
+        except (ValueError, TypeError) as err:
+            assert f"'{name}'" in str(err), err
+            assert _not_trained(clf)
+            outcomes["refused"] += 1
+        except DivergenceError as err:
+            assert "diverg" in str(err), err
+            outcomes["diverged"] += 1
+        else:
+            assert clf.predict(X_GOOD).shape == Y_GOOD.shape
+            outcomes["trained"] += 1
+
+    family()
+    assert sum(outcomes.values()) == 100, outcomes
+    assert outcomes["refused"] > 0 and outcomes["trained"] > 0, outcomes
+
+
+def test_a_learning_rate_outside_its_range_is_refused_before_training():
+    refused = []
+
+    @settings(FAST, max_examples=50)
+    @given(
+        cls=st.sampled_from(ESTIMATORS),
+        lr=st.one_of(
+            st.floats(min_value=1e30, exclude_min=True, allow_infinity=True),
+            st.floats(max_value=0.0, allow_infinity=True),
+            st.just(np.nan),
+        ),
+        via_optimizer=st.booleans(),
+    )
+    def family(cls, lr, via_optimizer):
+        name = "optimizer__lr" if via_optimizer else "lr"
+        clf = _tiny(cls, **{name: lr})
+        with pytest.raises(ValueError, match=f"'{name}' parameter"):
+            clf.fit(X_GOOD, Y_GOOD)
         assert _not_trained(clf)
-    except DivergenceError as err:
-        assert "diverg" in str(err), err
+        refused.append((cls, name))
 
-
-@settings(FAST, max_examples=50)
-@given(
-    cls=st.sampled_from(ESTIMATORS),
-    lr=st.one_of(
-        st.floats(min_value=1e30, exclude_min=True, allow_infinity=True),
-        st.floats(max_value=0.0, allow_infinity=True),
-        st.just(np.nan),
-    ),
-    via_optimizer=st.booleans(),
-)
-def test_a_learning_rate_outside_its_range_is_refused_before_training(cls, lr, via_optimizer):
-    GENERATED["learning rates"] += 1
-    name = "optimizer__lr" if via_optimizer else "lr"
-    clf = _tiny(cls, **{name: lr})
-    with pytest.raises(ValueError, match=f"'{name}' parameter"):
-        clf.fit(X_GOOD, Y_GOOD)
-    assert _not_trained(clf)
+    family()
+    assert len(refused) == 50
+    assert {cls for cls, _ in refused} == set(ESTIMATORS)
+    assert {name for _, name in refused} == {"lr", "optimizer__lr"}
 
 
 sample_shapes = st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple)
 
 
-@settings(FAST, max_examples=100)
-@given(shape=sample_shapes, n=st.integers(1, 4), method=st.sampled_from(["predict", "energy"]))
-def test_predict_on_any_other_sample_shape_names_both_shapes(flat_and_nested, shape, n, method):
-    GENERATED["shapes"] += 1
-    for clf in flat_and_nested:
-        X = np.ones((n, *shape), np.float32)
-        if shape == clf.input_shape_:
-            assert getattr(clf, method)(X).shape == (n,)
-            continue
-        with pytest.raises(ValueError) as info:
-            getattr(clf, method)(X)
-        message = str(info.value)
-        if len(shape) == 1 and len(clf.input_shape_) == 1:
-            assert f"X has {shape[0]} features" in message  # scikit-learn's, for 2-D arrays
-        else:
-            assert f"samples of shape {shape}" in message
-            assert f"fitted on samples of shape {clf.input_shape_}" in message
-            assert ("reshape" in message) == (np.prod(shape) == np.prod(clf.input_shape_))
+def test_predict_on_any_other_sample_shape_names_both_shapes(flat_and_nested):
+    outcomes = Counter()
+
+    @settings(FAST, max_examples=100)
+    @given(shape=sample_shapes, n=st.integers(1, 4), method=st.sampled_from(["predict", "energy"]))
+    def family(shape, n, method):
+        for clf in flat_and_nested:
+            X = np.ones((n, *shape), np.float32)
+            if shape == clf.input_shape_:
+                assert getattr(clf, method)(X).shape == (n,)
+                outcomes["predicted"] += 1
+                continue
+            with pytest.raises(ValueError) as info:
+                getattr(clf, method)(X)
+            message = str(info.value)
+            if len(shape) == 1 and len(clf.input_shape_) == 1:
+                assert f"X has {shape[0]} features" in message  # scikit-learn's, for 2-D arrays
+                outcomes["scikit-learn's message"] += 1
+            else:
+                assert f"samples of shape {shape}" in message
+                assert f"fitted on samples of shape {clf.input_shape_}" in message
+                reshapable = np.prod(shape) == np.prod(clf.input_shape_)
+                assert ("reshape" in message) == reshapable
+                outcomes["reshape named" if reshapable else "shapes named"] += 1
+
+    family()
+    assert sum(outcomes.values()) == 2 * 100, outcomes
+    assert len(outcomes) == 4, outcomes  # every branch above ran
 
 
-@settings(FAST, max_examples=50)
-@given(
-    labels=st.lists(
-        st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "1"]), st.floats(0, 2)),
-        min_size=24,
-        max_size=24,
-    )
-)
-def test_labels_of_mixed_types_are_a_value_error_naming_them(labels):
-    GENERATED["labels"] += 1
-    y = np.empty(24, dtype=object)
-    y[:] = labels
-    has_str = any(isinstance(v, str) for v in labels)
-    clf = _tiny(NGEBMClassifier)
-    if has_str and not all(isinstance(v, str) for v in labels):
-        with pytest.raises(ValueError, match="mixes labels of types"):
+def test_labels_of_mixed_types_are_a_value_error_naming_them():
+    outcomes = Counter()
+
+    def of(elements):
+        return st.lists(elements, min_size=24, max_size=24)
+
+    mixed = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "1"]), st.floats(0, 2))
+    one_type = of(st.integers(-3, 3)) | of(st.sampled_from(["a", "b", "1"]))
+
+    @settings(FAST, max_examples=50)
+    @given(labels=of(mixed) | one_type)
+    def family(labels):
+        y = np.empty(24, dtype=object)
+        y[:] = labels
+        has_str = any(isinstance(v, str) for v in labels)
+        clf = _tiny(NGEBMClassifier)
+        if has_str and not all(isinstance(v, str) for v in labels):
+            with pytest.raises(ValueError, match="mixes labels of types"):
+                clf.fit(X_GOOD, y)
+            assert _not_trained(clf)
+            outcomes["mixed: refused"] += 1
+            return
+        try:  # numbers alone or strings alone: not refused as mixed
             clf.fit(X_GOOD, y)
-        assert _not_trained(clf)
+        except ValueError as err:  # scikit-learn's for one class or continuous floats
+            assert "mixes labels" not in str(err), err
+            outcomes["one type: other error"] += 1
+        else:
+            assert set(clf.classes_.tolist()) == set(labels)
+            outcomes["one type: trained"] += 1
 
-
-def test_report_generated_fit_cases():
-    # runs after the families above (file order); the note quotes these counts
-    print(f"\ngenerated fit cases: {GENERATED}")
+    family()
+    assert sum(outcomes.values()) == 50, outcomes
+    assert outcomes["mixed: refused"] > 0 and outcomes["one type: trained"] > 0, outcomes

@@ -253,6 +253,20 @@ def test_replay_buffer_too_large_for_memory_is_named():
     _refuses(lambda: _tiny(JEMClassifier, buffer_size=10**12).fit(X_GOOD, Y_GOOD), "buffer_size")
 
 
+@pytest.mark.parametrize(
+    "cls, params, named",
+    [
+        (NGEBMClassifier, {"module__hidden_sizes": (10**6, 10**6)}, "module__hidden_sizes"),
+        (JEMClassifier, {"module__hidden_sizes": (10**6, 10**6)}, "module__hidden_sizes"),
+        (LatentStructureClassifier, {"n_latent": 10**10}, "n_latent"),
+    ],
+)
+def test_a_network_too_large_for_memory_is_named_before_it_is_allocated(cls, params, named):
+    # torch's allocator refused 4e12 bytes ("DefaultCPUAllocator: can't allocate memory")
+    err = _refuses(lambda: _tiny(cls, **params).fit(X_GOOD, Y_GOOD), named)
+    assert "GiB" in str(err) and "Make the network smaller" in str(err)
+
+
 # ----------------------------------------------------------------------------- files
 
 

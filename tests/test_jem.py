@@ -48,7 +48,7 @@ def test_loss_is_cross_entropy_plus_the_contrastive_term(fitted, small_blobs, mo
     clf.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
     x0 = torch.rand(16, 4, generator=torch.Generator().manual_seed(0)) * 4 - 2
     indices = torch.arange(16)
-    monkeypatch.setattr(clf.replay_buffer_, "draw", lambda n, freq: (x0.clone(), indices))
+    monkeypatch.setattr(clf.replay_buffer_, "draw", lambda n, freq, g: (x0.clone(), indices))
     loss, logits = clf.compute_loss(X, y, training=True)
     # by hand: noiseless SGLD from x0, then CE + px_weight * (mean E(data) - mean E(samples))
     module = clf.module_

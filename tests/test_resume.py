@@ -6,6 +6,11 @@ epoch, then ``load`` and ``partial_fit``. The kill is an exception raised by the
 of an epoch, after the checkpoint was written: like a killed process, it skips on_train_end.
 """
 
+import multiprocessing
+import os
+import random
+import signal
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -61,15 +66,27 @@ def _checkpoint(folder: Path) -> Checkpoint:
     return Checkpoint(monitor=None, dirname=str(folder), f_training_state="training_state.pt")
 
 
+@contextmanager
+def _global_generators_elsewhere(seed: int):
+    """torch's and numpy's global generators seeded with ``seed`` for the block, then back."""
+    numpy_state = np.random.get_state()  # noqa: NPY002 (what random_state=None reads)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        np.random.seed(seed)  # noqa: NPY002
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)  # noqa: NPY002
+
+
 def _killed_and_resumed(make, X, y, folder: Path, kill: int, how: str, callbacks=()):
     """Fit until killed after epoch ``kill``, then resume ``how`` for the epochs left, with
-    torch's global generator elsewhere, as in a new process."""
+    torch's and numpy's global generators elsewhere, as in a new process."""
     callbacks = list(callbacks)
     saving = _checkpoint(folder) if how == "checkpoint" else SaveEachEpoch(folder / "run.ebm")
     with pytest.raises(KeyError, match="killed"):
         make(callbacks=[*callbacks, saving, Kill(kill)]).fit(X, y)
-    with torch.random.fork_rng():
-        torch.manual_seed(987)
+    with _global_generators_elsewhere(987):
         if how == "checkpoint":
             resumed = make(max_epochs=EPOCHS - kill,
                            callbacks=[*callbacks, saving, LoadInitState(saving)])  # fmt: skip
@@ -175,10 +192,10 @@ def test_without_random_state_the_generators_are_resumed(small_blobs, tmp_path, 
     def make(**kw):
         return ESTIMATORS["jem"](random_state=None, **kw)
 
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
+    # unseeded: each call draws its seed from numpy's global generator (scikit-learn's rule)
+    with _global_generators_elsewhere(0):
         uninterrupted = make().fit(X, y)
-        torch.manual_seed(0)
+    with _global_generators_elsewhere(0):
         resumed = _killed_and_resumed(make, X, y, tmp_path, 3, how)
     _assert_same_fit(resumed, uninterrupted, X)
 
@@ -238,6 +255,45 @@ def test_checkpoint_files_of_two_epochs_are_refused(small_blobs, tmp_path):
         resumed.fit(X, y)
 
 
+def _text_for_the_counts(call):  # set as it stands before the check
+    call["before"]["arrays"].pop("class_count_")
+    call["before"]["tensors"]["class_count_"] = "1e9"
+
+
+def _epochs_left_as_text(call):
+    call["epochs_left"] = "4"
+
+
+def _another_attribute(call):  # with none left, kept for a later 0-epoch call
+    call["epochs_left"] = 0
+    call["before"]["tensors"]["predict_proba"] = torch.zeros(1)
+
+
+def _before_as_a_list(call):
+    call["before"] = [torch.zeros(1)]
+
+
+@pytest.mark.parametrize(
+    "forge", [_text_for_the_counts, _epochs_left_as_text, _another_attribute, _before_as_a_list]
+)
+def test_a_forged_record_of_the_interrupted_call_is_refused(small_blobs, tmp_path, forge):
+    # the training state's "call" restores attributes of the estimator when loaded for
+    # partial_fit: only the attributes a call keeps, as tensors, with an int of epochs left
+    X, y = small_blobs
+    checkpoint = _checkpoint(tmp_path)
+    with pytest.raises(KeyError):
+        ESTIMATORS["ngebm"](callbacks=[checkpoint, Kill(2)]).fit(X, y)
+    path = tmp_path / "training_state.pt"
+    state = torch.load(path, weights_only=True)
+    assert state["call"]["epochs_left"] == EPOCHS - 2
+    forge(state["call"])
+    torch.save(state, path)
+    fresh = ESTIMATORS["ngebm"](max_epochs=0).fit(X, y)
+    with pytest.raises(ValueError, match="record of the interrupted call is not one that "
+                       "NGEBMClassifier writes"):  # fmt: skip
+        fresh.load_params(checkpoint=checkpoint)
+
+
 # ---------------------------------------------------------------- a class-incremental stream
 
 STREAM_EPOCHS = (3, 4)  # epochs of the calls on task 1 (fit) and task 2 (partial_fit)
@@ -246,8 +302,8 @@ STREAM_PARAMS = dict(
     replay_per_class=5,
 )  # fmt: skip
 STREAM = {
-    "ngebm": lambda **kw: NGEBMClassifier(**STREAM_PARAMS, **kw),
-    "jem": lambda **kw: JEMClassifier(**STREAM_PARAMS, sgld_steps=3, buffer_size=40, **kw),
+    "ngebm": lambda **kw: NGEBMClassifier(**{**STREAM_PARAMS, **kw}),
+    "jem": lambda **kw: JEMClassifier(**{**STREAM_PARAMS, **kw}, sgld_steps=3, buffer_size=40),
 }
 
 
@@ -264,29 +320,122 @@ def _stream(clf, tasks, start: int = 0):
     return clf
 
 
-@pytest.mark.parametrize("kill", [2, 4, 6])  # in the first call, then twice in the second
-@pytest.mark.parametrize("name", sorted(STREAM))
-def test_a_killed_class_incremental_stream_with_replay_resumes_bitwise(
-    small_blobs, tmp_path, name, kill
-):
-    X, y = small_blobs
-    tasks = _tasks(X, y)
-    uninterrupted = _stream(STREAM[name](), tasks)
-    assert len(uninterrupted.reservoir_y_) == 15  # the replay really stores every class
-    path = tmp_path / "run.ebm"
-    with pytest.raises(KeyError, match="killed"):
-        _stream(STREAM[name](callbacks=[SaveEachEpoch(path), Kill(kill)]), tasks)
-    with torch.random.fork_rng():
-        torch.manual_seed(987)
-        resumed = load(path, callbacks=[SaveEachEpoch(path)])
-        task = 0 if kill < STREAM_EPOCHS[0] else 1
-        done = kill - sum(STREAM_EPOCHS[:task])  # epochs of the interrupted call
-        resumed.set_params(max_epochs=STREAM_EPOCHS[task] - done).partial_fit(*tasks[task])
-        _stream(resumed, tasks, start=task + 1)
+def _finish_stream(make, path: Path, tasks, reading: str = "skip"):
+    """The saving guide's reading: load the last file, finish the task it was saved in for
+    the epochs its call had left (none: ``"skip"`` goes on, ``"zero epochs"`` calls
+    ``partial_fit`` for 0 epochs), and go on with the next tasks."""
+    if not path.exists():  # killed before the first epoch ended
+        return _stream(make(), tasks)
+    resumed = load(path, callbacks=None)  # the file's callbacks are the test's
+    ends = np.cumsum(STREAM_EPOCHS)
+    task = int(np.searchsorted(ends, len(resumed.history)))  # the call the file was saved in
+    left = int(ends[task] - len(resumed.history))
+    if left or reading == "zero epochs":
+        resumed.set_params(max_epochs=left).partial_fit(*tasks[task])
+    return _stream(resumed, tasks, start=task + 1)
+
+
+def _assert_same_stream(resumed, uninterrupted, X):
     assert len(resumed.history) == len(uninterrupted.history) == sum(STREAM_EPOCHS)
     for (key, a), b in zip(resumed.module_.state_dict().items(),
                            uninterrupted.module_.state_dict().values(), strict=True):  # fmt: skip
         assert torch.equal(a, b), key
     for attribute in ("reservoir_X_", "reservoir_y_", "reservoir_seen_"):
         assert torch.equal(getattr(resumed, attribute), getattr(uninterrupted, attribute))
+    np.testing.assert_array_equal(resumed.class_count_, uninterrupted.class_count_)
     np.testing.assert_array_equal(resumed.predict_proba(X), uninterrupted.predict_proba(X))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_streams(small_blobs):
+    return {name: _stream(make(), _tasks(*small_blobs)) for name, make in STREAM.items()}
+
+
+@pytest.mark.parametrize(
+    "name, kill, reading",
+    [
+        ("ngebm", 2, "skip"),  # in the first call
+        ("ngebm", 3, "skip"),  # after the first call's last epoch: none left, go on
+        ("ngebm", 3, "zero epochs"),  # ... or end it with partial_fit for 0 epochs
+        ("ngebm", 6, "skip"),  # in the second call
+        ("ngebm", 7, "skip"),  # after the last epoch of all
+        ("jem", 3, "skip"),
+        ("jem", 4, "skip"),
+    ],
+)
+def test_a_killed_class_incremental_stream_with_replay_resumes_bitwise(
+    small_blobs, uninterrupted_streams, tmp_path, name, kill, reading
+):
+    # a file saved in the last epoch of task 1 restored the reservoir as it was before task 1:
+    # going on with task 2 lost task 1's replay (35 rows for 50, 0.31 off in predict_proba);
+    # and a resumed call counted its chunk's classes twice
+    X, y = small_blobs
+    tasks = _tasks(X, y)
+    uninterrupted = uninterrupted_streams[name]
+    assert len(uninterrupted.reservoir_y_) == 15  # the replay really stores every class
+    path = tmp_path / "run.ebm"
+    with pytest.raises(KeyError, match="killed"):
+        _stream(STREAM[name](callbacks=[SaveEachEpoch(path), Kill(kill)]), tasks)
+    with _global_generators_elsewhere(987):
+        resumed = _finish_stream(STREAM[name], path, tasks, reading)
+    _assert_same_stream(resumed, uninterrupted, X)
+
+
+class SelfKill(Callback):
+    """SIGKILL this process at the end of epoch ``at``, after the callbacks before it."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Tell(Callback):
+    """Set ``event`` when the ``at``-th training batch of the process has run."""
+
+    def __init__(self, event, at: int):
+        self.event, self.at, self.seen = event, at, 0
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        self.seen += training
+        if self.seen == self.at:
+            self.event.set()
+
+
+def _killed(stream, event=None) -> None:
+    """Run ``stream()`` in a forked process (no second import of torch), SIGKILLed by the
+    parent as soon as ``event`` is set (the kill lands a moment later, anywhere), or by
+    itself."""
+    process = multiprocessing.get_context("fork").Process(target=stream)
+    process.start()
+    if event is not None:
+        event.wait(timeout=300)
+        os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    assert process.exitcode == -signal.SIGKILL, "the stream ended before the kill"
+
+
+@pytest.mark.parametrize(
+    "name, seed, kill",
+    [("ngebm", 0, None), ("ngebm", 1, None), ("ngebm", 2, None), ("jem", 0, 3)],
+)
+def test_a_stream_killed_by_sigkill_resumes_bitwise(small_blobs, tmp_path, name, seed, kill):
+    # real SIGKILLs of a process streaming the tasks: just after a random batch (seeded) of
+    # the 37 the stream trains, and at the boundary of the two tasks (kill=3: right after the
+    # file of task 1's last epoch was written)
+    X, y = small_blobs
+    tasks, path = _tasks(X, y), tmp_path / "run.ebm"
+
+    def make(**kw):
+        return STREAM[name](**{**kw, "random_state": seed})
+
+    uninterrupted = _stream(make(), tasks)
+    event = multiprocessing.get_context("fork").Event()
+    if kill is None:
+        callbacks = [SaveEachEpoch(path), Tell(event, random.Random(seed).randrange(1, 34))]
+    else:
+        callbacks, event = [SaveEachEpoch(path), SelfKill(kill)], None
+    _killed(lambda: _stream(make(callbacks=callbacks), tasks), event)
+    _assert_same_stream(_finish_stream(make, path, tasks), uninterrupted, X)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from contextlib import nullcontext
 from math import prod
 from typing import Literal
 
@@ -27,14 +28,22 @@ from torch import nn
 
 from .._utils.compile import compile_problem
 from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
-from .._utils.device import device_problem, draw_seed, resolve_device, seeded_rng
+from .._utils.device import (
+    available_memory,
+    device_problem,
+    draw_seed,
+    network_bytes,
+    resolve_device,
+)
 from .._utils.docstrings import fill_docstring
+from .._utils.generators import global_rng
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
 from .._utils.precision import PRECISIONS, precision_problem
 from .._utils.statistics import column_min_max
 from .._utils.streamed import (
     first_rows,
     is_streamed,
+    reads_user_code,
     rows_where,
     tensors_of_dataset,
     training_input,
@@ -357,13 +366,32 @@ class EBMClassifierBase(
         }
         kwargs = network_kwargs(module, kwargs, sizes)
         try:
-            self.module_ = self.initialized_instance(module, kwargs)
+            given = ", ".join(f"module__{k}" for k in self.get_params_for("module")) or "module"
+            self.module_ = self._built_network(module, kwargs, given)
         except InvalidParameterError as exc:  # our networks check their own arguments
             raise InvalidParameterError(
                 f"{type(self).__name__} could not build its network from the module__* "
                 f"parameters: {exc}"
             ) from exc
         return self
+
+    def _built_network(self, module, kwargs: dict, parameters: str):
+        """skorch's ``initialized_instance(module, kwargs)``, refused with a ``ValueError``
+        naming ``parameters`` when its weights and their gradients would not fit in the memory
+        available on ``device_`` (counted on the ``"meta"`` device, before anything is
+        allocated), rather than torch's allocator error."""
+        n_bytes = network_bytes(module, kwargs) if isinstance(module, type) else None
+        available = available_memory(self.device_)
+        if n_bytes is not None and available is not None and 2 * n_bytes > available:
+            shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+            raise ValueError(
+                f"{type(self).__name__} cannot build its network {module.__name__}({shown}): "
+                f"its weights take {n_bytes / 2**30:.3g} GiB of float32, twice that with "
+                f"their gradients (and Adam's state doubles it again), more than the "
+                f"{available / 2**30:.3g} GiB available on {self.device_}. Make the network "
+                f"smaller ({parameters})."
+            )
+        return self.initialized_instance(module, kwargs)
 
     # ------------------------------------------------------------------ training
 
@@ -425,7 +453,8 @@ class EBMClassifierBase(
         ['cat', 'dog', 'owl']
         """
         warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
-        return self._fit(X, y, sample_weight, mode="warm_start" if warm else "fit")
+        with _reading(X):
+            return self._fit(X, y, sample_weight, mode="warm_start" if warm else "fit")
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
@@ -463,7 +492,8 @@ class EBMClassifierBase(
         True
         """
         mode = "partial" if self.__sklearn_is_fitted__() else "partial_first"
-        return self._fit(X, y, sample_weight, mode=mode, classes=classes)
+        with _reading(X):
+            return self._fit(X, y, sample_weight, mode=mode, classes=classes)
 
     def _fit(
         self,
@@ -496,6 +526,7 @@ class EBMClassifierBase(
         try:
             self._check_params()
             self._check_platform()
+            self._begin_call(new_network=new_network)
             incremental, old_rows = False, None
             if not new_network:  # labels of a dataset given with y=None read first
                 labels = dataset_labels(self, X) if y is None else y
@@ -517,29 +548,32 @@ class EBMClassifierBase(
                 self._prepare_fit(
                     X if positive is None or positive.all() else rows_where(X, positive)
                 )
+            self._keep_call_start(reset=new_network)  # for a state saved during the call
             record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
             held_out = self._held_out(mode, y)
-            with seeded_rng(self._fit_seed(), self.device_):
+            # what takes no generator (reset_parameters; a user's Dataset read in this
+            # process) draws from torch's global generator, forked and seeded for it
+            with global_rng(self._fit_seed(), self.device_):
+                first = first_rows(X, 8, self.device_)
                 if new_network:
                     self.initialize()
-                    check_module_output(self, first_rows(X, 1, self.device_))
+                    check_module_output(self, first[:1])
                     check_batch_norm(self)
-                X_t, weights = training_input(X, y, weights, self.device_)
-                if self.augmentation is not None:
-                    check_augmentation(self.augmentation, first_rows(X, 8, self.device_))
-                training = True  # from here on, a failure is the training's
-                self._forget_ood_threshold()  # calibrated on the scores training changes
-                first = first_rows(X, 1, self.device_)
-                with (
-                    threads_for(self.n_threads, self.module_, first, self.batch_size, len(y)),
-                    self._early_stopping(held_out),
-                ):
-                    self._train(
-                        X_t,
-                        torch.tensor(y, dtype=torch.long, device=self.device_),
-                        None if weights is None else torch.tensor(weights, device=self.device_),
-                    )
+            X_t, weights = training_input(X, y, weights, self.device_)
+            if self.augmentation is not None:
+                check_augmentation(self.augmentation, first)
+            training = True  # from here on, a failure is the training's
+            self._forget_ood_threshold()  # calibrated on the scores training changes
+            with (
+                threads_for(self.n_threads, self.module_, first[:1], self.batch_size, len(y)),
+                self._early_stopping(held_out),
+            ):
+                self._train(
+                    X_t,
+                    torch.tensor(y, dtype=torch.long, device=self.device_),
+                    None if weights is None else torch.tensor(weights, device=self.device_),
+                )
         finally:
             if new_network and not training:
                 self.initialized_ = False
@@ -598,3 +632,11 @@ class EBMClassifierBase(
         low, high = column_min_max(X)
         self.input_min_ = torch.as_tensor(low, device=self.device_)
         self.input_max_ = torch.as_tensor(high, device=self.device_)
+
+
+def _reading(X):
+    """Where a call reads a user's ``Dataset``, whose items may be drawn from torch's global
+    generator (a random transform) in its checks and statistics too: the call under
+    :func:`~ebmclassifier._utils.generators.global_rng` (forked, so the caller's generator is
+    as it was after it; the library's lock, so another fit cannot seed it meanwhile)."""
+    return global_rng(None) if reads_user_code(X) else nullcontext()

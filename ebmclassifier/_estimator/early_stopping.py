@@ -139,10 +139,9 @@ class EarlyStoppingMixin:
             ) from None
 
     def _split_seed(self) -> int:
-        """The seed of the held-out split: the fit's seed, or a fresh one when unseeded (never
-        the process's random state)."""
-        seed = self._fit_seed()
-        return int(np.random.SeedSequence().generate_state(1)[0]) if seed is None else seed
+        """The seed of the held-out split: the fit's seed (an unseeded call's is drawn for the
+        call, or the interrupted call's when it resumes one)."""
+        return self._fit_seed()
 
     @contextmanager
     def _early_stopping(self, enabled: bool) -> Iterator[None]:

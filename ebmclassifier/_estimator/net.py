@@ -36,7 +36,9 @@ skorch's hooks used, as its customization guide documents them
   :func:`~ebmclassifier._utils.data.with_weights`, as skorch lets inputs travel together) and are
   passed on as ``compute_loss(..., sample_weight=w)``.
 - ``check_data``: nothing; the public methods validate with scikit-learn first.
-- ``on_epoch_begin``: per-epoch seeding, and the training mode of every module.
+- ``on_train_begin`` / ``on_epoch_begin``: the fit's own generators
+  (:mod:`~ebmclassifier._utils.generators`), and the training mode of every module.
+- ``get_iterator``: the training iterator shuffles with the epoch's generator.
 - ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
 - ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
   progress bar added for ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
@@ -75,22 +77,31 @@ The examples of the hooks use a small three-class problem,
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import torch
 from skorch import NeuralNetClassifier
-from skorch.callbacks import EpochScoring
+from skorch.callbacks import EarlyStopping, EpochScoring
 from skorch.dataset import unpack_data
 from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
 from .._utils.compile import compile_in_place, no_donated_buffers
 from .._utils.data import split_weights, with_weights
-from .._utils.device import pickled_tensor_device, seed_epoch
+from .._utils.device import draw_seed, pickled_tensor_device
+from .._utils.generators import (
+    FitGenerators,
+    draws_from_global_rng,
+    global_rng,
+    seed_global_rng,
+)
 from .._utils.precision import autocast, full_precision, grad_scaler
+from .._utils.streamed import reads_user_code
+from ..augment import takes_generator
 from ..exceptions import DivergenceError
 from ..losses import criterion_mean
 from .progress import with_progress
@@ -141,6 +152,18 @@ class SkorchNet(NeuralNetClassifier):
     _grad_scaler = None
     #: Whether the step's gradients were scaled (and unscaled): the scaler must then step.
     _scaled_step = False
+
+    #: The generators of the call, reseeded at each epoch, while a fit trains; None
+    #: otherwise (see :meth:`_generator`).
+    _generators: FitGenerators | None = None
+    #: The seed of an unseeded call (drawn when first needed; see :meth:`_fit_seed`).
+    _call_seed: int | None = None
+    #: Whether the running fit reads a user's ``Dataset`` (see :meth:`_train`).
+    _reads_user_code = False
+    #: The epochs the running call has ended (``on_epoch_end``), and ``len(history)`` when
+    #: it began.
+    _epochs_ended = 0
+    _call_start_epoch = 0
 
     # Fitted tensors that skorch maps to the CPU when a GPU-trained estimator is unpickled
     # (documented skorch attribute; modules and optimizers are added by skorch itself).
@@ -202,8 +225,14 @@ class SkorchNet(NeuralNetClassifier):
                 self.device = requested
 
     def initialize(self):
-        """skorch's ``initialize``, with the modules moved to ``device_``."""
-        with self._device_shown_to_skorch():
+        """skorch's ``initialize``, with the modules moved to ``device_``.
+
+        Under :func:`~ebmclassifier._utils.generators.global_rng`: ``nn.Module``'s
+        ``reset_parameters`` draws the initial weights from torch's global generator alone,
+        which ``fit`` seeds there with the fit's seed, and the caller's is left as it was.
+        """
+        device = getattr(self, "device_", torch.device("cpu"))
+        with self._device_shown_to_skorch(), global_rng(None, device):
             return super().initialize()
 
     def set_params(self, **params):
@@ -352,14 +381,25 @@ class SkorchNet(NeuralNetClassifier):
         call's scale (``loss_scale_``). With ``compile=True`` the networks are compiled first
         (again after unpickling, which drops the compiled code), and the training runs without
         torch's donated buffers (:func:`~ebmclassifier._utils.compile.no_donated_buffers`).
+        A fit whose network or augmentation draws from torch's global generator
+        (:meth:`_draws_from_global_rng`), or that reads a user's ``Dataset`` (whose items may
+        be drawn at random), trains under :func:`~ebmclassifier._utils.generators.global_rng`,
+        seeded at each epoch.
         """
-        if not self.compile:
-            self._train_in_precision(X, y, sample_weight)
-            return
-        for module in self._compiled_modules():
-            compile_in_place(module, **self.get_params_for("compile"))
-        with no_donated_buffers():
-            self._train_in_precision(X, y, sample_weight)
+        self._reads_user_code = reads_user_code(X)
+        shared = self._draws_from_global_rng() or self._reads_user_code
+        try:
+            with global_rng(None, self.device_) if shared else nullcontext():
+                if not self.compile:
+                    self._train_in_precision(X, y, sample_weight)
+                    return
+                for module in self._compiled_modules():
+                    compile_in_place(module, **self.get_params_for("compile"))
+                with no_donated_buffers():
+                    self._train_in_precision(X, y, sample_weight)
+        finally:
+            self._generators = None  # the fit's generators end with it
+            self._reads_user_code = False
 
     def _train_in_precision(self, X, y, sample_weight) -> None:
         self._grad_scaler = grad_scaler(
@@ -372,6 +412,30 @@ class SkorchNet(NeuralNetClassifier):
             if self._grad_scaler is not None:
                 self.loss_scale_ = float(self._grad_scaler.get_scale())
             self._grad_scaler = None
+        self._raise_if_interrupted()
+
+    def _raise_if_interrupted(self) -> None:
+        """Raise ``KeyboardInterrupt`` when skorch swallowed one that was not an early stop.
+
+        skorch's ``partial_fit`` ends the loop on a ``KeyboardInterrupt`` (Ctrl-C, or a
+        callback raising it), runs ``on_train_end`` and returns, as if the fit had run its
+        course. Once that clean-up is done, a call that ended before its ``max_epochs`` without
+        skorch's ``EarlyStopping`` having stopped it raises the interrupt again, saying how far
+        it got: a partly trained estimator is never the silent result of ``fit``. The estimator
+        holds the weights of the last step it took (``len(history)`` epochs begun).
+        """
+        done = self._epochs_ended
+        if done >= self.max_epochs or any(
+            isinstance(callback, EarlyStopping) and callback.misses_ >= callback.patience
+            for _, callback in getattr(self, "callbacks_", [])
+        ):
+            return
+        raise KeyboardInterrupt(
+            f"{type(self).__name__}'s training was interrupted: {done} of this call's "
+            f"{self.max_epochs} epochs ran to their end, and the estimator holds the weights of "
+            f"the last step it took (len(history) = {len(self.history)}). To stop early on a "
+            "criterion, use skorch's EarlyStopping callback."
+        )
 
     def check_data(self, X, y=None) -> None:
         """Nothing: the public methods validate the data with scikit-learn first."""
@@ -382,25 +446,94 @@ class SkorchNet(NeuralNetClassifier):
             if name.endswith("_") and isinstance(value, nn.Module):
                 value.train(training)
 
-    def _fit_seed(self) -> int | None:
-        """The seed every random draw of this fit derives from; None when unseeded.
+    def _fit_seed(self) -> int:
+        """The seed every random draw of this call derives from.
 
         ``seed_`` (drawn from ``random_state`` when the data's statistics were derived) while
-        ``random_state`` is set; None when it is None now, so that a ``partial_fit`` after
-        ``set_params(random_state=None)`` is unseeded in every part, as its epochs are. The
-        one rule the engine, class growth, the reservoir and generated replay all follow.
+        ``random_state`` is set; otherwise a seed drawn for the call, when first needed, from
+        numpy's global generator (as scikit-learn's ``random_state=None`` does), or the
+        interrupted call's when this call resumes it. The one rule the engine, class growth,
+        the reservoir and generated replay all follow, so that a ``partial_fit`` after
+        ``set_params(random_state=None)`` is unseeded in every part.
         """
-        return getattr(self, "seed_", None) if self.random_state is not None else None
+        if self.random_state is not None and hasattr(self, "seed_"):
+            return self.seed_
+        if self._call_seed is None:
+            self._call_seed = draw_seed(None)
+        return self._call_seed
+
+    def _generator(self, purpose: str, device=None) -> torch.Generator | None:
+        """The fit's generator for ``purpose`` now, on ``device`` (default ``device_``).
+
+        One per purpose, reseeded at each epoch from ``(seed, epoch, purpose)``
+        (:class:`~ebmclassifier._utils.generators.FitGenerators`); None outside a fit, where
+        a draw (a user's call of ``compute_loss``) takes torch's global generator.
+        """
+        generators = self._generators
+        if generators is None:
+            return None
+        return generators(purpose, self.device_ if device is None else device)
+
+    def _draws_from_global_rng(self) -> bool:
+        """Whether training draws from torch's global generator, which no seed of ours
+        reaches otherwise: a network with dropout, or an augmentation without a ``generator``
+        keyword."""
+        modules = [v for k, v in vars(self).items() if k.endswith("_") and isinstance(v, nn.Module)]
+        if any(draws_from_global_rng(module) for module in modules):
+            return True
+        return self.augmentation is not None and not takes_generator(self.augmentation)
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs) -> None:
+        """The call's generators (for its draws before the first epoch, then each epoch's),
+        and its count of the epochs it ends."""
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        self._generators = FitGenerators(self._fit_seed(), len(self.history))
+        self._call_start_epoch = len(self.history)
+        self._epochs_ended = 0
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+        """Count the call's epochs that ran to their end (before any callback's)."""
+        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
+        self._epochs_ended += 1
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
-        """Start an epoch: seed torch with ``seed_ + epoch``, every module in training mode."""
+        """Start an epoch: its generators from ``(seed, epoch)``, every module in training mode.
+
+        Where training draws from torch's global generator (:meth:`_draws_from_global_rng`),
+        that generator, forked for the call, is seeded from ``(seed, epoch)`` too.
+        """
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
-        seed = self._fit_seed()
-        if seed is not None:
-            seed_epoch(seed, len(self.history))
+        generators = self._generators or FitGenerators(self._fit_seed(), len(self.history))
+        generators.seed = self._fit_seed()  # a resumed call's, set since on_train_begin
+        generators.begin(len(self.history))
+        self._generators = generators
+        if self._draws_from_global_rng() or self._reads_user_code:  # forked by _train
+            seed_global_rng(generators.seed_for("global"), self.device_)
         # skorch sets the modes on every batch, which walks all submodules; they change only
         # between phases (training, validation, inference), so set them then.
         self._set_mode(True)
+
+    def get_iterator(self, dataset, training: bool = False):
+        """skorch's iterator; in training it shuffles with the epoch's generator.
+
+        The generator is given to an ``iterator_train`` that takes a ``generator`` argument
+        (the default :class:`~ebmclassifier._utils.data.ShuffledTensorBatchIterator`, torch's
+        ``DataLoader``), unless ``iterator_train__generator`` is set.
+        """
+        if not training or "iterator_train__generator" in vars(self):
+            return super().get_iterator(dataset, training=training)
+        try:
+            takes = "generator" in inspect.signature(self.iterator_train).parameters
+        except (TypeError, ValueError):
+            takes = False
+        generator = self._generator("shuffle", "cpu") if takes else None
+        if generator is None:
+            return super().get_iterator(dataset, training=training)
+        self.iterator_train__generator = generator
+        try:
+            return super().get_iterator(dataset, training=training)
+        finally:
+            del self.iterator_train__generator
 
     # ------------------------------------------------------------------ the step's hooks
 
@@ -503,7 +636,8 @@ class SkorchNet(NeuralNetClassifier):
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
         """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
 
-        Called by :meth:`train_step_single` only, never at inference or validation.
+        Called by :meth:`train_step_single` only, never at inference or validation. An
+        augmentation that takes a ``generator`` keyword draws from the epoch's generator.
 
         Parameters
         ----------
@@ -525,7 +659,12 @@ class SkorchNet(NeuralNetClassifier):
         >>> bool((NGEBMClassifier().augment_batch(xb) == xb).all())  # no augmentation
         True
         """
-        return X if self.augmentation is None else self.augmentation(X)
+        augmentation = self.augmentation
+        if augmentation is None:
+            return X
+        if takes_generator(augmentation):
+            return augmentation(X, generator=self._generator("augment", X.device))
+        return augmentation(X)
 
     def handle_divergence(self, loss: torch.Tensor) -> None:
         """Called when a training loss is not finite; raises :class:`DivergenceError`.

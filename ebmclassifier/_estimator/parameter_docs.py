@@ -91,15 +91,19 @@ device : str, default="auto"
     (``"cpu"``, ``"cuda:1"``).
 random_state : int, RandomState or None, default=None
     Seeds weight initialisation, shuffling and any sampling, per epoch, so that two fits
-    give identical results and a resumed fit ends where an uninterrupted one would. torch's
-    global random state is left as it was.
+    give identical results and a resumed fit ends where an uninterrupted one would. Every
+    draw comes from the fit's own generators: torch's global generator is neither read nor
+    moved, and seeded fits in threads give what each gives alone. None: each call draws its
+    seed from numpy's global generator, as scikit-learn does.
 augmentation : callable or None, default=None
     Applied to each *training* batch on the device before the loss, so the energy terms
     (the gradient norm, JEM's data term) see the augmented batch; never at predict,
     ``score_ood`` or validation time. A callable ``batch -> batch`` of the same shape,
-    dtype and device, e.g. :func:`ebmclassifier.augment.paper_augmentation`; it draws from
-    torch's random state, which a ``random_state`` seeds per epoch, so fits stay
-    reproducible. Checked once on a training batch at the start of ``fit``
+    dtype and device, e.g. :func:`ebmclassifier.augment.paper_augmentation`; one that takes a
+    ``generator`` keyword (every augmentation of :mod:`ebmclassifier.augment`) draws from the
+    fit's own generator, seeded per epoch, so fits stay reproducible (a plain callable draws
+    from torch's global generator, seeded per epoch under a lock fits share). Checked once
+    on a training batch at the start of ``fit``
     (:func:`ebmclassifier.augment.check_augmentation`).
 n_threads : None, "auto" or int, default="auto"
     torch's intra-op threads during ``fit``, ``partial_fit`` and inference, set for the call
@@ -134,7 +138,7 @@ dataset, predict_nonlinearity, use_caching, torch_load_kwargs
     ``dataset`` or ``predict_nonlinearity`` (``predict_proba`` applies the softmax);
     ``use_caching`` lets skorch's scoring callbacks reuse an epoch's predictions, and
     ``torch_load_kwargs`` is passed to ``torch.load`` by skorch's ``load_params``
-    (:func:`ebmclassifier.load` reads files without it).
+    (:func:`ebmclassifier.load` reads files without it, and never takes it from a file).
 **kwargs
     ``module__*``, ``optimizer__*``, ``criterion__*``, ``iterator_train__*``,
     ``iterator_valid__*``, ``callbacks__*`` and ``compile__*`` parameters, routed as in

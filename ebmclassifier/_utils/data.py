@@ -85,11 +85,13 @@ def _tensors_of(dataset) -> tuple[Inputs, torch.Tensor | None, torch.Tensor | No
     return dataset.X, y, indices
 
 
-def epoch_order(n: int, shuffle: bool, indices: torch.Tensor | None) -> torch.Tensor:
+def epoch_order(
+    n: int, shuffle: bool, indices: torch.Tensor | None, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """The samples of one pass in order: a fresh permutation when ``shuffle`` (drawn from
-    torch's global generator, seeded per epoch by the estimators' ``random_state``), the
-    positions ``indices`` of a ``Subset`` when given."""
-    order = torch.randperm(n) if shuffle else torch.arange(n)
+    ``generator``, the estimators' epoch generator; None: torch's global one), the positions
+    ``indices`` of a ``Subset`` when given."""
+    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     return order if indices is None else indices[order]
 
 
@@ -128,8 +130,11 @@ class TensorBatchIterator:
     dataset : skorch.dataset.Dataset or torch.utils.data.Subset of one
     batch_size : int, default=128
     shuffle : bool, default=False
-        A fresh permutation each pass (:func:`epoch_order`).
+        A fresh permutation each pass, drawn from ``generator`` (:func:`epoch_order`).
     drop_last : bool, default=False
+    generator : torch.Generator or None, default=None
+        A CPU generator for the permutations (the estimators pass the epoch's own; None
+        draws from torch's global generator), and for the seed of the workers of host data.
     **loader_kwargs
         Passed to the fallback ``DataLoader`` only (not ``sampler``, ``batch_sampler`` or
         ``collate_fn`` for host data, whose batches the library draws).
@@ -141,12 +146,14 @@ class TensorBatchIterator:
         batch_size: int = 128,
         shuffle: bool = False,
         drop_last: bool = False,
+        generator: torch.Generator | None = None,
         **loader_kwargs,
     ) -> None:
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
+        self.generator = generator
         self._tensors = _tensors_of(dataset)
         self._streamed = None if self._tensors is not None else _streamed_of(dataset)
         self._loader_kwargs = loader_kwargs
@@ -159,6 +166,7 @@ class TensorBatchIterator:
                 batch_size=batch_size,
                 shuffle=shuffle,
                 drop_last=drop_last,
+                generator=generator,
                 **loader_kwargs,
             )
 
@@ -175,7 +183,7 @@ class TensorBatchIterator:
             return
         X, y, indices = self._tensors
         n = len(self.dataset)
-        order = epoch_order(n, self.shuffle, indices)
+        order = epoch_order(n, self.shuffle, indices, self.generator)
         # One copy of the permutation to the device per pass, not one per batch.
         order = order.to(split_weights(X)[0].device)
         stop = n - n % self.batch_size if self.drop_last else n
@@ -188,19 +196,29 @@ class TensorBatchIterator:
         order the tensor path slices: the same batches as from the array it holds."""
         source, indices = self._streamed
         n = len(self.dataset)
-        order = epoch_order(n, self.shuffle, indices).numpy()
+        order = epoch_order(n, self.shuffle, indices, self.generator).numpy()
         stop = n - n % self.batch_size if self.drop_last else n
         batches = [
             order[start : start + self.batch_size] for start in range(0, stop, self.batch_size)
         ]
-        yield from batch_loader(BatchFetcher(source), batches, **self._loader_kwargs)
+        loader_kwargs = {"generator": self.generator, **self._loader_kwargs}
+        yield from batch_loader(BatchFetcher(source), batches, **loader_kwargs)
 
 
 class ShuffledTensorBatchIterator(TensorBatchIterator):
     """:class:`TensorBatchIterator` that shuffles by default (the training iterator)."""
 
-    def __init__(self, dataset, batch_size: int = 128, shuffle: bool = True, **kwargs) -> None:
-        super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)
+    def __init__(
+        self,
+        dataset,
+        batch_size: int = 128,
+        shuffle: bool = True,
+        generator: torch.Generator | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            dataset, batch_size=batch_size, shuffle=shuffle, generator=generator, **kwargs
+        )
 
 
 def class_counts(y: np.ndarray, n_classes: int, sample_weight=None) -> np.ndarray:

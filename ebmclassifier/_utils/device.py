@@ -1,17 +1,15 @@
-"""Where an estimator computes, and the random state of its training.
+"""Where an estimator computes, and the seed of its training.
 
 ``device="auto"`` is resolved in ``fit`` only (:func:`resolve_device`), so that importing,
 constructing and pickling an estimator never touch CUDA (a parent that did could not fork
 workers that use it). The resolved device is the fitted attribute ``device_``; the parameter
-keeps the value it was given. A fit with a ``random_state`` runs under :func:`seeded_rng` and
-seeds each epoch with :func:`seed_epoch`, and leaves torch's global random state as it was.
+keeps the value it was given. A fit's seed comes from :func:`draw_seed`; its generators are
+those of :mod:`~ebmclassifier._utils.generators`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from sklearn.utils import check_random_state
@@ -21,10 +19,9 @@ __all__ = [
     "device_problem",
     "draw_seed",
     "module_device",
+    "network_bytes",
     "pickled_tensor_device",
     "resolve_device",
-    "seed_epoch",
-    "seeded_rng",
 ]
 
 
@@ -124,34 +121,31 @@ def available_memory(device: torch.device) -> int | None:
     return None
 
 
+def network_bytes(module: type, kwargs: dict) -> int | None:
+    """Bytes of the parameters and buffers that ``module(**kwargs)`` would allocate.
+
+    The network is built on torch's ``"meta"`` device, which allocates nothing and draws no
+    random number; None when it cannot be built there (a network that computes on its tensors
+    while it is built).
+
+    Examples
+    --------
+    >>> network_bytes(torch.nn.Linear, {"in_features": 10**6, "out_features": 10**6})
+    4000004000000
+    """
+    try:
+        with torch.device("meta"):
+            built = module(**kwargs)
+        tensors = [*built.parameters(), *built.buffers()]
+    except Exception:  # the real build says what is wrong, if anything
+        return None
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 def draw_seed(random_state) -> int:
-    """The fit's torch seed, drawn from ``random_state`` (an int, a RandomState or None)."""
+    """The fit's seed, drawn from ``random_state`` (an int, a RandomState, or None for numpy's
+    global generator, as scikit-learn's ``check_random_state`` reads it)."""
     return int(check_random_state(random_state).randint(0, 2**31 - 1))
-
-
-@contextmanager
-def seeded_rng(seed: int | None, device: torch.device) -> Iterator[None]:
-    """Seed torch with ``seed`` and restore its random state afterwards (nothing if None).
-
-    The CPU generator and, on CUDA, that of ``device`` are forked, so that a fit with a
-    ``random_state`` leaves the caller's random state as it was, also when it raises.
-    """
-    if seed is None:
-        yield
-        return
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        yield
-
-
-def seed_epoch(seed: int, epoch: int) -> None:
-    """Seed torch for epoch ``epoch``, so that its randomness depends on (seed, epoch) alone.
-
-    A run resumed from a checkpoint (or continued by ``partial_fit``) then continues exactly
-    as the uninterrupted run would have.
-    """
-    torch.manual_seed(seed + epoch)
 
 
 def pickled_tensor_device(state: dict) -> str:

@@ -340,13 +340,13 @@ class BatchFetcher(Dataset):
 def batch_loader(fetcher: BatchFetcher, sampler, **loader_kwargs) -> DataLoader:
     """A ``DataLoader`` of the whole batches ``fetcher[idx]``, ``idx`` drawn from ``sampler``.
 
-    Its workers' seed is drawn from a generator of its own (seeded with torch's initial seed,
-    which a fit's ``random_state`` sets per epoch), not from torch's global one: a
-    ``DataLoader`` draws it at every pass, which would shift the fit's random draws (and
-    inference must leave torch's random state as it was).
+    Its workers' seed is drawn from ``loader_kwargs["generator"]`` (in training, the fit's
+    epoch generator of the batch order), else from a generator seeded 0, never from torch's
+    global one: a ``DataLoader`` draws it at every pass, which would move the caller's
+    generator, and the fit would depend on it.
     """
-    generator = torch.Generator().manual_seed(torch.initial_seed())
-    loader_kwargs = {"generator": generator, **loader_kwargs}
+    if loader_kwargs.get("generator") is None:
+        loader_kwargs = {**loader_kwargs, "generator": torch.Generator().manual_seed(0)}
     return DataLoader(fetcher, sampler=sampler, batch_size=None, **loader_kwargs)
 
 
@@ -398,6 +398,18 @@ class StreamedDataset(Dataset):
                 x, y = x[keep], y[keep]
             start = stop
             yield x, y
+
+
+def reads_user_code(X) -> bool:
+    """Whether reading ``X`` (as the user gave it, or the training input the estimators made
+    of it) runs a user's ``Dataset.__getitem__``, which may draw from torch's global generator
+    (a random transform), as no seed of ours reaches otherwise."""
+    rows = X.rows if isinstance(X, StreamedDataset) else X
+    while isinstance(rows, MaskedRows):
+        rows = rows.rows
+    if isinstance(rows, DatasetRows):
+        return True
+    return isinstance(rows, Dataset) and not isinstance(rows, TensorDataset | BatchFetcher)
 
 
 def streamed_rows(X, loader_kwargs: dict | None = None) -> StreamedRows:

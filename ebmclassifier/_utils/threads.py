@@ -28,6 +28,7 @@ from math import prod
 import torch
 from torch import nn
 
+from .generators import global_rng
 from .modes import eval_mode
 from .parameters import ParamChecker, is_int
 
@@ -61,7 +62,8 @@ def forward_macs(module: nn.Module, x: torch.Tensor) -> int:
     ``nn.Conv1d/2d/3d`` (``out.numel() * in_channels / groups * kernel size``); other layers
     (activations, pooling, attention's own products) are not counted, which on the networks
     of this library is a few percent. The forward pass runs in evaluation mode without
-    gradients, under a forked random state, and every submodule's mode is restored after it.
+    gradients, under :func:`~ebmclassifier._utils.generators.global_rng` (torch's generator
+    forked, under the library's lock), and every submodule's mode is restored after it.
 
     Parameters
     ----------
@@ -92,7 +94,7 @@ def forward_macs(module: nn.Module, x: torch.Tensor) -> int:
     layers = [m for m in module.modules() if isinstance(m, (nn.Linear, *_CONVOLUTIONS))]
     hooks = [layer.register_forward_hook(count) for layer in layers]
     try:
-        with eval_mode(module), torch.no_grad(), torch.random.fork_rng(devices=[]):
+        with eval_mode(module), torch.no_grad(), global_rng(None, x.device):
             module(x)
     finally:
         for hook in hooks:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .._utils.data import grow_class_counts
-from .._utils.device import seeded_rng
+from .._utils.generators import make_generator
 from .._utils.parameters import ParamChecker, is_int
 from .._utils.statistics import column_mean_std
 from .._utils.validation import as_numpy
@@ -131,10 +131,16 @@ class ClassIncrementalMixin:
         :func:`~ebmclassifier.losses.ngebm_loss`, :func:`~ebmclassifier.losses.jem_loss` and
         :meth:`classification_loss` pass to
         :func:`~ebmclassifier.losses.negatives_cross_entropy`, so that the whole loss is built
-        in ``losses.py`` without a call back to the estimator.
+        in ``losses.py`` without a call back to the estimator; with ``negatives=k`` the
+        epoch's generator draws them.
         """
         # resolved once per fit, with the other "auto" parameters, before training starts
-        return {"criterion": partial(criterion_mean, self.criterion_), "negatives": self.negatives_}
+        negatives = self.negatives_
+        return {
+            "criterion": partial(criterion_mean, self.criterion_),
+            "negatives": negatives,
+            "generator": None if isinstance(negatives, str) else self._generator("negatives"),
+        }
 
     # ------------------------------------------------------------------ growing the classes
 
@@ -180,9 +186,8 @@ class ClassIncrementalMixin:
                 f"{len(old)} classes: expose the layer that computes the logits as "
                 "'last_layer'."
             )
-        generator, seed = None, self._fit_seed()
-        if seed is not None:  # a new draw at every growth
-            generator = torch.Generator().manual_seed(seed * 7919 + len(self.history))
+        # a new draw at every growth
+        generator = make_generator(self._fit_seed() * 7919 + len(self.history))
         grow_output_layer(layer, old_rows, len(classes), self.optimizer_, generator)
         self.label_encoder_.classes_ = classes
         grow_class_counts(self, old_rows, len(classes))
@@ -227,10 +232,6 @@ class ClassIncrementalMixin:
         if reset:
             for name in (*RESERVOIR_ATTRIBUTES, "generated_X_", "generated_y_"):
                 self.__dict__.pop(name, None)
-        # what a state saved during this call keeps, so that a resumed call mixes it again
-        self._reservoir_before = {
-            k: getattr(self, k) for k in RESERVOIR_ATTRIBUTES if hasattr(self, k)
-        }
         counted = np.ones(len(y), dtype=bool) if weights is None else weights > 0
         per_class = counted.sum() / max(1, len(np.unique(y[counted])))
         if self.replay_per_class_:
@@ -249,19 +250,19 @@ class ClassIncrementalMixin:
             self._warn_energy_term_alone()
         return X, y, weights
 
-    def _resume_state(self) -> dict:
-        state = super()._resume_state()
-        if self._fitting:  # the interrupted call updated the reservoir when it began
-            state["reservoir_before"] = dict(getattr(self, "_reservoir_before", {}))
-        return state
+    def _call_start_names(self) -> tuple[str, ...]:
+        """The base's, and the reservoir, which a call updates from its data as it begins."""
+        return (*super()._call_start_names(), *RESERVOIR_ATTRIBUTES)
 
     def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        """Before the call resumed by ``partial_fit``: the reservoir as that call found it."""
+        """A state written before the call's start was kept generically: its reservoir."""
         super()._load_resume_state(state, in_fit=in_fit)
         if "reservoir_before" in state and not self._fitting:  # not yet mixed into the data
             for name in RESERVOIR_ATTRIBUTES:
                 self.__dict__.pop(name, None)
-            self.__dict__.update(state["reservoir_before"])
+            self.__dict__.update(
+                {k: v for k, v in state["reservoir_before"].items() if k in RESERVOIR_ATTRIBUTES}
+            )
 
     def _update_reservoir(self, X: np.ndarray, y: np.ndarray, counted: np.ndarray):
         """The samples stored before this call; the chunk's counted samples then enter."""
@@ -273,9 +274,8 @@ class ClassIncrementalMixin:
         stored_X = self.reservoir_X_.cpu().numpy()
         stored_y = self.reservoir_y_.cpu().numpy()
         seen = self.reservoir_seen_.cpu().numpy()
-        seed = self._fit_seed()
         # Seeded by the stream's position: a resumed stream draws what an uninterrupted one does
-        rng = np.random.default_rng(None if seed is None else [seed, int(seen.sum())])
+        rng = np.random.default_rng([self._fit_seed(), int(seen.sum())])
         entering = np.where(counted, y, -1)  # the samples of zero weight enter no reservoir
         kept_X, kept_y, seen = class_reservoirs(
             stored_X, stored_y, seen, X, entering, self.replay_per_class_, rng
@@ -312,19 +312,18 @@ class ClassIncrementalMixin:
         Sets ``generated_X_`` (float32) and ``generated_y_``.
         """
         labels = torch.as_tensor(np.repeat(rows, self.generated_per_class_), dtype=torch.int64)
-        seed = self._fit_seed()
-        if seed is not None:
-            seed = int(np.random.SeedSequence([seed, len(self.history), 1]).generate_state(1)[0])
-        with seeded_rng(seed, self.device_):
-            self.generated_X_ = generate_class_samples(
-                self.module_,
-                labels,
-                mean=self.input_mean_,
-                std=self.input_std_,
-                low=self.input_min_,
-                high=self.input_max_,
-                n_steps=self.generated_steps,
-            )
+        key = [self._fit_seed(), len(self.history), 1]
+        seed = int(np.random.SeedSequence(key).generate_state(1)[0])
+        self.generated_X_ = generate_class_samples(
+            self.module_,
+            labels,
+            mean=self.input_mean_,
+            std=self.input_std_,
+            low=self.input_min_,
+            high=self.input_max_,
+            n_steps=self.generated_steps,
+            generator=make_generator(seed, self.device_),
+        )
         self.generated_y_ = labels
 
     # ------------------------------------------------------------------ warnings

@@ -43,13 +43,15 @@ def generate_class_samples(
     low: Tensor,
     high: Tensor,
     n_steps: int,
+    generator: torch.Generator | None = None,
 ) -> Tensor:
     """Samples of the classes ``labels`` from the network's joint energy, by proximal SGLD.
 
     Each chain starts from ``clamp(mean + std * N(0, I), low, high)`` and runs ``n_steps``
     steps of proximal SGLD on ``E(x, y) = -f(x)[y]`` inside ``[low, high]``
     (:data:`GENERATION_SAMPLER`), the network in evaluation mode (each submodule's mode back
-    after). The draws come from torch's random state, ``CHUNK`` chains at a time.
+    after). The draws come from ``generator`` (torch's global generator without one), ``CHUNK``
+    chains at a time.
 
     Parameters
     ----------
@@ -62,6 +64,8 @@ def generate_class_samples(
     low, high : Tensor of the input's shape
         The input range, on the device.
     n_steps : int
+    generator : torch.Generator or None, default=None
+        On the device of ``mean``: the chains' starts and SGLD's noise.
 
     Returns
     -------
@@ -81,15 +85,15 @@ def generate_class_samples(
     device = mean.device
     with eval_mode(module):
         chunks = [
-            _chain(module, part.to(device), mean, std, low, high, n_steps)
+            _chain(module, part.to(device), mean, std, low, high, n_steps, generator)
             for part in labels.split(CHUNK)
         ]
     return torch.cat(chunks).float()
 
 
-def _chain(module, labels, mean, std, low, high, n_steps: int) -> Tensor:
+def _chain(module, labels, mean, std, low, high, n_steps: int, generator) -> Tensor:
     """One chunk of chains: the start, then proximal SGLD; the samples on the CPU."""
-    noise = torch.randn((len(labels), *mean.shape), device=mean.device)
+    noise = torch.randn((len(labels), *mean.shape), device=mean.device, generator=generator)
     start = torch.clamp((mean + std * noise).float(), low, high)
     samples = run_sampler(
         "proximal",
@@ -98,6 +102,7 @@ def _chain(module, labels, mean, std, low, high, n_steps: int) -> Tensor:
         n_steps=n_steps,
         low=low,
         high=high,
+        generator=generator,
         **GENERATION_SAMPLER,
     )
     return samples.cpu()

@@ -2,19 +2,51 @@
 
 The one writer of both, for ``compare`` (:mod:`~ebmclassifier.experiments.report`) and
 ``continual`` (:mod:`~ebmclassifier.experiments._continual_report`); the figures are drawn and
-saved by :mod:`ebmclassifier.plotting`.
+saved by :mod:`ebmclassifier.plotting`. A Ctrl-C while a command writes its report takes effect
+once the report is whole (:func:`interrupts_deferred`), so that the report in ``--out`` is
+always one run's: the previous one, or this one complete.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from .._utils.atomic import write_file
 
-__all__ = ["jsonable", "save_report"]
+__all__ = ["InterruptedAfterReport", "interrupts_deferred", "jsonable", "save_report"]
+
+
+class InterruptedAfterReport(KeyboardInterrupt):
+    """Ctrl-C arrived while the report was written; it was finished first."""
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold back SIGINT (Ctrl-C) for the block, then raise :class:`InterruptedAfterReport`.
+
+    In the main thread only (the one Python delivers signals to); elsewhere the block runs as
+    it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    if received:
+        raise InterruptedAfterReport(
+            "interrupted while the report was written; it was written whole first"
+        )
 
 
 def jsonable(obj):

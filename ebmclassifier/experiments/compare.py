@@ -50,6 +50,7 @@ from ._command import (
 from ._compare_options import OPTIONS
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._overview import terminal_text
+from ._report_files import interrupts_deferred
 from ._setup import (
     data_summary,
     load_setup,
@@ -406,7 +407,8 @@ def _run_command(args) -> int:
     reported = [results for results in all_results if results["runs"]]
     if not reported:
         raise CommandError(f"every fit failed, nothing to report: {_list_failures(failures)}")
-    printed = write_compare_report(reported, args.out, command=COMMAND.command_line(args))
+    with interrupts_deferred():  # Ctrl-C now: the report is written whole first
+        printed = write_compare_report(reported, args.out, command=COMMAND.command_line(args))
     print(terminal_text(reported, printed, args.out))
     if failures:
         empty = [results["data"]["name"] for results in all_results if not results["runs"]]

@@ -54,6 +54,7 @@ from ._continual_methods import (
     method_notes,
 )
 from ._continual_report import format_table, summarize_runs, write_continual_report
+from ._report_files import interrupts_deferred
 from .standardize import _standardized_digits
 
 __all__ = [
@@ -344,7 +345,8 @@ def _run_command(args, log: Callable = print) -> int:
     )
     if not runs:
         raise CommandError(f"every stream failed, nothing to report: {failed}")
-    figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))
+    with interrupts_deferred():  # Ctrl-C now: the report is written whole first
+        figures = write_continual_report(runs, args.out, command=COMMAND.command_line(args))
     summary = summarize_runs(runs)
     log(format_table(summary) + "\n")
     log("\n".join(method_notes(summary)))

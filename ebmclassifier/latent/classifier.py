@@ -253,7 +253,8 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         if component is None:
             default = getattr(self._structure(), f"default_{name}")
             component, kwargs = default, {**default_kwargs, **kwargs}
-        return self.initialized_instance(component, network_kwargs(component, kwargs, available))
+        kwargs = network_kwargs(component, kwargs, available)
+        return self._built_network(component, kwargs, f"n_latent, or the {name}__* parameters")
 
     def initialize_module(self):
         """Build ``module_`` from ``encoder`` and ``decoder``, fresh for the data's shape.
@@ -410,6 +411,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
             inner_steps=self.inner_steps,
             temperature=self.temperature,
             baseline=model.baseline,
+            generator=self._generator("latent", scores.device),  # Gumbel, score function
         )
 
     # ------------------------------------------------------------------ the latent

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor, nn
 
+from .._utils.generators import make_generator
 from .._utils.parameters import ParamChecker
 
 __all__ = [
@@ -233,6 +234,55 @@ def uniform_start(low: Tensor, high: Tensor) -> UniformStart:
     return UniformStart(low, high)
 
 
+def _principal_directions(
+    A: Tensor, q: int, generator: torch.Generator | None = None, n_iter: int = 4
+) -> tuple[Tensor, Tensor]:
+    """The top ``q`` singular values and right singular vectors of ``A`` minus its column mean.
+
+    The randomised range finder with subspace iteration of Halko, Martinsson and Tropp [1]_
+    (Algorithm 4.4, then Algorithm 5.1): with ``A_c = A - mean`` and ``Omega`` a ``(d, q)``
+    standard normal matrix drawn from ``generator``, ``Q = orth(A_c Omega)``, then ``n_iter``
+    times ``Q = orth(A_c orth(A_c^T Q))``; the SVD of the small ``B = Q^T A_c = U S V^T``
+    gives ``S`` and ``V``. As ``torch.pca_lowrank``, which draws from torch's global generator.
+
+    Parameters
+    ----------
+    A : Tensor of shape (n, d)
+    q : int
+        ``1 <= q <= min(n, d)``.
+    generator : torch.Generator or None, default=None
+        On ``A``'s device.
+    n_iter : int, default=4
+
+    Returns
+    -------
+    S : Tensor of shape (q,)
+    V : Tensor of shape (d, q)
+
+    References
+    ----------
+    .. [1] Halko, N., Martinsson, P.-G. and Tropp, J. A. "Finding structure with randomness".
+       SIAM Review 53(2), 2011.
+
+    Examples
+    --------
+    >>> import torch
+    >>> A = torch.randn(50, 6, generator=torch.Generator().manual_seed(0))
+    >>> S, V = _principal_directions(A, 6)
+    >>> exact = torch.linalg.svdvals(A - A.mean(0))
+    >>> bool(torch.allclose(S, exact, atol=1e-4)), tuple(V.shape)
+    (True, (6, 6))
+    """
+    centred = A - A.mean(0)
+    omega = torch.randn(A.shape[1], q, generator=generator, device=A.device, dtype=A.dtype)
+    Q = torch.linalg.qr(centred @ omega).Q
+    for _ in range(n_iter):
+        Q = torch.linalg.qr(centred.T @ Q).Q
+        Q = torch.linalg.qr(centred @ Q).Q
+    _, S, Vh = torch.linalg.svd(Q.T @ centred, full_matrices=False)
+    return S, Vh.T
+
+
 def informative_start(
     X: Tensor,
     y: Tensor,
@@ -245,8 +295,9 @@ def informative_start(
     """Fit the class-conditional Gaussians of JEM++'s informative start to training data.
 
     For each class c: the mean mu_c, and either per-feature variances (``"diag"``) or the top
-    ``rank`` principal directions of the class (``torch.pca_lowrank``) plus a diagonal that keeps
-    each feature's total variance equal to its empirical variance (``"lowrank"``).
+    ``rank`` principal directions of the class (:func:`_principal_directions`, with a generator
+    of its own seeded with 0) plus a diagonal that keeps each feature's total variance equal to
+    its empirical variance (``"lowrank"``).
 
     Parameters
     ----------
@@ -310,12 +361,8 @@ def informative_start(
         variances[c] = var
         q = min(rank, xc.shape[0] - 1)
         if q > 0:
-            # principal directions V and singular values S of the centred class data;
-            # pca_lowrank is randomised: a forked, fixed seed keeps the global RNG untouched.
-            devices = [flat.device] if flat.is_cuda else []
-            with torch.random.fork_rng(devices=devices):
-                torch.manual_seed(0)
-                _, s, v = torch.pca_lowrank(xc, q=q, center=True, niter=4)
+            # principal directions V and singular values S of the centred class data
+            s, v = _principal_directions(xc, q, make_generator(0, flat.device))
             w = v * (s / math.sqrt(xc.shape[0]))
             factors[c, :, :q] = w
             # keep each feature's marginal variance: residual = total - low-rank part

@@ -15,6 +15,7 @@ from skorch.dataset import Dataset, ValidSplit
 
 from ebmclassifier import DivergenceError, NGEBMClassifier
 from ebmclassifier._estimator.base import EBMClassifierBase
+from ebmclassifier._utils.generators import FitGenerators
 
 FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
 
@@ -157,13 +158,25 @@ def test_check_data_leaves_validation_to_fit(small_blobs):
         clf.fit(X, y[:5])
 
 
-def test_on_epoch_begin_seeds_torch_with_the_epoch(fitted):
-    with torch.random.fork_rng():
-        fitted.on_epoch_begin(fitted)  # as skorch does before epoch 3
-        drawn = torch.rand(2)
+def test_on_epoch_begin_seeds_the_fits_own_generators_never_torchs(fitted):
+    before = torch.get_rng_state()
+    fitted.on_epoch_begin(fitted)  # as skorch does before epoch 3
+    try:
+        assert len(fitted.history) == 3 and torch.equal(torch.get_rng_state(), before)
+        # the batch order keeps the stream torch.manual_seed(seed_ + epoch) gave it before
+        order = torch.randperm(10, generator=fitted._generator("shuffle", "cpu"))
         torch.manual_seed(fitted.seed_ + 3)
-        assert len(fitted.history) == 3 and torch.equal(torch.rand(2), drawn)
-    fitted.history = fitted.history[:-1]
+        assert torch.equal(order, torch.randperm(10))
+        # each purpose a stream of its own, from (seed_, epoch, purpose) alone
+        seeds = {p: fitted._generator(p).initial_seed() for p in ("sampler", "augment")}
+        again = FitGenerators(fitted.seed_, 0)
+        again.begin(3)
+        assert seeds == {p: again(p, "cpu").initial_seed() for p in seeds}
+        assert len(set(seeds.values()) | {fitted.seed_ + 3}) == 3
+    finally:
+        fitted.history = fitted.history[:-1]
+        fitted._generators = None
+        torch.set_rng_state(before)
 
 
 def test_initialize_module_builds_the_network_for_the_data(fitted):

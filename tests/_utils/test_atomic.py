@@ -2,13 +2,18 @@
 
 A write that fails half-way (a file that raises, a sync or a rename that fails, a full disk, a
 killed process) leaves the old file loading to the same predictions, and no temporary file
-beside it (but for a killed process, which cannot clean up).
+beside it (but for a killed process, which cannot clean up). The rename is made durable by
+syncing the folder. Only a regular file is replaced (not a FIFO, a device, a folder or a socket),
+keeping its owner and mode; a link another user planted in ``/tmp`` is not followed; errors name
+the caller's path (issue #41).
 """
 
 import ast
 import errno
 import os
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import textwrap
@@ -190,6 +195,149 @@ def test_write_file_and_finish_figure_replace_whole_or_not_at_all(tmp_path, monk
     with pytest.raises(ValueError, match="mode must be 'wb' or 'w'"):
         with atomic_write(path, "a"):
             pass
+
+
+# ---------------------------------------------------------------- what is replaced (issue #41)
+
+needs_root = pytest.mark.skipif(
+    sys.platform != "linux" or os.geteuid() != 0, reason="needs Linux and root"
+)
+
+
+def _make(path: Path, kind: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "device":  # the null device's numbers, as the issue's /dev/null
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    else:
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(path))
+
+
+@pytest.mark.parametrize(
+    "kind, what",
+    [
+        ("fifo", "a named pipe"),
+        ("folder", "a folder"),
+        ("socket", "a socket"),
+        pytest.param("device", "a character device", marks=needs_root),
+    ],
+)
+def test_a_save_writes_only_over_a_regular_file(two_models, tmp_path, kind, what):
+    # as root, save over a FIFO or a device node replaced it by a regular file
+    X, old, _ = two_models
+    path = tmp_path / "model.ebm"
+    _make(path, kind)
+    before = os.lstat(path)
+    with pytest.raises(ValueError, match=f"'{path}' is {what}.*: the library writes only over"):
+        old.save(path)
+    after = os.lstat(path)
+    assert (after.st_ino, stat.S_IFMT(after.st_mode)) == (
+        before.st_ino,
+        stat.S_IFMT(before.st_mode),
+    )
+    _only(tmp_path, "model.ebm")
+
+
+def test_a_fifo_put_in_the_files_place_while_writing_is_not_replaced(tmp_path):
+    # checked again just before the rename
+    path = tmp_path / "report.md"
+    path.write_text("old")
+    with pytest.raises(ValueError, match="is a named pipe"):
+        with atomic_write(path, "w") as file:
+            file.write("new")
+            path.unlink()
+            os.mkfifo(path)
+    assert stat.S_ISFIFO(os.lstat(path).st_mode)
+    _only(tmp_path, "report.md")
+
+
+@needs_root
+@pytest.mark.parametrize("mode", [0o640, 0o2750])
+def test_a_save_over_another_users_file_keeps_its_owner_and_mode(two_models, tmp_path, mode):
+    # it became root's, mode kept, and its owner (without write access to root's file) was
+    # locked out; the set-group-ID bit survives the change of owner
+    X, old, new = two_models
+    path = tmp_path / "model.ebm"
+    old.save(path)
+    os.chown(path, 1000, 1000)
+    os.chmod(path, mode)
+    new.save(path)
+    status = os.stat(path)
+    assert (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (1000, 1000, mode)
+    np.testing.assert_array_equal(load(path).predict_proba(X), new.predict_proba(X))
+    _only(tmp_path, "model.ebm")
+
+
+@needs_root
+def test_a_link_another_user_planted_in_a_shared_folder_is_not_followed(two_models, tmp_path):
+    # the path is resolved by atomic_write, not by open(), so the kernel's protected_symlinks
+    # did not apply: root saving to /tmp/model.ebm replaced whatever the link pointed at
+    X, old, _ = two_models
+    shared, victim = tmp_path / "shared", tmp_path / "victim.ebm"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim.write_bytes(b"precious")
+    link = shared / "model.ebm"
+    link.symlink_to(victim)
+    os.lchown(link, 1000, 1000)
+    with pytest.raises(ValueError, match=r"symbolic link .* user 1000 owns in a folder that any"):
+        old.save(link)
+    assert victim.read_bytes() == b"precious"
+    os.lchown(link, 0, 0)  # the writer's own link is followed, as any link elsewhere
+    old.save(link)
+    assert link.is_symlink()
+    np.testing.assert_array_equal(load(victim).predict_proba(X), old.predict_proba(X))
+
+
+def test_an_error_names_the_path_given_not_the_temporary_file(two_models, tmp_path, monkeypatch):
+    # a save into a missing folder named the hidden .model.ebm.<hex>.tmp
+    _, old, _ = two_models
+    path = tmp_path / "missing" / "model.ebm"
+    with pytest.raises(FileNotFoundError) as info:
+        old.save(path)
+    assert info.value.filename == str(path) and ".tmp" not in str(info.value)
+
+    def refuse(source, target):
+        raise OSError(errno.EACCES, "Permission denied", source, None, target)
+
+    monkeypatch.setattr(_atomic.os, "replace", refuse)
+    with pytest.raises(PermissionError) as info:
+        old.save(tmp_path / "model.ebm")
+    assert info.value.filename == str(tmp_path / "model.ebm") and ".tmp" not in str(info.value)
+    _only(tmp_path)
+
+
+def test_the_folder_is_synced_after_the_rename(tmp_path, monkeypatch):
+    # the promise of the module: a power cut after the save keeps the new file
+    events, real_open, real_fsync, real_replace = [], os.open, os.fsync, os.replace
+
+    def opening(path, flags, *args, **kwargs):
+        descriptor = real_open(path, flags, *args, **kwargs)
+        events.append(("open", os.fspath(path), descriptor))
+        return descriptor
+
+    def syncing(descriptor):
+        events.append(("fsync", descriptor))
+        return real_fsync(descriptor)
+
+    def replacing(source, target):
+        events.append(("replace", os.fspath(target)))
+        return real_replace(source, target)
+
+    for name, fake in [("open", opening), ("fsync", syncing), ("replace", replacing)]:
+        monkeypatch.setattr(_atomic.os, name, fake)
+    write_file(tmp_path / "report.md", "new")
+    renamed = events.index(("replace", str(tmp_path / "report.md")))
+    opened = [
+        (i, event[2])
+        for i, event in enumerate(events)
+        if event[0] == "open" and event[1] == str(tmp_path) and i > renamed
+    ]
+    assert opened, events
+    assert any(events[j] == ("fsync", opened[0][1]) for j in range(opened[0][0] + 1, len(events)))
 
 
 # ---------------------------------------------------------------- a real full disk
