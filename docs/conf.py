@@ -59,8 +59,18 @@ numpydoc_validation_checks: set[str] = set()
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
-# --- Links to other projects' docs: off by default so that the build needs no network
-intersphinx_mapping: dict = {}
+# --- Links to other projects' docs, built offline: each project's inventory is a small file in
+# _inventories/ listing the targets these docs reference (make_inventories.py writes them), so
+# intersphinx fetches nothing and the links lead to the projects' real pages
+sys.path.insert(0, str(Path(__file__).parent / "_inventories"))
+from make_inventories import HERE as _INVENTORIES  # noqa: E402
+from make_inventories import INVENTORIES  # noqa: E402
+
+intersphinx_mapping = {
+    project: (base, str(_INVENTORIES / f"{project}.inv"))
+    for project, (base, _, _) in INVENTORIES.items()
+}
+intersphinx_cache_limit = -1  # never refetch: there is nothing to fetch
 
 
 def _figure_scraper(block, block_vars, gallery_conf):

@@ -160,6 +160,12 @@ class DataParallelMixin:
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         problems = self._data_parallel_problems()
+        if not isinstance(X, np.ndarray):
+            problems.append(
+                "Data-parallel training takes the data as an array (every process checks that "
+                "it holds the same one); input read in chunks (a Dataset, a memmap, uint8 "
+                "images) is not supported yet."
+            )
         if self.random_state is None or isinstance(self.random_state, np.random.RandomState):
             problems.append(
                 f"Data-parallel training needs an int random_state, so that every process draws "
@@ -327,14 +333,17 @@ class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
 
     Parameters
     ----------
-    module, beta, gamma, energy_var_weight, grad_norm, fd_step, class_incremental, negatives, \
-replay_per_class, generated_per_class, generated_steps, ood_method, criterion, optimizer, lr, \
-max_epochs, batch_size, train_split, callbacks, warm_start, class_weight, device, random_state, \
-augmentation, n_threads, precision, verbose, iterator_train, iterator_valid, compile, dataset, \
-predict_nonlinearity, use_caching, torch_load_kwargs, **kwargs
-        As for :class:`~ebmclassifier.NGEBMClassifier`, with two constraints:
-        ``random_state`` must be an int (every process draws the same batches) and
-        ``energy_var_weight`` must be 0 (a batch variance is not a mean of per-sample terms).
+    module, beta, gamma, energy_var_weight, grad_norm, fd_step, penalty_every, \
+penalty_fraction, class_incremental, negatives, replay_per_class, generated_per_class, \
+generated_steps, ood_method, criterion, optimizer, lr, max_epochs, batch_size, train_split, \
+early_stopping, validation_fraction, n_iter_no_change, tol, callbacks, warm_start, \
+class_weight, device, random_state, augmentation, n_threads, precision, verbose, \
+iterator_train, iterator_valid, compile, dataset, predict_nonlinearity, use_caching, \
+torch_load_kwargs, **kwargs
+        As for :class:`~ebmclassifier.NGEBMClassifier`, with three constraints:
+        ``random_state`` must be an int (every process draws the same batches),
+        ``energy_var_weight`` must be 0 (a batch variance is not a mean of per-sample terms)
+        and ``penalty_fraction`` must be 1 (each shard's first rows are not the batch's).
 
     Examples
     --------

@@ -22,10 +22,13 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 from torch import nn
+
+from ._utils.parameters import ParamChecker
 
 __all__ = [
     "OOD_METHODS",
@@ -35,6 +38,7 @@ __all__ = [
     "joint_energy",
     "nonsmooth_activations",
     "ood_score",
+    "penalty_rows",
 ]
 
 #: The names of the out-of-distribution scores, the same for every estimator.
@@ -89,10 +93,59 @@ def joint_energy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return -logits.gather(1, y[:, None]).squeeze(1)
 
 
+def penalty_rows(n: int, penalty_fraction: float = 1.0) -> int:
+    """How many rows of a batch of ``n`` carry NG-EBM's penalty: ``ceil(penalty_fraction * n)``.
+
+    The gradient-norm penalty of ``NGEBMClassifier(penalty_fraction=f)`` is the mean over the
+    first ``m = ceil(f n)`` rows of each training batch (at least one), an estimate of the mean
+    over the batch at about ``m / n`` of its cost: the ``rows`` of :func:`energy_grad_norm`
+    and :func:`energy_grad_norm_finite_difference`. The batches are shuffled, so the first
+    rows are a uniform random subset of the batch, and no random number is drawn for it.
+    ``f n`` is rounded to 9 decimals first, so that ``0.1 * 30`` (3.0000000000000004 in
+    floating point) gives 3 rows.
+
+    Parameters
+    ----------
+    n : int
+        The rows of the batch.
+    penalty_fraction : float in (0, 1], default=1.0
+
+    Returns
+    -------
+    int
+        ``m``, from 1 to ``n`` (``n`` for ``penalty_fraction=1``; 0 for an empty batch).
+
+    Examples
+    --------
+    >>> penalty_rows(64, 0.25), penalty_rows(30, 0.1), penalty_rows(5, 0.5), penalty_rows(64)
+    (16, 3, 3, 64)
+    >>> penalty_rows(3, 0.01)  # at least one row
+    1
+    """
+    check = ParamChecker.of({"penalty_fraction": penalty_fraction})
+    check.real("penalty_fraction", 0.0, 1.0, low_open=True)
+    check.raise_if_any()
+    if penalty_fraction == 1:
+        return n
+    return min(n, max(1, math.ceil(round(penalty_fraction * n, 9))))
+
+
 def _input_gradient(
-    module: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, create_graph: bool
+    module: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    create_graph: bool,
+    rows: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Return ``(x_leaf, dE/dx, E, logits)`` for a batch; the graph of E is kept."""
+    """Return ``(x_leaf, dE/dx, E, logits)`` for a batch; the graph of E is kept.
+
+    With ``rows < len(x)``, ``x_leaf`` and ``dE/dx`` are of the first ``rows`` samples only; the
+    others go through a forward pass of their own, without the input's gradient, so that no
+    backward pass through the input touches them. ``E`` and ``logits`` are of every sample.
+    """
+    if rows is not None and rows < len(x):
+        x_leaf, grad, energies, logits = _input_gradient(module, x[:rows], create_graph)
+        rest = module(x[rows:])
+        return x_leaf, grad, torch.cat([energies, energy(rest)]), torch.cat([logits, rest])
     x = x.detach().requires_grad_(True)
     logits = module(x)
     energies = energy(logits)
@@ -102,7 +155,10 @@ def _input_gradient(
 
 
 def energy_grad_norm(
-    module: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, create_graph: bool = False
+    module: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    create_graph: bool = False,
+    rows: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-sample norm of the energy's input gradient, ``||dE/dx (x_i)||_2``, by double backprop.
 
@@ -119,10 +175,16 @@ def energy_grad_norm(
     create_graph : bool, default=False
         Keep the graph of the gradient so that the norms can be differentiated with respect to
         the module's parameters (training). ``False`` for scoring.
+    rows : int or None, default=None
+        The norms of the first ``rows`` samples only (NG-EBM's penalty estimated on part of
+        the batch, ``NGEBMClassifier(penalty_fraction=...)``): the other samples go through a
+        forward pass of their own, without the input's gradient, so the input's backward
+        pass and the double backward cost ``rows / n`` of the whole batch's. ``None`` (or
+        ``rows >= n``): every sample, in one forward pass.
 
     Returns
     -------
-    norms : Tensor of shape (n,)
+    norms : Tensor of shape (n,), or (rows,) with ``rows < n``
     energies : Tensor of shape (n,)
     logits : Tensor of shape (n, n_classes)
 
@@ -136,13 +198,16 @@ def energy_grad_norm(
     >>> norms  # E = -log(2 e^{x_0}) so dE/dx = (-1, 0, 0)
     tensor([1.])
     """
-    _, grad, energies, logits = _input_gradient(module, x, create_graph)
+    _, grad, energies, logits = _input_gradient(module, x, create_graph, rows)
     norms = torch.linalg.vector_norm(grad.flatten(1), dim=1)
     return norms, energies, logits
 
 
 def energy_grad_norm_finite_difference(
-    module: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, step: float
+    module: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    step: float,
+    rows: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradient norms whose parameter gradient comes from a finite difference, not double backprop.
 
@@ -171,10 +236,13 @@ def energy_grad_norm_finite_difference(
     step : float
         The step ``h``, in input units (the estimator scales it to the data; see
         ``NGEBMClassifier(fd_step=...)``).
+    rows : int or None, default=None
+        The norms of the first ``rows`` samples only, as in :func:`energy_grad_norm`: the
+        input gradient and the shifted forward pass are of those samples alone.
 
     Returns
     -------
-    norms : Tensor of shape (n,)
+    norms : Tensor of shape (n,), or (rows,) with ``rows < n``
         ``||dE/dx||`` whose gradient with respect to the parameters is the finite difference.
     energies : Tensor of shape (n,)
     logits : Tensor of shape (n, n_classes)
@@ -196,13 +264,19 @@ def energy_grad_norm_finite_difference(
     >>> torch.allclose(g_fd, g_exact, atol=1e-3)
     True
     """
-    x_leaf, grad, energies, logits = _input_gradient(module, x, create_graph=False)
+    if step is None:
+        raise ValueError(
+            "The finite difference (grad_norm='finite_difference') needs the step h; see "
+            "ebmclassifier.losses.fd_step_size."
+        )
+    x_leaf, grad, energies, logits = _input_gradient(module, x, create_graph=False, rows=rows)
     flat = grad.flatten(1)
     norms = torch.linalg.vector_norm(flat, dim=1)
     # A zero gradient has no direction; any unit vector gives a zero-length difference there.
     direction = (flat / norms.clamp_min(torch.finfo(flat.dtype).tiny).unsqueeze(1)).view_as(grad)
     energies_shifted = energy(module(x_leaf.detach() + step * direction))
-    difference = (energies_shifted - energies) / step
+    head = energies if len(x_leaf) == len(energies) else energies[: len(x_leaf)]
+    difference = (energies_shifted - head) / step
     # Value of the exact norm, derivative of the finite difference.
     return norms + (difference - difference.detach()), energies, logits
 

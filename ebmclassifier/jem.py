@@ -18,12 +18,19 @@ from ._utils.device import available_memory
 from ._utils.docstrings import fill_docstring
 from ._utils.modes import eval_mode
 from ._utils.parameters import ParamChecker
+from ._utils.streamed import CHUNK_ELEMENTS, StreamedDataset
 from ._utils.threads import threads_for
 from ._utils.validation import check_known_labels
 from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy, joint_energy
 from .losses import jem_loss
-from .sampling import GaussianStart, ReplayBuffer, UniformStart, informative_start
+from .sampling import (
+    GaussianStart,
+    ReplayBuffer,
+    UniformStart,
+    informative_start,
+    informative_start_in_chunks,
+)
 from .sampling.langevin import SAMPLERS, run_sampler
 
 __all__ = ["JEMClassifier"]
@@ -220,9 +227,21 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         check.choice("on_divergence", ("recover", "raise"))
         check.real("max_energy", 0.0, low_open=True)
 
-    def _prepare_fit(self, X: np.ndarray) -> None:
+    def _prepare_fit(self, X) -> None:
         super()._prepare_fit(X)
         self._check_buffer_memory()
+        informative = self.buffer_init == "informative"
+        if (
+            informative
+            and self.informative_covariance == "lowrank"
+            and not isinstance(X, np.ndarray)
+        ):
+            raise ValueError(
+                "JEMClassifier(informative_covariance='lowrank') fits principal directions to "
+                "the whole training set at once, which input read in chunks (a Dataset, a "
+                "memmap, uint8 images) does not allow: use informative_covariance='diag' (the "
+                "default) or buffer_init='uniform', or pass a float32 array."
+            )
 
     def _check_buffer_memory(self) -> None:
         """Refuse a replay buffer larger than half the memory available on ``device_``.
@@ -275,21 +294,35 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         if self.buffer_init == "informative" and not isinstance(
             self.replay_buffer_.start, GaussianStart
         ):
-            X, weights = split_weights(X)
-            if weights:
-                positive = weights["sample_weight"] > 0
-                X, y = X[positive], y[positive]
-            start = informative_start(
-                X,
-                y,
-                len(self.classes_),
-                covariance=self.informative_covariance,
-                rank=self.informative_rank,
-            )
+            start = self._informative_start(X, y)
             self.replay_buffer_ = ReplayBuffer(start, self.buffer_size).to(self.device_)
         self._start_rollback()
         # the diagonal of the input box of the divergence check, fixed for the fit: read once
         self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
+
+    def _informative_start(self, X, y: torch.Tensor) -> GaussianStart:
+        """JEM++'s start fitted to the training set ``X`` (skorch's: a tensor, with weights
+        a dict) and its labels, from the samples of positive weight.
+
+        A float32 tensor gives :func:`~ebmclassifier.sampling.informative_start`; data kept
+        in their own dtype (``uint8`` images on the device, a memmap or a ``Dataset`` read on
+        the host) give :func:`~ebmclassifier.sampling.informative_start_in_chunks`, without a
+        float32 copy.
+        """
+        X, weights = split_weights(X)
+        n_classes = len(self.classes_)
+        if isinstance(X, StreamedDataset):
+            return informative_start_in_chunks(X.labelled_chunks(), n_classes)
+        if weights:
+            positive = weights["sample_weight"] > 0
+            X, y = X[positive], y[positive]
+        if X.dtype != torch.float32:
+            rows = max(1, CHUNK_ELEMENTS // max(1, X[0].numel()))
+            chunks = ((X[i : i + rows], y[i : i + rows]) for i in range(0, len(X), rows))
+            return informative_start_in_chunks(chunks, n_classes)
+        return informative_start(
+            X, y, n_classes, covariance=self.informative_covariance, rank=self.informative_rank
+        )
 
     def _rollback_objects(self) -> dict:
         """What a roll-back restores together: the network, the optimizer and the buffer."""
@@ -434,8 +467,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         ----------
         n : int
             Number of samples.
-        y : array-like of shape (n,), optional
-            Class labels (as in ``classes_``) to sample for.
+        y : label or array-like of shape (n,), optional
+            Class labels (as in ``classes_``) to sample for: one per sample, or one label for
+            every sample (``sample(4, y=3)``).
         n_steps : int, optional
             Langevin steps; defaults to ``5 * sgld_steps`` (at least 20).
 
@@ -456,6 +490,8 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         ((6, 4), dtype('float32'))
         >>> bool(((x >= X.min(axis=0) - 1e-4) & (x <= X.max(axis=0) + 1e-4)).all())
         True
+        >>> clf.sample(4, y=2, n_steps=10).shape  # one label for every sample
+        (4, 4)
         >>> clf.sample(2, y=[0, 7])
         Traceback (most recent call last):
         ...

@@ -31,8 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._utils.statistics import sum_of_squares
-from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference
+from ._utils.statistics import column_sum, sum_of_squares
+from .energy import energy, energy_grad_norm, energy_grad_norm_finite_difference, penalty_rows
 
 __all__ = [
     "criterion_mean",
@@ -348,8 +348,10 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
 
     Parameters
     ----------
-    X : array-like or Tensor of shape (n, ...)
-        The training inputs (every feature of a sample counts, whatever its shape).
+    X : array-like or Tensor of shape (n, ...), or chunked input
+        The training inputs (every feature of a sample counts, whatever its shape); input
+        read in chunks (a memmap, ``uint8`` images: see :mod:`ebmclassifier._utils.statistics`)
+        gives the step of its float32 values, without a copy.
     fd_step : float, default=0.01
         The step relative to the data's scale (``NGEBMClassifier(fd_step=...)``).
 
@@ -369,10 +371,11 @@ def fd_step_size(X, fd_step: float = 0.01) -> float:
     """
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X)
+    elif not hasattr(X, "chunks"):  # chunked input (a memmap, uint8 images) is read as it is
+        X = np.asarray(X)
     # float64 sums: the step must not depend on the order of a float32 reduction. numpy's
     # X.var(axis=0, dtype=float64) computes the same sums, but over a float64 copy of X.
-    mean = X.sum(axis=0, dtype=np.float64) / len(X)
+    mean = column_sum(X, np.float64) / len(X)
     squares = sum_of_squares(X, mean)
     scale = float(np.sqrt((squares / len(X)).sum()))
     return fd_step * (scale if scale > 0 else 1.0)
@@ -392,6 +395,7 @@ def ngebm_loss(
     criterion: Criterion = cross_entropy,
     negatives: str | int = "all",
     sample_weight: torch.Tensor | None = None,
+    penalty_fraction: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The NG-EBM loss of one batch ([1]_, the Approximate Mass of [2]_ as the penalty).
 
@@ -440,6 +444,8 @@ def ngebm_loss(
         (:func:`negatives_cross_entropy`); the energy terms are over every class.
     sample_weight : Tensor of shape (n,) or None, default=None
         Non-negative weights of the samples (see the module's notes on sample weights).
+    penalty_fraction : float in (0, 1], default=1.0
+        The gradient-norm term over the rows :func:`~ebmclassifier.energy.penalty_rows` keeps.
 
     Returns
     -------
@@ -477,23 +483,19 @@ def ngebm_loss(
     if grad_norm not in GRAD_NORMS:
         raise ValueError(f"grad_norm must be one of {GRAD_NORMS!r}. Got {grad_norm!r} instead.")
     gamma = 1.0 - beta if gamma is None else gamma
-    if beta == 0:
-        # Plain cross-entropy: no input gradient, no double backward.
-        logits = module(x)
-        loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
-        if energy_var_weight:
-            variance = _weighted_variance(energy(logits), sample_weight)
-            loss = loss + energy_var_weight * variance
-        return loss, logits
-    if grad_norm == "exact":
-        norms, energies, logits = energy_grad_norm(module, x, create_graph=create_graph)
-    else:
-        if step is None:
-            raise ValueError("grad_norm='finite_difference' needs the step h; see fd_step_size.")
-        norms, energies, logits = energy_grad_norm_finite_difference(module, x, step)
+    rows = penalty_rows(len(x), penalty_fraction)
+    if beta == 0:  # plain cross-entropy: no input gradient, no double backward
+        norms, energies, logits = None, None, module(x)
+    elif grad_norm == "exact":
+        norms, energies, logits = energy_grad_norm(module, x, create_graph, rows)
+    else:  # it refuses step=None
+        norms, energies, logits = energy_grad_norm_finite_difference(module, x, step, rows)
     loss = gamma * negatives_cross_entropy(logits, y, negatives, sample_weight, criterion)
-    loss = loss + beta * weighted_mean(norms, sample_weight)
+    if norms is not None:  # the weighted mean over the rows whose norms were taken
+        counted = None if sample_weight is None else sample_weight[: len(norms)]
+        loss = loss + beta * weighted_mean(norms, counted)
     if energy_var_weight:
+        energies = energy(logits) if energies is None else energies
         loss = loss + energy_var_weight * _weighted_variance(energies, sample_weight)
     return loss, logits
 

@@ -12,8 +12,10 @@ features. A user's own module can offer the same two names to be used with them.
 
 Any network, the defaults or the user's: :func:`network_kwargs` gives a network class the data's
 sizes (``n_features``, ``n_classes``, ``input_shape``) its ``__init__`` takes,
-:func:`check_module_kwargs` refuses routed ``module__*`` parameters it does not take, and
-:func:`check_module_output` runs it once on one training sample before training.
+:func:`check_module_kwargs` refuses routed ``module__*`` parameters it does not take,
+:func:`check_module_output` runs it once on one training sample before training, and
+:func:`check_batch_norm` warns when a user's network has batch-norm that an energy term trains
+through (:func:`batch_norm_layers` finds it).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from torch import nn
 
 from ._utils.modes import eval_mode
 from ._utils.parameters import InvalidParameterError, ParamChecker
+from ._utils.warn import warn_user
 
 __all__ = ["MLP", "ConvNet", "LabelConditionedMLP", "WideResNet", "wide_resnet_blocks_per_group"]
 
@@ -547,4 +550,77 @@ def check_module_output(estimator, x: torch.Tensor) -> None:
             f"{what} returned {got} for one training sample; it must return logits of shape "
             f"(1, n_classes) = (1, {n_classes}), one per class of y "
             f"({estimator.classes_.tolist()!r})."
+        )
+
+
+#: The layers that normalise over the samples of a batch: every class of torch's batch-norm.
+BATCH_NORM_LAYERS = (
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.LazyBatchNorm1d,
+    nn.LazyBatchNorm2d,
+    nn.LazyBatchNorm3d,
+    nn.SyncBatchNorm,
+)
+
+
+def batch_norm_layers(module: nn.Module) -> list[str]:
+    """The batch-norm layers of ``module`` (:data:`BATCH_NORM_LAYERS`), each class named once.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    list of str
+        Their class names, in the order met.
+
+    Examples
+    --------
+    >>> batch_norm_layers(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.SiLU()))
+    ['BatchNorm1d']
+    >>> batch_norm_layers(MLP(4, 3)), batch_norm_layers(nn.GroupNorm(2, 8))
+    ([], [])
+    """
+    found = []
+    for layer in module.modules():
+        if isinstance(layer, BATCH_NORM_LAYERS) and type(layer).__name__ not in found:
+            found.append(type(layer).__name__)
+    return found
+
+
+def check_batch_norm(estimator) -> None:
+    """Warn at ``fit`` when a user's network has batch-norm and the loss has an energy term.
+
+    Batch-norm in training mode normalises each sample by its batch's statistics, so
+    ``E(x_i)`` depends on the other samples: the input gradient ``dE/dx_i`` that NG-EBM
+    penalises and JEM's Langevin sampler follows is no longer the sample's own, and scoring
+    (eval mode, running statistics) sees another energy than training did. The library's own
+    networks are left alone (``WideResNet(batch_norm=True)`` is asked for by name), and so is
+    training without an energy term (``NGEBMClassifier(beta=0)``, ``JEMClassifier(px_weight=0)``,
+    the latent classifier), where batch-norm is ordinary.
+
+    Parameters
+    ----------
+    estimator : EBMClassifierBase
+        With ``module_``.
+    """
+    module = estimator.module_
+    has_energy_term = getattr(estimator, "_has_energy_term", None)
+    if type(module).__module__.split(".")[0] == "ebmclassifier" or not (
+        has_energy_term and has_energy_term()
+    ):
+        return
+    found = batch_norm_layers(module)
+    if found:
+        warn_user(
+            f"The network of {type(estimator).__name__} ({type(module).__name__}, from the "
+            f"'module' parameter) has batch-norm ({', '.join(found)}), which couples the "
+            "samples of a training batch: each sample's energy then depends on the others, so "
+            "the per-sample input gradient dE/dx that the energy term trains on is not the "
+            "sample's own, and scoring (eval mode, running statistics) sees another energy "
+            "than training. Use a per-sample normalisation instead (torch.nn.GroupNorm, "
+            "torch.nn.LayerNorm) or none, as the library's networks do."
         )

@@ -410,14 +410,21 @@ def plot_accuracy_vs_epsilon(
 
 
 def plot_risk_coverage(
-    y_true, predictions: dict, *, classes=None, title: str | None = None, path=None
+    y_true,
+    predictions: dict,
+    *,
+    classes=None,
+    title: str | None = None,
+    min_coverage: float = 0.1,
+    path=None,
 ) -> Figure:
     """Risk-coverage curves of several models or confidence measures, AURC in the legend.
 
     Each curve is :func:`~ebmclassifier.metrics.risk_coverage_curve`: the error rate of the
     samples a selective classifier accepts against the share it accepts, from the most
     confident sample (left) to all of them (right, the plain error rate). Lower is better;
-    the legend gives each curve's :func:`~ebmclassifier.metrics.aurc`.
+    the legend gives each curve's :func:`~ebmclassifier.metrics.aurc` with as many decimals as
+    it takes to tell the curves apart (and two significant digits of the smallest).
 
     Parameters
     ----------
@@ -430,6 +437,11 @@ def plot_risk_coverage(
     classes : array-like of shape (n_classes,), default=None
         The label of each probability column (``estimator.classes_``).
     title : str or None, default=None
+    min_coverage : float in [0, 1), default=0.1
+        The y-axis spans every curve's risks at coverages of at least this share. Below it
+        (shaded) a curve rests on a few samples, one error among the first five answered is a
+        risk of 0.2, and one curve's spike there would flatten all the others against the
+        axis; such a spike leaves the top edge (drawn, not dropped). 0 spans every point.
     path : str, path-like or None, default=None
         Where to save the PNG.
 
@@ -447,26 +459,68 @@ def plot_risk_coverage(
     ['softmax (AURC 0.208)', 'other (AURC 0.333)']
     """
     check_named_dict(predictions, "predictions", "{name: y_proba} or {name: (y_pred, confidence)}")
-    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
-    ax = fig.add_subplot()
+    if not 0 <= min_coverage < 1:
+        raise ValueError(f"min_coverage must be in [0, 1). Got {min_coverage!r}.")
+    curves, areas = {}, {}
     for name, prediction in predictions.items():
         y_pred, confidence = prediction if isinstance(prediction, tuple) else (prediction, None)
-        coverage, risk, _ = risk_coverage_curve(y_true, y_pred, confidence, classes=classes)
-        area = aurc(y_true, y_pred, confidence, classes=classes)
+        curves[name] = risk_coverage_curve(y_true, y_pred, confidence, classes=classes)[:2]
+        areas[name] = aurc(y_true, y_pred, confidence, classes=classes)
+    decimals = _distinct_decimals(list(areas.values()))
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    for name, (coverage, risk) in curves.items():
         # the model's marker at ten places along the curve, so it is told apart in grey print
         ax.plot(
             coverage,
             risk,
             markevery=max(1, len(coverage) // 10),
-            label=f"{name} (AURC {area:.3f})",
+            label=f"{name} (AURC {areas[name]:.{decimals}f})",
             **model_style(name),
+        )
+    _risk_axes(ax, curves.values(), min_coverage)
+    return finish_figure(fig, path, ax, title)
+
+
+def _risk_axes(ax, curves, min_coverage: float) -> None:
+    """Axes of :func:`plot_risk_coverage`: y up to the highest risk at ``min_coverage`` or more,
+    the few-sample left end shaded."""
+    top = max(float(risk[coverage >= min_coverage].max()) for coverage, risk in curves)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, top * 1.08 if top > 0 else 0.01)
+    if min_coverage > 0:
+        ax.axvspan(0, min_coverage, color="0.92", zorder=0)
+        ax.text(
+            min_coverage / 2,
+            0.98,
+            f"under {min_coverage:.0%}:\nfew samples",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize="x-small",
+            color="0.35",
         )
     ax.set_xlabel("coverage (share of samples answered)")
     ax.set_ylabel("selective risk (error rate of the answered)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    return finish_figure(fig, path, ax, title)
+
+
+def _distinct_decimals(values, least: int = 3, most: int = 8) -> int:
+    """The fewest decimals, at least ``least``, at which the values that differ read differently
+    and the smallest non-zero one shows two significant digits (at most ``most``).
+
+    Examples
+    --------
+    >>> _distinct_decimals([0.208, 0.333]), _distinct_decimals([0.0017, 0.0008, 0.0097])
+    (3, 5)
+    """
+    values = [float(v) for v in values]
+    nonzero = [abs(v) for v in values if v != 0]
+    for decimals in range(least, most):
+        distinct = len({f"{v:.{decimals}f}" for v in values}) == len(set(values))
+        if distinct and (not nonzero or min(nonzero) >= 10 ** (1 - decimals)):
+            return decimals
+    return most
 
 
 def plot_task_curves(

@@ -543,7 +543,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     metadata = {
         "format": CONSTRAINT_FORMAT,
         "format_version": FORMAT_VERSION,
-        "params": {name: getattr(adapted, name) for name in adapted._saved_params},
+        "params": {name: _plain(getattr(adapted, name)) for name in adapted._saved_params},
         "priors": _pairs(adapted.priors),
         "train_priors": _pairs(adapted.train_priors),
         "frozen": frozen,
@@ -572,11 +572,12 @@ def _load_constraint(metadata: dict, base_file: bytes, params: dict):
     if metadata["frozen"]:
         base = FrozenEstimator(base)
     cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
+    # a file written before a parameter existed gets what it meant (cls._saved_param_defaults)
     adapted = cls(
         base,
         priors=_unpairs(metadata["priors"]),
         train_priors=_unpairs(metadata["train_priors"]),
-        **metadata["params"],
+        **{**cls._saved_param_defaults, **metadata["params"]},
     )
     adapted._check_params()
     adapted.classes_ = np.asarray(metadata["classes"])

@@ -121,6 +121,21 @@ def test_class_conditional_samples_are_classified_as_asked(fitted):
         fitted.sample(0)
 
 
+def test_one_label_samples_every_chain_of_that_class(fitted):
+    # the issue: sample(4, y=3) failed ("y must have shape (4,)")
+    label = fitted.classes_[1]
+    with torch.random.fork_rng():
+        one = fitted.sample(4, y=label, n_steps=3)
+    with torch.random.fork_rng():
+        each = fitted.sample(4, y=[label] * 4, n_steps=3)
+    assert one.shape == (4, 4)
+    np.testing.assert_array_equal(one, each)  # the same chains as the label written out
+    with pytest.raises(ValueError, match=r"one label or an array of shape \(4,\)"):
+        fitted.sample(4, y=[label, label])
+    with pytest.raises(ValueError, match=r"labels \[7\] that are not in classes_"):
+        fitted.sample(4, y=7)
+
+
 def test_class_conditional_chains_start_at_the_class_gaussians_not_in_the_buffer(
     fitted, monkeypatch
 ):

@@ -110,3 +110,72 @@ def test_state_dict_keys_are_unchanged():
     keys = list(WideResNet((3, 8, 8), 4, depth=10, widen_factor=1).state_dict())
     assert keys[:2] == ["features.0.weight", "features.0.bias"]
     assert keys[-2:] == ["head.4.weight", "head.4.bias"]
+
+
+# ---------------------------------------------------------------- batch-norm in a user's network
+
+
+class _BatchNormNet(nn.Module):
+    """A user's MLP with batch-norm, as the issue's user wrote it."""
+
+    def __init__(self, n_features, n_classes):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(n_features, 16), nn.BatchNorm1d(16), nn.SiLU(), nn.Linear(16, n_classes)
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _batch_norm_warnings(clf, X, y):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+    return [str(w.message) for w in caught if "batch-norm" in str(w.message)]
+
+
+def test_a_users_batch_norm_warns_at_fit_with_the_reason_and_the_fix():
+    # the issue: the docstring says not to use batch-norm, and a network with it trained
+    # silently
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(64, 4)).astype(np.float32), np.arange(64) % 3
+    (message,) = _batch_norm_warnings(
+        NGEBMClassifier(module=_BatchNormNet, max_epochs=1, random_state=0), X, y
+    )
+    assert message.startswith(
+        "The network of NGEBMClassifier (_BatchNormNet, from the 'module' parameter) has "
+        "batch-norm (BatchNorm1d), which couples the samples of a training batch"
+    )
+    assert "dE/dx" in message and "torch.nn.GroupNorm, torch.nn.LayerNorm" in message
+    # without an energy term batch-norm is ordinary cross-entropy training: no warning
+    quiet = NGEBMClassifier(module=_BatchNormNet, beta=0.0, max_epochs=1, random_state=0)
+    assert _batch_norm_warnings(quiet, X, y) == []
+    assert _batch_norm_warnings(NGEBMClassifier(max_epochs=1, random_state=0), X, y) == []
+
+
+def test_every_kind_of_batch_norm_is_found_and_the_librarys_own_nets_pass():
+    from types import SimpleNamespace
+
+    from ebmclassifier.nn import batch_norm_layers, check_batch_norm
+
+    layers = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.SyncBatchNorm(4), nn.LazyBatchNorm2d(),
+        nn.BatchNorm3d(4), nn.GroupNorm(2, 4), nn.LayerNorm(4), nn.InstanceNorm2d(4),
+    )  # fmt: skip
+    assert batch_norm_layers(layers) == [
+        "BatchNorm2d", "SyncBatchNorm", "LazyBatchNorm2d", "BatchNorm3d"
+    ]  # fmt: skip
+    energy = SimpleNamespace(_has_energy_term=lambda: True)
+    with pytest.warns(UserWarning, match=r"has batch-norm \(BatchNorm2d, SyncBatchNorm"):
+        check_batch_norm(SimpleNamespace(module_=layers, **vars(energy)))
+    # WideResNet(batch_norm=True), the original WRN, is asked for by name: no warning
+    wrn = WideResNet((1, 8, 8), 3, depth=10, widen_factor=1, batch_norm=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_batch_norm(SimpleNamespace(module_=wrn, **vars(energy)))
+        check_batch_norm(SimpleNamespace(module_=layers))  # no energy term (latent classifier)

@@ -66,9 +66,11 @@ def test_a_pipeline_prints_the_estimator_as_scikit_learn_does():
 
 @pytest.mark.parametrize("cls", [NGEBMClassifier, JEMClassifier, LatentStructureClassifier])
 def test_the_signature_names_every_parameter_with_its_default(cls):
-    # scikit-learn reads the defaults from the signature (the repr inside a Pipeline, the
-    # notebook diagram); help() and the API reference show it
-    signature = inspect.signature(cls)
+    # scikit-learn reads the defaults from __init__'s signature (the repr inside a Pipeline,
+    # the notebook diagram)
+    signature = inspect.signature(cls.__init__)
+    assert list(signature.parameters)[0] == "self"
+    signature = signature.replace(parameters=list(signature.parameters.values())[1:])
     named = [name for name, p in signature.parameters.items() if p.kind is not p.VAR_KEYWORD]
     params = cls().get_params(deep=False)
     assert sorted(named) == sorted(params)
@@ -76,3 +78,39 @@ def test_the_signature_names_every_parameter_with_its_default(cls):
         default = signature.parameters[name].default
         assert params[name] is default or params[name] == default, name
     assert list(signature.parameters)[-1] == "kwargs"  # module__* and the other routed ones
+
+
+@pytest.mark.parametrize("cls", [NGEBMClassifier, JEMClassifier, LatentStructureClassifier])
+def test_help_opens_on_a_short_signature_of_the_classs_own_parameters(cls):
+    # the issue: help(NGEBMClassifier) opened on ~1,100 characters of every engine parameter
+    # (iterator_train=<class 'ebmclassifier._utils.data.ShuffledTensorBatchIterator'>, ...)
+    # and then raw LaTeX
+    import pydoc
+
+    short = inspect.signature(cls)
+    own = inspect.signature(cls.__init__).parameters
+    shown = [name for name, p in short.parameters.items() if p.kind is not p.VAR_KEYWORD]
+    assert set(shown) < set(own) and list(short.parameters)[-1] == "kwargs"
+    assert {"lr", "max_epochs", "random_state"} <= set(shown)
+    assert not {"iterator_train", "criterion", "dataset", "use_caching"} & set(shown)
+    for name in shown:  # the defaults are the real ones
+        assert repr(short.parameters[name].default) == repr(own[name].default), name
+    text = str(short)
+    assert len(text) < 550 and "<class" not in text and "_utils" not in text
+    page = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+    first_screen = "\n".join(page.splitlines()[:24])
+    assert ".. math::" not in first_screen and "\\" not in first_screen
+    assert "Parameters" in page  # every parameter still listed, below
+
+
+def test_a_class_default_is_shown_by_its_name():
+    from ebmclassifier._estimator.repr import short_signature
+
+    class Net(NGEBMClassifier):
+        def __init__(self, module=None, *, head=torch.nn.Linear, **kwargs):
+            super().__init__(module, **kwargs)
+            self.head = head
+
+    assert "head=Linear" in str(inspect.signature(Net))
+    assert inspect.signature(Net.__init__).parameters["head"].default is torch.nn.Linear
+    assert str(short_signature(Net)) == str(inspect.signature(Net))

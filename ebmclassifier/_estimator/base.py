@@ -31,6 +31,14 @@ from .._utils.device import device_problem, draw_seed, resolve_device, seeded_rn
 from .._utils.docstrings import fill_docstring
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
 from .._utils.precision import PRECISIONS, precision_problem
+from .._utils.statistics import column_min_max
+from .._utils.streamed import (
+    first_rows,
+    is_streamed,
+    rows_where,
+    tensors_of_dataset,
+    training_input,
+)
 from .._utils.threads import check_n_threads, threads_for
 from .._utils.validation import (
     check_partial_fit_classes,
@@ -39,11 +47,20 @@ from .._utils.validation import (
     check_training_params,
     check_warm_start_classes,
     check_X,
+    dataset_labels,
 )
 from ..augment import check_augmentation
 from ..energy import OOD_METHODS
-from ..nn import MLP, ConvNet, check_module_kwargs, check_module_output, network_kwargs
+from ..nn import (
+    MLP,
+    ConvNet,
+    check_batch_norm,
+    check_module_kwargs,
+    check_module_output,
+    network_kwargs,
+)
 from ..saving import SavedEstimatorMixin
+from .early_stopping import EarlyStoppingMixin
 from .inference import InferenceMixin, OODDecisionMixin
 from .net import SkorchNet
 from .parameter_docs import PARAMETER_DOCS
@@ -72,6 +89,7 @@ class EBMClassifierBase(
     OODDecisionMixin,
     SavedEstimatorMixin,
     ResumableMixin,
+    EarlyStoppingMixin,
     SkorchNet,
 ):
     """Shared base of the energy-based classifiers (not to be used directly).
@@ -103,6 +121,9 @@ class EBMClassifierBase(
         "ood_method_",
         "class_count_",
         "class_prior_",
+        "n_iter_",
+        "best_epoch_",
+        "best_validation_loss_",
     )
 
     def __init__(
@@ -115,6 +136,10 @@ class EBMClassifierBase(
         max_epochs: int = 50,
         batch_size: int = 64,
         train_split=None,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        n_iter_no_change: int = 10,
+        tol: float = 1e-4,
         callbacks=None,
         iterator_train=ShuffledTensorBatchIterator,
         iterator_valid=TensorBatchIterator,
@@ -143,6 +168,10 @@ class EBMClassifierBase(
             verbose=verbose,
             **kwargs,
         )
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.random_state = random_state
         self.ood_method = ood_method
         self.augmentation = augmentation
@@ -174,6 +203,7 @@ class EBMClassifierBase(
             "None or a callable mapping a training batch to a batch of the same shape",
         )
         check_training_params(check, self)
+        self._check_early_stopping_params(check)
         problem = device_problem(self.device)
         expected = f"'auto', 'cpu' or a device this machine has ({problem})"
         check.satisfies("device", problem is None, expected)
@@ -214,8 +244,23 @@ class EBMClassifierBase(
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         return check_X(self, X, reset=reset)
 
+    def _accepts_streamed_input(self) -> bool:
+        """Whether ``fit`` and inference read a ``Dataset``, a memmap or ``uint8`` images in
+        batches (see :mod:`~ebmclassifier._utils.streamed`), keeping their dtype until the
+        batch; an estimator whose input is not float samples (token ids) says False."""
+        return True
+
+    def _validate_input(self, X):
+        """Inference input: an array as :meth:`_validate_X` makes it, or
+        :class:`~ebmclassifier._utils.streamed.StreamedRows` read batch by batch."""
+        X = tensors_of_dataset(X, None)[0]
+        if self._accepts_streamed_input() and is_streamed(X):
+            return check_X(self, X, reset=False, stream=True)
+        return self._validate_X(X, reset=False)
+
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
-        return check_training_data(self, X, y, reset=reset, classes=classes)
+        stream = self._accepts_streamed_input()
+        return check_training_data(self, X, y, reset=reset, classes=classes, stream=stream)
 
     @property
     def classes_(self) -> np.ndarray:
@@ -251,6 +296,39 @@ class EBMClassifierBase(
         check_is_fitted(self)
         return float(self.input_min_.min()), float(self.input_max_.max())
 
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """The mean accuracy on ``(X, y)``, as scikit-learn's classifiers define it.
+
+        Parameters
+        ----------
+        X : array-like, or a torch Dataset
+        y : array-like of shape (n_samples,) or None, default=None
+            The true labels; None when ``X`` is a dataset that yields ``(sample, label)``.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import torch
+        >>> from torch.utils.data import TensorDataset
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0)
+        >>> data = TensorDataset(torch.tensor(X, dtype=torch.float32), torch.tensor(y))
+        >>> clf.fit(data).score(data) == clf.score(X, y)
+        True
+        """
+        if y is None:
+            y = dataset_labels(self, X)
+            if y is None:
+                raise ValueError(
+                    f"{type(self).__name__}.score needs y: pass the true labels, or a dataset "
+                    "that yields (sample, label) pairs."
+                )
+        return super().score(X, y, sample_weight)
+
     def __sklearn_is_fitted__(self) -> bool:
         return bool(getattr(self, "initialized_", False)) and hasattr(self, "label_encoder_")
 
@@ -265,10 +343,7 @@ class EBMClassifierBase(
     def initialize_module(self):
         """Build ``module_``, a fresh network for the data's shape and classes."""
         if not hasattr(self, "input_shape_"):
-            raise RuntimeError(
-                f"{type(self).__name__} builds its network from the data; call fit(X, y) "
-                "instead of initialize()."
-            )
+            raise RuntimeError(self._no_network_yet("initialize()"))
         kwargs = self.get_params_for("module")
         module = self.module
         if module is None:  # ConvNet for (C, L) / (C, H, W) samples, else an MLP
@@ -292,7 +367,7 @@ class EBMClassifierBase(
 
     # ------------------------------------------------------------------ training
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Initialize the network and train it on ``(X, y)``.
 
         With ``max_epochs=0`` the network is built for the data and left untrained, ready
@@ -308,9 +383,16 @@ class EBMClassifierBase(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or (n_samples, C, L) / (n_samples, C, H, W)
-            numpy, pandas or torch; cast to float32.
-        y : array-like of shape (n_samples,)
-            Class labels of any hashable type.
+            numpy, pandas or torch, cast to float32; or, as skorch takes it, a map-style
+            ``torch.utils.data.Dataset`` of samples or of ``(sample, label)`` pairs (a
+            ``TensorDataset`` is its tensors). A dataset, a ``numpy.memmap`` and an array of
+            a dtype narrower than float32 (``uint8`` images) keep their dtype until the
+            batch: they are checked and their statistics taken chunk by chunk, and a memmap
+            or a dataset is read batch by batch (``iterator_train__num_workers``), so data
+            larger than memory train. See :doc:`/user_guide/data`.
+        y : array-like of shape (n_samples,) or None, default=None
+            Class labels of any hashable type. None for a dataset that yields labels; when
+            both are given they must agree.
         sample_weight : array-like of shape (n_samples,), number or None, default=None
             Non-negative weights of the samples, multiplied by ``class_weight``. Every
             per-sample term of the loss becomes a weighted mean over its batch,
@@ -345,13 +427,15 @@ class EBMClassifierBase(
         warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
         return self._fit(X, y, sample_weight, mode="warm_start" if warm else "fit")
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """Train for ``max_epochs`` more epochs, keeping the current weights and optimizer.
 
         Parameters
         ----------
-        X : array-like
-        y : array-like of shape (n_samples,)
+        X : array-like or torch Dataset
+            As in :meth:`fit`.
+        y : array-like of shape (n_samples,) or None, default=None
+            As in :meth:`fit`.
         classes : array-like or None, default=None
             All classes, needed on the first call when ``y`` does not contain each of them.
             A later call may repeat them, in any order; other classes are a ``ValueError``.
@@ -413,8 +497,9 @@ class EBMClassifierBase(
             self._check_params()
             self._check_platform()
             incremental, old_rows = False, None
-            if not new_network:
-                incremental, old_rows = self._accept_new_classes(y, classes)
+            if not new_network:  # labels of a dataset given with y=None read first
+                labels = dataset_labels(self, X) if y is None else y
+                incremental, old_rows = self._accept_new_classes(labels, classes)
             if mode == "partial" and not incremental:
                 check_partial_fit_classes(self, classes)
             X, y = self._validate_training_data(X, y, reset=new_network, classes=classes)
@@ -428,21 +513,28 @@ class EBMClassifierBase(
                 X = self._input_of_weighted_rows(X, positive)
             if derive:
                 # Data statistics (input range, fd step, ...) of the samples that count; a
-                # copy of their rows only when some samples do not.
-                self._prepare_fit(X if positive is None or positive.all() else X[positive])
+                # copy of their rows only when some samples do not (none of chunked input).
+                self._prepare_fit(
+                    X if positive is None or positive.all() else rows_where(X, positive)
+                )
             record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
+            held_out = self._held_out(mode, y)
             with seeded_rng(self._fit_seed(), self.device_):
                 if new_network:
                     self.initialize()
-                    check_module_output(self, torch.tensor(X[:1], device=self.device_))
-                # one copy on the device (the user's array may be read-only); batches slice it
-                X_t = torch.tensor(X, device=self.device_)
+                    check_module_output(self, first_rows(X, 1, self.device_))
+                    check_batch_norm(self)
+                X_t, weights = training_input(X, y, weights, self.device_)
                 if self.augmentation is not None:
-                    check_augmentation(self.augmentation, X_t[:8])
+                    check_augmentation(self.augmentation, first_rows(X, 8, self.device_))
                 training = True  # from here on, a failure is the training's
                 self._forget_ood_threshold()  # calibrated on the scores training changes
-                with threads_for(self.n_threads, self.module_, X_t, self.batch_size):
+                first = first_rows(X, 1, self.device_)
+                with (
+                    threads_for(self.n_threads, self.module_, first, self.batch_size, len(y)),
+                    self._early_stopping(held_out),
+                ):
                     self._train(
                         X_t,
                         torch.tensor(y, dtype=torch.long, device=self.device_),
@@ -495,12 +587,14 @@ class EBMClassifierBase(
         """
         return X
 
-    def _prepare_fit(self, X: np.ndarray) -> None:
-        """Derive what the training needs from the validated data."""
+    def _prepare_fit(self, X) -> None:
+        """Derive what the training needs from the validated data (an array, or
+        :class:`~ebmclassifier._utils.streamed.StreamedRows` read in chunks)."""
         self.device_ = resolve_device(self.device)
         if self.random_state is not None:
             self.seed_ = draw_seed(self.random_state)
         else:  # no seed of an earlier, seeded fit outlives a refit with random_state=None
             self.__dict__.pop("seed_", None)
-        self.input_min_ = torch.as_tensor(X.min(axis=0), device=self.device_)
-        self.input_max_ = torch.as_tensor(X.max(axis=0), device=self.device_)
+        low, high = column_min_max(X)
+        self.input_min_ = torch.as_tensor(low, device=self.device_)
+        self.input_max_ = torch.as_tensor(high, device=self.device_)

@@ -13,18 +13,27 @@ outlier detectors use the same idea with ``contamination``: ``offset_`` of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
+from skorch.dataset import Dataset as SkorchDataset
+from torch.utils.data import Subset
 
+from .._utils.streamed import StreamedDataset, StreamedRows, first_rows
 from .._utils.threads import threads_for
 from ..energy import OOD_METHODS, energy, ood_score
 from ..metrics import threshold_at_tpr
 
-__all__ = ["InferenceMixin", "OODDecisionMixin", "map_batches"]
+__all__ = [
+    "InferenceMixin",
+    "OODDecisionMixin",
+    "collect_batches",
+    "is_training_set",
+    "map_batches",
+]
 
 
 def map_batches(
@@ -33,19 +42,41 @@ def map_batches(
     """``fn`` over the rows of ``X`` (n >= 1) in batches of ``batch_size`` on ``device``.
 
     Each batch is copied to a tensor (the caller's array may be read-only and is never
-    written); the results go into one array for the whole output, filled batch by batch:
-    small per-batch tensors kept to the end pin the heap between the batches' temporaries,
-    which then cannot be reused (peak about 4x a float32 input; ``bench``'s memory section).
+    written); the results go into one array for the whole output (:func:`collect_batches`).
     Gradient mode is the caller's: ``fn`` may need gradients (``approx_mass``).
     """
-    out = None
-    for start in range(0, len(X), batch_size):
-        xb = torch.tensor(X[start : start + batch_size], device=device)
+    batches = (
+        torch.tensor(X[start : start + batch_size], device=device)
+        for start in range(0, len(X), batch_size)
+    )
+    return collect_batches(batches, fn, len(X))
+
+
+def collect_batches(
+    batches: Iterable[torch.Tensor], fn: Callable[[torch.Tensor], torch.Tensor], n: int
+) -> np.ndarray:
+    """``fn`` of each batch, in order, into one array of ``n`` rows filled batch by batch.
+
+    Small per-batch tensors kept to the end pin the heap between the batches' temporaries,
+    which then cannot be reused (peak about 4x a float32 input; ``bench``'s memory section).
+    """
+    out, start = None, 0
+    for xb in batches:
         result = fn(xb).detach().cpu().numpy()
         if out is None:
-            out = np.empty((len(X), *result.shape[1:]), dtype=result.dtype)
+            out = np.empty((n, *result.shape[1:]), dtype=result.dtype)
         out[start : start + len(result)] = result
+        start += len(result)
     return out
+
+
+def is_training_set(X) -> bool:
+    """Whether ``X`` is a dataset that the training loop built (skorch's, or the library's
+    :class:`~ebmclassifier._utils.streamed.StreamedDataset`, or a ``Subset`` of one), which
+    skorch's scoring callbacks pass to ``predict``; a user's dataset is not."""
+    if isinstance(X, Subset):
+        X = X.dataset
+    return isinstance(X, SkorchDataset | StreamedDataset)
 
 
 class InferenceMixin:
@@ -60,17 +91,31 @@ class InferenceMixin:
         size = self.get_params_for("iterator_valid").get("batch_size", self.batch_size)
         return n if size == -1 else size
 
+    def _validate_input(self, X):
+        """``X`` validated for inference: ``_validate_X(X, reset=False)`` here; the estimators
+        also return input read in batches (a ``Dataset``, a memmap, ``uint8`` images) as
+        :class:`~ebmclassifier._utils.streamed.StreamedRows`."""
+        return self._validate_X(X, reset=False)
+
     def _map_batches(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
-        """Validate ``X`` and apply ``fn`` batch by batch, so memory stays flat."""
+        """Validate ``X`` and apply ``fn`` batch by batch, so memory stays flat.
+
+        Input read in batches keeps its dtype until each batch is converted
+        (``_as_network_input``); a ``Dataset`` is read with the ``iterator_valid__*``
+        ``DataLoader`` settings (``num_workers``).
+        """
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._validate_input(X)
         self._set_mode(False)
         size = max(1, self._inference_batch_size(len(X)))
         # the network's cost per batch from the first sample alone (no copy of X)
-        first = torch.tensor(X[:1], device=self.device_)
+        first = first_rows(X, 1, self.device_)
         n_threads = getattr(self, "n_threads", None)  # a composition of estimators has none
         with threads_for(n_threads, self.module_, first, size, n_samples=len(X)):
-            return map_batches(X, fn, size, self.device_)
+            if not isinstance(X, StreamedRows):
+                return map_batches(X, fn, size, self.device_)
+            batches = (self._as_network_input(xb) for xb in X.batches(size))
+            return collect_batches(batches, fn, len(X))
 
     def _network(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """The map from a batch to logits, differentiable with respect to the batch (for
@@ -86,9 +131,10 @@ class InferenceMixin:
         return self._map_batches(X, lambda xb: fn(network, xb))
 
     def _map_logits(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
-        """``fn(logits)`` batch by batch; also for the skorch ``Dataset`` that skorch's
-        scoring callbacks pass, through ``forward`` (which they cache)."""
-        if isinstance(X, torch.utils.data.Dataset):
+        """``fn(logits)`` batch by batch; also for the training loop's datasets that skorch's
+        scoring callbacks pass (:func:`is_training_set`), through ``forward`` (which they
+        cache)."""
+        if is_training_set(X):
             return fn(self.forward(X)).numpy()
 
         def logits_fn(network, xb: torch.Tensor) -> torch.Tensor:

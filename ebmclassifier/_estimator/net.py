@@ -79,10 +79,12 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from skorch import NeuralNetClassifier
+from skorch.callbacks import EpochScoring
 from skorch.dataset import unpack_data
-from skorch.utils import to_tensor
+from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
 from .._utils.compile import compile_in_place, no_donated_buffers
@@ -94,6 +96,29 @@ from ..losses import criterion_mean
 from .progress import with_progress
 
 __all__ = ["SkorchNet"]
+
+#: Parameter prefixes that only configure how data are read: nothing to re-initialize.
+_LOADER_PREFIXES = ("iterator_train", "iterator_valid", "dataset")
+
+
+def _valid_accuracy(net, X, y) -> float:
+    """The accuracy of ``net`` on a held-out split, for skorch's ``valid_acc`` score.
+
+    skorch's ``EpochScoring("accuracy")`` compares ``net.predict(X)`` (the labels, ``"cat"``)
+    with the batches' encoded labels (``0``): it failed on string labels and scored other
+    labels than ``0 .. n_classes - 1`` wrong. The encoded labels are decoded first.
+
+    Parameters
+    ----------
+    net : SkorchNet
+    X : the validation dataset
+    y : encoded labels of ``X`` (an array or tensor)
+
+    Returns
+    -------
+    float
+    """
+    return float(np.mean(net.classes_[to_numpy(y)] == net.predict(X)))
 
 
 class SkorchNet(NeuralNetClassifier):
@@ -132,7 +157,9 @@ class SkorchNet(NeuralNetClassifier):
 
     def get_default_callbacks(self) -> list:
         """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
-        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
+        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation
+        accuracy, ``valid_acc``, compares the predicted labels with the held-out labels
+        (:func:`_valid_accuracy`), whatever the labels are.
 
         Returns
         -------
@@ -144,7 +171,13 @@ class SkorchNet(NeuralNetClassifier):
         >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
         ['print_log', 'progress_bar']
         """
-        return with_progress(super().get_default_callbacks())
+        callbacks = [
+            (name, EpochScoring(_valid_accuracy, name=name, lower_is_better=False))
+            if name == "valid_acc"
+            else (name, callback)
+            for name, callback in super().get_default_callbacks()
+        ]
+        return with_progress(callbacks)
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping
@@ -176,17 +209,50 @@ class SkorchNet(NeuralNetClassifier):
     def set_params(self, **params):
         """skorch's ``set_params``; a re-initialized module goes to ``device_``.
 
-        A new ``device`` takes effect at the next fit, as ``device="auto"`` is resolved there.
+        A new ``device`` takes effect at the next fit, as ``device="auto"`` is resolved there;
+        ``iterator_train__*``, ``iterator_valid__*`` and ``dataset__*`` at the next call that
+        reads data (skorch 1.4 refuses them on a fitted net).
         """
         if "device" in params:
             super().set_params(device=params.pop("device"))
+        # skorch 1.4 sets iterator_*__ and dataset__ parameters, then raises "Something went
+        # wrong" on an initialized net (none of them needs re-initializing): set them here
+        loader = [key for key in params if key.split("__", 1)[0] in _LOADER_PREFIXES]
+        vars(self).update({key: params.pop(key) for key in loader if "__" in key})
         with self._device_shown_to_skorch():
             return super().set_params(**params)
 
     def load_params(self, *args, **kwargs):
-        """skorch's ``load_params``, mapping the loaded tensors to ``device_``."""
+        """skorch's ``load_params``, mapping the loaded tensors to ``device_``; before the
+        network exists, an error naming the two routes that build it (:meth:`_no_network_yet`)."""
+        if not getattr(self, "initialized_", False):
+            from skorch.exceptions import NotInitializedError
+
+            raise NotInitializedError(self._no_network_yet("load_params"))
         with self._device_shown_to_skorch():
             return super().load_params(*args, **kwargs)
+
+    def _no_network_yet(self, call: str) -> str:
+        """Why ``call`` (``"initialize()"``, ``"load_params"``) cannot run before ``fit``, and
+        the documented routes: ``ebmclassifier.load`` of a file written by ``save``, or
+        ``fit`` with ``max_epochs=0`` then skorch's ``load_params``.
+
+        Parameters
+        ----------
+        call : str
+
+        Returns
+        -------
+        str
+        """
+        return (
+            f"{type(self).__name__} builds its network from the data (the sample shape and "
+            f"the classes of y), so {call} has no network to work on before fit. To restore "
+            "a saved estimator, read the file its save(path) wrote with "
+            "ebmclassifier.load(path); to load skorch's save_params files, first "
+            "fit(X, y) with max_epochs=0 on data of the same shape and classes (it builds the "
+            "network untrained), then call load_params (the saving guide shows both)."
+        )
 
     def __setstate__(self, state) -> None:
         # skorch maps the tensors to ``state["device"]``; give it the one the estimator was
@@ -201,7 +267,26 @@ class SkorchNet(NeuralNetClassifier):
     def infer(self, x, **fit_params):
         """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
         x, _ = split_weights(x)
-        return self._in_precision(self.module_)(to_tensor(x, device=self.device_), **fit_params)
+        x = self._as_network_input(to_tensor(x, device=self.device_))
+        return self._in_precision(self.module_)(x, **fit_params)
+
+    def _as_network_input(self, x: torch.Tensor) -> torch.Tensor:
+        """A batch as the network takes it: on ``device_``, float32.
+
+        Input kept in its own dtype until the batch (``uint8`` images, a memmap's rows, a
+        ``Dataset``'s samples) is converted here, one batch at a time; a float32 batch already
+        on the device is returned as it is.
+        """
+        return x.to(device=self.device_, dtype=torch.float32, non_blocking=True)
+
+    def _on_device(self, X: torch.Tensor, y, weights: dict) -> tuple:
+        """A training or validation batch ``(X, y, weights)`` on ``device_``, ``X`` as the
+        network takes it (:meth:`_as_network_input`); batches sliced from tensors on the device
+        are left as they are."""
+        if y is not None:
+            y = y.to(self.device_, non_blocking=True)
+        weights = {k: w.to(self.device_, non_blocking=True) for k, w in weights.items()}
+        return self._as_network_input(X), y, weights
 
     # ------------------------------------------------------------------ precision, compilation
 
@@ -500,6 +585,7 @@ class SkorchNet(NeuralNetClassifier):
             self._set_mode(True)
         Xi, yi = unpack_data(batch)
         Xi, weights = split_weights(Xi)
+        Xi, yi, weights = self._on_device(Xi, yi, weights)
         Xi = self.augment_batch(Xi)
         with self._autocast():
             loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
@@ -569,6 +655,7 @@ class SkorchNet(NeuralNetClassifier):
             self._set_mode(False)
         Xi, yi = unpack_data(batch)
         Xi, weights = split_weights(Xi)
+        Xi, yi, weights = self._on_device(Xi, yi, weights)
         # The energy terms need input gradients, also when validating.
         with torch.enable_grad(), self._autocast():
             loss, logits = self.compute_loss(Xi, yi, training=False, **weights)

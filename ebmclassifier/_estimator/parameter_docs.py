@@ -17,15 +17,19 @@ module : torch.nn.Module class or instance, or None, default=None
     ``n_features``, ``n_classes`` and ``input_shape`` when its ``__init__`` takes them and
     they are not given. An instance is used as it is, unless ``module__*`` parameters are
     given: then it is rebuilt from its class, as skorch does, with these parameters and the
-    data's sizes only (not its own other arguments). Do not use batch-norm: it couples the
-    samples of a batch and breaks the per-sample energy gradients.""",
+    data's sizes only (not its own other arguments). Do not use batch-norm
+    (:class:`torch.nn.BatchNorm1d`, ``BatchNorm2d``, :class:`torch.nn.SyncBatchNorm`, ...)
+    with an energy term: it couples the samples of a batch and breaks the per-sample energy
+    gradients, and ``fit`` warns; a per-sample normalisation (``GroupNorm``, ``LayerNorm``)
+    is fine. Any :class:`torch.nn.Module` returning logits works.""",
     "criterion": """\
 criterion : torch loss class, default=torch.nn.CrossEntropyLoss
-    The classification term, applied to logits and integer labels; ``criterion__*``
-    parameters are routed to it.""",
+    The classification term (:class:`torch.nn.CrossEntropyLoss`), applied to logits and
+    integer labels; ``criterion__*`` parameters are routed to it.""",
     "training": """\
 optimizer : torch optimizer class, default=torch.optim.Adam
-    ``optimizer__*`` parameters are routed to it (``optimizer__weight_decay=1e-4``).
+    :class:`torch.optim.Adam` by default; ``optimizer__*`` parameters are routed to it
+    (``optimizer__weight_decay=1e-4``).
 lr : float in (0, 1e30], default=1e-3
     The optimizer's learning rate.
 max_epochs : int, default=50
@@ -34,12 +38,33 @@ batch_size : int, default=64
     The samples of a training batch (-1: all of them). Also the batch size of inference
     unless ``iterator_valid__batch_size`` is set.
 train_split : callable or None, default=None
-    As in skorch (e.g. ``skorch.dataset.ValidSplit(0.1)``); ``None`` trains on all data, as
-    scikit-learn's estimators do. The validation loss is the training objective on the
-    held-out samples (:class:`~ebmclassifier.jem.JEMClassifier`'s: its cross-entropy alone).
+    As in skorch (e.g. ``ValidSplit(0.1)``, :class:`skorch.dataset.ValidSplit`); ``None``
+    trains on all data, as scikit-learn's estimators do. The validation loss is the training
+    objective on the held-out samples (:class:`~ebmclassifier.jem.JEMClassifier`'s: its
+    cross-entropy alone).
+early_stopping : bool, default=False
+    As in scikit-learn's :class:`~sklearn.neural_network.MLPClassifier`: ``fit`` holds out
+    ``validation_fraction`` of the training data (stratified by class, drawn from
+    ``random_state``) and stops when the validation loss has not improved by at least ``tol``
+    for ``n_iter_no_change`` epochs in a row; the network then gets back the weights of its
+    best epoch (``best_epoch_``). The loss, not the accuracy, is monitored (skorch's
+    :class:`~skorch.callbacks.EarlyStopping` on ``valid_loss``, with its
+    :class:`~skorch.dataset.ValidSplit`). ``partial_fit`` never stops early. Not with a
+    ``train_split``.
+validation_fraction : float in (0, 1), default=0.1
+    The share of the training data held out for early stopping.
+n_iter_no_change : int >= 1, default=10
+    The epochs without improvement after which ``fit`` stops (with ``early_stopping``).
+tol : float >= 0, default=1e-4
+    The least decrease of the validation loss that counts as an improvement (with
+    ``early_stopping``; without it ``fit`` trains ``max_epochs`` epochs, as skorch does).
 callbacks : list or None, default=None
-    skorch callbacks, as ``[(name, callback), ...]`` (``EarlyStopping`` with a
-    ``train_split``, ``Checkpoint``, ``LRScheduler``, ...), added to the default ones.
+    skorch callbacks, as ``[(name, callback), ...]``
+    (:class:`~skorch.callbacks.EarlyStopping` with a ``train_split``,
+    :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.LRScheduler`, ...), added
+    to the default ones. A callback that monitors a validation score (``EarlyStopping()``) in
+    a fit that holds out no data is refused before training, naming ``early_stopping=True``
+    and ``train_split``.
 warm_start : bool, default=False
     With ``True``, ``fit`` on a fitted estimator continues training its network instead of
     starting afresh, as scikit-learn's ``MLPClassifier`` does (see :meth:`fit`).""",
@@ -53,7 +78,13 @@ class_count_ : ndarray of shape (n_classes,)
     Training samples per class, each counted with its ``sample_weight`` (``class_weight``
     is not counted), summed over the fits since the network was built.
 class_prior_ : ndarray of shape (n_classes,)
-    ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.""",
+    ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.
+n_iter_ : int
+    The epochs the network has trained since it was built (``len(history)``); fewer than
+    ``max_epochs`` when early stopping ended a ``fit``.
+best_epoch_, best_validation_loss_ : int, float
+    After a ``fit`` with ``early_stopping=True`` only: the epoch whose weights the network
+    has (numbered as ``history`` numbers them) and its validation loss.""",
     "engine": """\
 device : str, default="auto"
     ``"auto"`` picks CUDA when it is available, else the CPU; or any device torch names
@@ -93,7 +124,7 @@ iterator_train, iterator_valid : class, default=the library's tensor batch itera
     slices of the data's tensors on the device. ``iterator_train__*`` and
     ``iterator_valid__*`` parameters are routed to them (``iterator_valid__batch_size``).
 compile : bool, default=False
-    ``torch.compile`` the network in place when training starts (``compile__*`` parameters
+    :func:`torch.compile` the network in place when training starts (``compile__*`` parameters
     routed to it; ``module_`` keeps its class). It trains every first-order mode: the
     cross-entropy, NG-EBM's finite difference, JEM with its SGLD, the latent model; ``fit``
     refuses it for NG-EBM's exact double backward, and where ``torch.compile`` fails on the

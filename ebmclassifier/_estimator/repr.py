@@ -9,18 +9,25 @@ their own signature shows few, and scikit-learn, which reads the defaults from i
 the ``repr`` of a ``Pipeline`` or a search, in the HTML diagram of a notebook), took every
 other parameter for one the user changed. The full signature (:func:`full_signature`: the
 class's own parameters, then those of each ``__init__`` up the hierarchy that it passes on)
-is also what ``help`` and the API reference show. Routed parameters (``module__hidden_sizes``)
-have no default and are always shown. The fitted network is ``module_``.
+is what scikit-learn reads. ``help`` and the API reference show :func:`short_signature`
+instead, the class's ``__signature__``: its own parameters and the common training ones, where
+the full list opened ``help(NGEBMClassifier)`` on some 1,100 characters of every engine
+parameter before a word of what the class is (the docstring's Parameters list them all).
+Routed parameters (``module__hidden_sizes``) have no default and are always shown. The fitted
+network is ``module_``.
 """
 
 from __future__ import annotations
 
 import inspect
 
-__all__ = ["ParamsReprMixin", "changed_params", "full_signature"]
+__all__ = ["ParamsReprMixin", "changed_params", "full_signature", "short_signature"]
 
 _WIDTH = 79  # scikit-learn's printer wraps at this width too
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+#: The training parameters every estimator shares that :func:`short_signature` shows too.
+COMMON_PARAMETERS = ("lr", "max_epochs", "batch_size", "random_state", "device", "verbose")
 
 
 def full_signature(cls: type) -> inspect.Signature:
@@ -63,6 +70,60 @@ def full_signature(cls: type) -> inspect.Signature:
         if kwargs is None:  # this __init__ passes nothing on
             break
     return inspect.Signature(own + ([kwargs] if kwargs is not None else []))
+
+
+def short_signature(cls: type, own: list[str] | None = None) -> inspect.Signature:
+    """The signature ``help(cls)`` and the API reference show: the parameters of the class's
+    own ``__init__`` and the common training ones (:data:`COMMON_PARAMETERS`), then
+    ``**kwargs`` for every other (which the docstring lists), without type annotations, a
+    class or function default shown by its name.
+
+    Parameters
+    ----------
+    cls : type
+    own : list of str or None, default=None
+        The names the class's own ``__init__`` declares; None reads them from it.
+
+    Returns
+    -------
+    inspect.Signature
+
+    Examples
+    --------
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> shown = list(short_signature(NGEBMClassifier).parameters)
+    >>> shown[:3], shown[-1], "compile" in shown
+    (['module', 'beta', 'gamma'], 'kwargs', False)
+    """
+    if own is None:  # the names the function declares (its __signature__ is the full one)
+        code = cls.__dict__["__init__"].__code__
+        own = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    shown = [
+        _readable(p)
+        for name, p in full_signature(cls).parameters.items()
+        if name != "self"
+        and p.kind is not inspect.Parameter.VAR_KEYWORD
+        and (name in own or name in COMMON_PARAMETERS)
+    ]
+    rest = [p for p in full_signature(cls).parameters.values() if p.kind in _VARIADIC]
+    return inspect.Signature(shown + rest)
+
+
+class _Named:
+    """A default shown by its name (``CrossEntropyLoss``), not by ``<class '...'>``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _readable(parameter: inspect.Parameter) -> inspect.Parameter:
+    default = parameter.default
+    if inspect.isclass(default) or inspect.isfunction(default):
+        default = _Named(default.__qualname__)
+    return parameter.replace(annotation=inspect.Parameter.empty, default=default)
 
 
 def _keyword_only(parameter: inspect.Parameter, before: list) -> inspect.Parameter:
@@ -140,8 +201,10 @@ class ParamsReprMixin:
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
-        if init is not None:  # help(), Sphinx and scikit-learn's repr read every parameter
+        if init is not None:  # scikit-learn reads every parameter and its default here
+            own = list(inspect.signature(init).parameters)
             init.__signature__ = full_signature(cls)
+            cls.__signature__ = short_signature(cls, own)  # what help() and Sphinx show
 
     def __repr__(self) -> str:
         name = type(self).__name__

@@ -10,8 +10,9 @@ training depends on is the *training state*, one dict of tensors and plain value
 - the position of every skorch ``LRScheduler`` (its torch scheduler's state) and the learning
   rates in use, which skorch's ``LRScheduler`` would otherwise rebuild from the epoch count;
 - what the estimator adds through :meth:`ResumableMixin._resume_state`: JEM's SGLD step, its
-  count of divergences and its roll-back policy with its snapshots, the class-incremental
-  reservoir as it stood before the interrupted call;
+  count of divergences and its roll-back policy with its snapshots, NG-EBM's count of training
+  steps (``train_steps_``, the rhythm of ``penalty_every``), the class-incremental reservoir
+  as it stood before the interrupted call;
 - for skorch's files only, the other modules (JEM's replay buffer), and the epoch count and a
   digest of the network, to refuse a set of checkpoint files written at different epochs.
 
@@ -143,7 +144,8 @@ class ResumableMixin:
     """The estimators' side of the training state: when to capture it, when to apply it.
 
     The hooks :meth:`_resume_state` and :meth:`_load_resume_state` give an estimator's own
-    part of it (JEM's sampler and roll-back policy, the class-incremental reservoir).
+    part of it (JEM's sampler and roll-back policy, NG-EBM's step count, the class-incremental
+    reservoir).
     """
 
     _fitting = False  # between on_train_begin and on_train_end: a save resumes this fit

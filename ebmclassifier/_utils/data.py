@@ -2,7 +2,9 @@
 
 skorch's default ``DataLoader`` fetches rows one at a time and collates them in Python, which
 costs more than a small network's forward pass. The training data are already one tensor on
-the device, so a batch is one indexing operation.
+the device, so a batch is one indexing operation. Data read from host storage (a memmap, a
+user's ``Dataset``: :class:`~ebmclassifier._utils.streamed.StreamedDataset`) are read a whole
+batch at a time by a ``DataLoader`` and its workers, in the same order of samples.
 
 Sample weights travel with the batches as skorch lets inputs travel together: the training set's
 ``X`` is then the dict ``{"X": inputs, "sample_weight": weights}`` (:func:`with_weights`), every
@@ -21,6 +23,7 @@ import torch
 from skorch.dataset import Dataset
 from torch.utils.data import DataLoader, Subset
 
+from .streamed import BatchFetcher, StreamedDataset, batch_loader
 from .validation import sample_weight_array
 
 __all__ = [
@@ -82,6 +85,33 @@ def _tensors_of(dataset) -> tuple[Inputs, torch.Tensor | None, torch.Tensor | No
     return dataset.X, y, indices
 
 
+def epoch_order(n: int, shuffle: bool, indices: torch.Tensor | None) -> torch.Tensor:
+    """The samples of one pass in order: a fresh permutation when ``shuffle`` (drawn from
+    torch's global generator, seeded per epoch by the estimators' ``random_state``), the
+    positions ``indices`` of a ``Subset`` when given."""
+    order = torch.randperm(n) if shuffle else torch.arange(n)
+    return order if indices is None else indices[order]
+
+
+def _streamed_of(dataset) -> tuple[StreamedDataset, torch.Tensor | None] | None:
+    """``(streamed, indices)`` behind a StreamedDataset (or a ``Subset`` of one), else None."""
+    indices = None
+    if isinstance(dataset, Subset):
+        indices = torch.as_tensor(dataset.indices, dtype=torch.long)
+        dataset = dataset.dataset
+    return (dataset, indices) if isinstance(dataset, StreamedDataset) else None
+
+
+def _check_streamed_kwargs(loader_kwargs: dict) -> None:
+    theirs = sorted(set(loader_kwargs) & {"sampler", "batch_sampler", "collate_fn"})
+    if theirs:
+        raise TypeError(
+            f"The library draws the batches of streamed data itself (shuffled per epoch by "
+            f"random_state); {', '.join(theirs)} cannot be set for them. Route DataLoader "
+            "settings such as num_workers or pin_memory instead."
+        )
+
+
 class TensorBatchIterator:
     """Iterate over ``(X[idx], y[idx])`` batches of a tensor dataset.
 
@@ -89,18 +119,20 @@ class TensorBatchIterator:
     dict of the same rows of each.
 
     A drop-in for ``iterator_train`` / ``iterator_valid``: it takes the same arguments as
-    ``torch.utils.data.DataLoader`` and falls back to one for datasets that are not tensors.
+    ``torch.utils.data.DataLoader`` and falls back to one for datasets that are not tensors:
+    for host data (a memmap, a user's ``Dataset``) one that reads whole batches, in the same
+    order, with the routed ``num_workers``, ``pin_memory``, ... (``iterator_train__*``).
 
     Parameters
     ----------
     dataset : skorch.dataset.Dataset or torch.utils.data.Subset of one
     batch_size : int, default=128
     shuffle : bool, default=False
-        A fresh permutation each pass, drawn from torch's global generator (seeded per epoch by
-        the estimators' ``random_state``).
+        A fresh permutation each pass (:func:`epoch_order`).
     drop_last : bool, default=False
     **loader_kwargs
-        Passed to the fallback ``DataLoader`` only.
+        Passed to the fallback ``DataLoader`` only (not ``sampler``, ``batch_sampler`` or
+        ``collate_fn`` for host data, whose batches the library draws).
     """
 
     def __init__(
@@ -116,8 +148,12 @@ class TensorBatchIterator:
         self.shuffle = shuffle
         self.drop_last = drop_last
         self._tensors = _tensors_of(dataset)
+        self._streamed = None if self._tensors is not None else _streamed_of(dataset)
+        self._loader_kwargs = loader_kwargs
         self._fallback = None
-        if self._tensors is None:
+        if self._streamed is not None:
+            _check_streamed_kwargs(loader_kwargs)
+        elif self._tensors is None:
             self._fallback = DataLoader(
                 dataset,
                 batch_size=batch_size,
@@ -134,17 +170,30 @@ class TensorBatchIterator:
         if self._fallback is not None:
             yield from self._fallback
             return
+        if self._streamed is not None:
+            yield from self._streamed_batches()
+            return
         X, y, indices = self._tensors
         n = len(self.dataset)
-        order = torch.randperm(n) if self.shuffle else torch.arange(n)
-        if indices is not None:
-            order = indices[order]
+        order = epoch_order(n, self.shuffle, indices)
         # One copy of the permutation to the device per pass, not one per batch.
         order = order.to(split_weights(X)[0].device)
         stop = n - n % self.batch_size if self.drop_last else n
         for start in range(0, stop, self.batch_size):
             idx = order[start : start + self.batch_size]
             yield _rows(X, idx), (y[idx] if y is not None else None)
+
+    def _streamed_batches(self) -> Iterator:
+        """The batches of host data, read whole by a ``DataLoader`` (and its workers), in the
+        order the tensor path slices: the same batches as from the array it holds."""
+        source, indices = self._streamed
+        n = len(self.dataset)
+        order = epoch_order(n, self.shuffle, indices).numpy()
+        stop = n - n % self.batch_size if self.drop_last else n
+        batches = [
+            order[start : start + self.batch_size] for start in range(0, stop, self.batch_size)
+        ]
+        yield from batch_loader(BatchFetcher(source), batches, **self._loader_kwargs)
 
 
 class ShuffledTensorBatchIterator(TensorBatchIterator):

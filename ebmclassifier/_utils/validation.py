@@ -16,6 +16,7 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import assert_all_finite, check_consistent_length, column_or_1d
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -23,9 +24,12 @@ from skorch.callbacks import Callback
 from torch import nn
 
 from .parameters import ParamChecker, is_real
+from .streamed import DatasetRows, StreamedRows, is_streamed, streamed_rows, tensors_of_dataset
 
 __all__ = [
     "check_X",
+    "check_dataset_labels",
+    "dataset_labels",
     "check_known_labels",
     "check_partial_fit_classes",
     "check_sample_weight",
@@ -129,7 +133,7 @@ def _check_sample_shape_first(estimator, X, *, reset: bool) -> None:
         check_sample_shape(estimator, X, reset=False)
 
 
-def check_X(estimator, X, *, reset: bool) -> np.ndarray:
+def check_X(estimator, X, *, reset: bool, stream: bool = False) -> np.ndarray | StreamedRows:
     """Validate input samples with scikit-learn's ``validate_data``, as float32.
 
     Parameters
@@ -138,13 +142,25 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
         ``reset=True`` records ``n_features_in_`` (and ``feature_names_in_``) and
         ``input_shape_`` on it; otherwise ``X`` must match them.
     X : array-like of shape (n_samples, ...)
-        numpy, pandas or torch; NaN, inf, empty or non-numeric input is refused.
+        numpy, pandas or torch (a ``TensorDataset`` is its first tensor); NaN, inf, empty or
+        non-numeric input is refused.
     reset : bool
+    stream : bool, default=False
+        Whether the caller reads input in batches: a torch ``Dataset``, a memmap and an array
+        of a dtype narrower than float32 (``uint8`` images) are then checked chunk by chunk
+        and returned as :class:`~ebmclassifier._utils.streamed.StreamedRows`, not copied.
+        Without it such a ``Dataset`` is a ``TypeError``.
 
     Returns
     -------
-    ndarray of float32, of shape (n_samples, *input_shape)
+    ndarray of float32 of shape (n_samples, *input_shape), or StreamedRows
     """
+    X = tensors_of_dataset(X, None)[0]
+    if stream and is_streamed(X):
+        rows = streamed_rows(X, loader_kwargs(estimator, "iterator_valid"))
+        check_streamed_X(estimator, rows, reset=reset)
+        return rows
+    _refuse_dataset(estimator, X)
     X = as_numpy(X)
     _check_sample_shape_first(estimator, X, reset=reset)
     X = validate_data(
@@ -157,6 +173,121 @@ def check_X(estimator, X, *, reset: bool) -> np.ndarray:
     )
     check_sample_shape(estimator, X, reset=reset)
     return without_negative_strides(X)
+
+
+def loader_kwargs(estimator, prefix: str) -> dict:
+    """The ``DataLoader`` arguments routed to ``iterator_train`` or ``iterator_valid``
+    (``num_workers``, ``pin_memory``, ...), without those the library sets itself."""
+    get = getattr(estimator, "get_params_for", None)
+    params = get(prefix) if callable(get) else {}
+    return {k: v for k, v in params.items() if k not in ("batch_size", "shuffle", "drop_last")}
+
+
+def _refuse_dataset(estimator, X) -> None:
+    """A torch ``Dataset`` or ``DataLoader`` where only arrays are read: a ``TypeError``."""
+    if isinstance(X, torch.utils.data.Dataset | torch.utils.data.DataLoader):
+        raise TypeError(
+            f"{type(estimator).__name__} reads X as an array here, not as a torch "
+            f"{type(X).__name__}: pass the samples as an array (e.g. "
+            "np.stack([dataset[i][0] for i in range(len(dataset))]))."
+        )
+
+
+def _first_bad_row(chunk: np.ndarray) -> int | None:
+    bad = ~np.isfinite(chunk.reshape(len(chunk), -1)).all(axis=1)
+    return int(bad.argmax()) if bad.any() else None
+
+
+def check_streamed_X(estimator, rows: StreamedRows, *, reset: bool, labels: bool = False):
+    """Check input read in chunks, as :func:`check_X` checks an array, without a copy.
+
+    The first chunk goes through ``validate_data`` (feature count, names, sample shape), the
+    rest are checked for NaN and infinity as float32 (integer data need not be). With
+    ``labels`` (a :class:`~ebmclassifier._utils.streamed.DatasetRows` yielding them) the same
+    pass collects the dataset's labels, returned (else None).
+    """
+    _check_sample_shape_first(estimator, rows, reset=reset)
+    first = rows.first(rows.chunk_rows()) if len(rows) else np.empty((0, *rows.sample_shape))
+    validate_data(
+        estimator, first, reset=reset, dtype=np.float32, allow_nd=True, ensure_min_features=1
+    )
+    check_sample_shape(estimator, rows, reset=reset)
+    found, start = [], 0
+    if labels:
+        chunks = rows.labelled_chunks()
+    elif rows.dtype.kind == "f" or isinstance(rows, DatasetRows):
+        chunks = ((chunk, None) for chunk in rows.chunks())
+    else:
+        return None  # integers are finite
+    for chunk, chunk_labels in chunks:
+        bad = _first_bad_row(chunk)
+        if bad is not None:
+            raise ValueError(
+                f"Input X contains NaN or infinity (as float32) in sample {start + bad}; "
+                f"{type(estimator).__name__} needs finite values."
+            )
+        start += len(chunk)
+        found.append(np.asarray(chunk_labels))
+    return np.concatenate(found) if labels else None
+
+
+def check_dataset_labels(labels, y) -> None:
+    """The labels a dataset yields must be ``y`` when both are given, as skorch reads them."""
+    labels, y = np.asarray(as_numpy(labels)), np.asarray(as_numpy(y))
+    if labels.shape == y.shape and (labels == y).all():
+        return
+    where = "lengths differ" if labels.shape != y.shape else None
+    if where is None:
+        i = int(np.flatnonzero(labels != y)[0])
+        shown = np.asarray(y[i]).tolist(), np.asarray(labels[i]).tolist()
+        where = f"first at index {i}: y has {shown[0]!r}, the dataset {shown[1]!r}"
+    raise ValueError(
+        f"y differs from the labels the dataset yields ({where}). Pass y=None to train on "
+        "the dataset's labels, or a dataset that yields samples only with y."
+    )
+
+
+def dataset_labels(estimator, X) -> np.ndarray | None:
+    """The labels that a dataset ``X`` yields (a ``TensorDataset``'s second tensor, or a pass
+    over a ``Dataset``'s items), else None: for a call given ``y=None`` that needs the labels
+    before checking the data (``score``, a class-incremental ``partial_fit``)."""
+    X, labels, _ = tensors_of_dataset(X, None)
+    if labels is not None:
+        return np.asarray(as_numpy(labels))
+    if not isinstance(X, torch.utils.data.Dataset) or isinstance(
+        X, torch.utils.data.IterableDataset
+    ):
+        return None
+    rows = streamed_rows(X, loader_kwargs(estimator, "iterator_valid"))
+    if not (isinstance(rows, DatasetRows) and rows.has_labels):
+        return None
+    return np.concatenate([np.asarray(labels) for _, labels in rows.labelled_chunks()])
+
+
+def _streamed_training_data(estimator, X, y, *, reset: bool):
+    """``(rows, y)`` of training input read in chunks: checked, with its labels."""
+    rows = streamed_rows(X, loader_kwargs(estimator, "iterator_train"))
+    from_dataset = isinstance(rows, DatasetRows) and rows.has_labels
+    if y is None and not from_dataset:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
+            + (
+                " and the dataset yields samples without labels; pass y, or make the dataset "
+                "yield (sample, label) pairs."
+                if isinstance(rows, DatasetRows)
+                else "."
+            )
+        )
+    labels = check_streamed_X(estimator, rows, reset=reset, labels=from_dataset)
+    if y is None:
+        y = labels
+    elif labels is not None:
+        check_dataset_labels(labels, y)
+    y = column_or_1d(as_numpy(y), warn=True)
+    check_consistent_length(rows, y)
+    if y.dtype.kind == "f":
+        assert_all_finite(y, input_name="y")
+    return rows, y
 
 
 def _check_label_types(y: np.ndarray) -> None:
@@ -178,35 +309,51 @@ def _check_label_types(y: np.ndarray) -> None:
         )
 
 
-def check_training_data(estimator, X, y, *, reset: bool, classes=None):
+def check_training_data(estimator, X, y, *, reset: bool, classes=None, stream: bool = False):
     """Validate ``(X, y)`` for training and encode the labels.
 
     Parameters
     ----------
     estimator : EBMClassifierBase
         ``reset=True`` fits its ``label_encoder_`` (to ``classes`` when given).
-    X : array-like of shape (n_samples, ...)
-    y : array-like of shape (n_samples,)
-        Class labels of any hashable type, at least two classes when ``reset``.
+    X : array-like of shape (n_samples, ...), or a torch Dataset
+        A ``TensorDataset`` is its tensors (its second, when there is one, the labels).
+    y : array-like of shape (n_samples,) or None
+        Class labels of any hashable type, at least two classes when ``reset``. None when
+        ``X`` is a dataset yielding ``(sample, label)`` pairs; when both are given they must
+        agree (skorch reads the dataset's, and ``y`` for its splits).
     reset : bool
     classes : array-like or None, default=None
         Every class, for a first ``partial_fit`` whose ``y`` lacks some.
+    stream : bool, default=False
+        Read a ``Dataset``, a memmap or a narrow array (``uint8``) in chunks (see
+        :func:`check_X`).
 
     Returns
     -------
-    X : ndarray of float32, of shape (n_samples, *input_shape)
+    X : ndarray of float32, of shape (n_samples, *input_shape), or StreamedRows
     y : ndarray of shape (n_samples,)
         Encoded labels in ``0..n_classes-1``.
     """
     name = type(estimator).__name__
-    if y is None:
-        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    X = as_numpy(X)
-    _check_sample_shape_first(estimator, X, reset=reset)
-    X, y = validate_data(estimator, X, as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True)
+    X, y, labels = tensors_of_dataset(X, y)
+    if labels is not None and labels is not y:
+        check_dataset_labels(labels, y)
+    if stream and is_streamed(X):
+        X, y = _streamed_training_data(estimator, X, y, reset=reset)
+    else:
+        _refuse_dataset(estimator, X)
+        if y is None:
+            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+        X = as_numpy(X)
+        _check_sample_shape_first(estimator, X, reset=reset)
+        X, y = validate_data(
+            estimator, X, as_numpy(y), reset=reset, dtype=np.float32, allow_nd=True
+        )
+        check_sample_shape(estimator, X, reset=reset)
+        X = without_negative_strides(X)
     _check_label_types(y)
     check_classification_targets(y)
-    check_sample_shape(estimator, X, reset=reset)
     if reset:
         encoder = LabelEncoder().fit(y if classes is None else np.asarray(classes))
         if len(encoder.classes_) < 2:
@@ -222,7 +369,7 @@ def check_training_data(estimator, X, y, *, reset: bool, classes=None):
             "was first fitted; pass every class to the first partial_fit with classes=..., "
             f"or fit afresh (warm_start=False){_incremental_hint(estimator)}."
         )
-    return without_negative_strides(X), estimator.label_encoder_.transform(y)
+    return X, estimator.label_encoder_.transform(y)
 
 
 def check_warm_start_classes(estimator, y: np.ndarray) -> None:
@@ -251,10 +398,18 @@ def check_warm_start_classes(estimator, y: np.ndarray) -> None:
 
 
 def check_known_labels(estimator, y, n: int) -> np.ndarray:
-    """``y`` as an array of ``n`` labels of ``estimator.classes_``, else a ValueError."""
+    """``y`` as an array of ``n`` labels of ``estimator.classes_``, else a ValueError.
+
+    One label (a scalar) stands for all ``n``, as ``sample(4, y=3)`` reads.
+    """
     y = np.asarray(y)
+    if y.ndim == 0:
+        y = np.repeat(y[None], n)
     if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},). Got shape {y.shape!r}.")
+        raise ValueError(
+            f"y must be one label or an array of shape ({n},), one label per sample. Got "
+            f"shape {y.shape!r}."
+        )
     unknown = np.setdiff1d(y, estimator.classes_)
     if len(unknown):
         raise ValueError(

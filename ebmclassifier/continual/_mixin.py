@@ -79,7 +79,7 @@ class ClassIncrementalMixin:
         """Whether the loss has an energy term besides the classification; here none."""
         return False
 
-    def _prepare_fit(self, X: np.ndarray) -> None:
+    def _prepare_fit(self, X) -> None:
         super()._prepare_fit(X)
         # Generated replay's chains start from the data's per-feature Gaussian (the shape of
         # the first fit's data, as the input range): statistics, not samples.
@@ -217,6 +217,13 @@ class ClassIncrementalMixin:
         """
         for name in AUTO[True]:
             setattr(self, f"{name}_", self._resolved(name))
+        if not isinstance(X, np.ndarray) and (self.replay_per_class_ or self.generated_per_class_):
+            raise ValueError(
+                f"{type(self).__name__} replays stored or generated samples by mixing them into "
+                "the training array, which input read in chunks (a Dataset, a memmap, uint8 "
+                "images) is not; set replay_per_class=0 and generated_per_class=0, or pass the "
+                "data as a float32 array."
+            )
         if reset:
             for name in (*RESERVOIR_ATTRIBUTES, "generated_X_", "generated_y_"):
                 self.__dict__.pop(name, None)

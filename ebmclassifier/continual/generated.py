@@ -65,7 +65,7 @@ def generate_class_samples(
 
     Returns
     -------
-    float32 Tensor of shape (m, *mean.shape), on the CPU
+    float32 Tensor of shape (m, ...) (the input's shape), on the CPU
 
     Examples
     --------

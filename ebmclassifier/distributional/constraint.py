@@ -18,9 +18,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._utils.parameters import ParamChecker
 from ..saving import save_constraint
+from ._em_estimate import em_estimate
 from ._source import class_vector, fit_calibration, is_share_array, source_priors
 from .calibration import calibrated_log_proba
-from .posteriors import bayes_offset, check_reachable, em_priors, solve_dual, tilted_log_proba
+from .posteriors import PSEUDO_COUNT, bayes_offset, check_reachable, solve_dual, tilted_log_proba
 
 __all__ = ["DistributionalConstraint"]
 
@@ -57,9 +58,14 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
       ``method="bayes"`` instead applies the closed form ``p(y|x) π'(y) / π(y)``, exact under
       label shift for a calibrated model, whose average on ``X`` is in general *not* ``π'``.
       A class of prior 0 is allowed: its probability becomes 0 everywhere.
-    - ``priors="em"``: the deployment priors estimated by maximum likelihood on ``X`` (the EM
-      of Saerens et al., 2002), then the adaptation. At EM's fixed point the Bayes correction
-      and the projection coincide.
+    - ``priors="em"``: the deployment priors estimated on ``X`` by the EM of Saerens et al.
+      (2002), then the adaptation. EM counts ``em_pseudo_count`` samples of the training
+      distribution besides ``X`` (the maximum a posteriori estimate under a Dirichlet prior,
+      :func:`~ebmclassifier.distributional.em_priors`), so that a class present in ``X`` is
+      never driven to a prior of 0; ``em_pseudo_count=0`` is the maximum-likelihood EM. It
+      warns, with the numbers, when ``X`` is too small for the classes, when EM did not
+      converge, and when a prior is pushed to the boundary. Both methods then give the Bayes
+      correction under the estimated priors.
     - ``constraints=[(phi, target), ...]``: ``phi(X) -> (n_samples, n_classes)`` gives
       ``φ_k(x, y)``; e.g. :func:`~ebmclassifier.distributional.demographic_parity`.
 
@@ -96,6 +102,14 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         ``exp(class_log_prior_)``, also through a ``Pipeline``'s last step, a
         ``FrozenEstimator`` or a ``CalibratedClassifierCV``. Other estimators need it, e.g.
         ``np.bincount(y_train) / len(y_train)`` in the order of ``classes_``.
+    em_pseudo_count : float >= 0, default=1.0
+        ``s``, the weight of EM's Dirichlet prior ``Dir(1 + s π)`` on the deployment priors,
+        in samples: EM estimates them as if ``s`` samples drawn from the training priors ``π``
+        were added to the ``n`` of ``X``, which keeps every prior at or above
+        ``s π(y) / (n + s)`` and moves the estimate towards ``π`` by ``s / (n + s)`` (at most
+        ``2 s / (n + s)`` in L1). ``0`` is the maximum-likelihood EM, whose priors reach 0 for
+        a rare class the posteriors cannot tell from another (its samples then get probability
+        ~0). Used by ``priors="em"`` only.
     solver : {"trust-exact", "newton-cg", "l-bfgs-b"}, default="trust-exact"
         The scipy optimiser of the dual (the first two use its exact Hessian).
     tol : float, default=1e-8
@@ -152,7 +166,10 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     #: What :meth:`save` writes besides ``priors`` and ``train_priors``, and
     #: :func:`~ebmclassifier.load` restores: plain parameters, fitted values, and the fitted
     #: arrays (private ones too).
-    _saved_params = ("method", "solver", "tol", "max_iter", "calibration")
+    _saved_params = ("method", "solver", "tol", "max_iter", "calibration", "em_pseudo_count")
+    #: What a file written before a parameter existed meant by it: files written before
+    #: ``em_pseudo_count`` were fitted by the maximum-likelihood EM.
+    _saved_param_defaults = {"em_pseudo_count": 0.0}
     _saved_attributes = (
         *("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_"),
         "temperature_",
@@ -172,6 +189,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         tol=1e-8,
         max_iter=1000,
         calibration=None,
+        em_pseudo_count=PSEUDO_COUNT,
     ):
         self.estimator = estimator
         self.priors = priors
@@ -182,6 +200,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         self.tol = tol
         self.max_iter = max_iter
         self.calibration = calibration
+        self.em_pseudo_count = em_pseudo_count
 
     # ---------------------------------------------------------------- validation
 
@@ -192,6 +211,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         check.real("tol", 0.0, low_open=True)
         check.integer("max_iter", 1)
         check.choice("calibration", _CALIBRATIONS)
+        check.real("em_pseudo_count", 0.0)
         priors = self.priors
         check.satisfies(
             "priors",
@@ -303,8 +323,9 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         >>> from sklearn.linear_model import LogisticRegression
         >>> clf = LogisticRegression().fit(X, y)
         >>> adapted = DistributionalConstraint(clf, priors="em", train_priors=[1 / 3] * 3)
-        >>> adapted.fit(X[y != 2]).prior_.round(2).tolist()
-        [0.52, 0.48, 0.0]
+        >>> X_deploy = np.repeat(X[y != 2], 2, axis=0)  # 54 samples, none of class 2
+        >>> adapted.fit(X_deploy).prior_.round(3).tolist()  # class 2 near its floor (1/3) / 55
+        [0.516, 0.478, 0.006]
         """
         self._check_params()
         try:
@@ -327,13 +348,15 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         user_features = self._features(X, n_samples)
         user_targets = np.array([t for _, t in self.constraints or ()], dtype=float)
         self.em_n_iter_ = None
-        priors = None
+        priors = shares = None
         if self.priors is not None:
-            priors = self._estimate_priors(log_proba)
+            priors, shares = self._estimate_priors(log_proba)
         if self.method == "bayes":
             self._fit_bayes(priors)
+            self.prior_ = priors
         else:
-            self._fit_projection(log_proba, priors, user_features, user_targets)
+            average = self._fit_projection(log_proba, shares, user_features, user_targets)
+            self.prior_ = average if priors is None else priors
         return self
 
     def _fit_calibration(self, calibration_set) -> None:
@@ -348,39 +371,41 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             max_iter=self.max_iter,
         )
 
-    def _estimate_priors(self, log_proba: np.ndarray) -> np.ndarray:
+    def _estimate_priors(self, log_proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(prior_, the class shares the projection meets on X)``: given priors are both;
+        EM's, those of :func:`~._em_estimate.em_estimate`."""
         if not _is_em(self.priors):
-            return class_vector("priors", self.priors, self.classes_.tolist())
-        priors, self.em_n_iter_ = em_priors(
-            np.exp(log_proba), self._train_priors(), tol=self.tol, max_iter=self.max_iter
+            priors = class_vector("priors", self.priors, self.classes_.tolist())
+            return priors, priors
+        priors, shares, self.em_n_iter_ = em_estimate(
+            np.exp(log_proba),
+            self._train_priors(),
+            pseudo_count=self.em_pseudo_count,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            labels=self.classes_.tolist(),
         )
-        if self.em_n_iter_ == self.max_iter:
-            warnings.warn(
-                f"DistributionalConstraint: EM stopped after max_iter={self.max_iter} steps "
-                f"before the priors moved by less than tol={self.tol}; raise max_iter.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        return priors
+        return priors, shares
 
     def _fit_bayes(self, priors: np.ndarray) -> None:
         offset = bayes_offset(self._train_priors(), priors)
-        self.prior_ = priors
         self.lambda_ = offset
         self._class_offset_, self._user_lambda_ = offset, np.zeros(0)
         self.n_iter_, self.residual_, self.converged_ = 0, 0.0, True
 
-    def _fit_projection(self, log_proba, priors, user_features, user_targets) -> None:
+    def _fit_projection(self, log_proba, shares, user_features, user_targets) -> np.ndarray:
+        """Solve for ``λ``: the class ``shares`` (None without priors), then the user's
+        constraints; returns the adapted average prediction on ``X``."""
         n_samples, n_classes = log_proba.shape
         offset = np.zeros(n_classes)
         names = [f"constraints[{k}]" for k in range(len(user_targets))]
         features, targets = user_features, user_targets
-        if priors is not None:
-            offset[priors == 0] = -np.inf  # classes of prior 0 get probability 0
-            kept = np.flatnonzero(priors > 0)
+        if shares is not None:
+            offset[shares == 0] = -np.inf  # classes of prior 0 get probability 0
+            kept = np.flatnonzero(shares > 0)
             onehot = np.broadcast_to(np.eye(n_classes)[:, kept], (n_samples, n_classes, len(kept)))
             features = np.concatenate([onehot, user_features], axis=2)
-            targets = np.concatenate([priors[kept], user_targets])
+            targets = np.concatenate([shares[kept], user_targets])
             labels = self.classes_.tolist()
             names = [f"priors[{labels[c]!r}]" for c in kept] + names
         masked = log_proba + offset
@@ -390,12 +415,13 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                 f"The estimator gives sample {int(np.argmax(empty))} of X probability only "
                 "to classes of prior 0 in 'priors': no posterior can meet them."
             )
-        # Priors alone on full support are always reachable (q_i = priors for every i), and
-        # EM's are the mean of posteriors of the model's support: the joint program is needed
-        # only for zeros in the posteriors or for constraints of the user's. It also could not
-        # tell EM's prior of 1e-19 (its usual limit for a class absent from X) from 0.
+        # Priors alone on full support are always reachable (q_i = shares for every i), and
+        # EM's shares are the mean of posteriors of the model's support: the joint program is
+        # needed only for zeros in the posteriors or for constraints of the user's. It also
+        # could not tell the maximum-likelihood EM's share of 1e-19 (its usual limit for a
+        # class absent from X) from 0.
         joint = bool(len(user_targets)) or (
-            not _is_em(self.priors) and not np.all(np.isfinite(masked[:, priors > 0]))
+            not _is_em(self.priors) and not np.all(np.isfinite(masked[:, shares > 0]))
         )
         check_reachable(masked, features, targets, names, joint=joint)
         lam, self.n_iter_, self.residual_ = solve_dual(
@@ -411,13 +437,12 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                 stacklevel=3,
             )
         n_kept = features.shape[2] - len(user_targets)
-        if priors is not None:
-            offset[priors > 0] = lam[:n_kept]
+        if shares is not None:
+            offset[shares > 0] = lam[:n_kept]
         self._class_offset_ = offset
         self._user_lambda_ = lam[n_kept:]
-        self.lambda_ = np.concatenate([offset, self._user_lambda_]) if priors is not None else lam
-        adapted = np.exp(tilted_log_proba(masked, features, lam))
-        self.prior_ = priors if priors is not None else adapted.mean(axis=0)
+        self.lambda_ = np.concatenate([offset, self._user_lambda_]) if shares is not None else lam
+        return np.exp(tilted_log_proba(masked, features, lam)).mean(axis=0)
 
     # ---------------------------------------------------------------- predict
 

@@ -326,6 +326,9 @@ class Option:
     echo : {"always", "changed", "never"}
         When the reproducing command line (:meth:`Command.command_line`) writes the option:
         whenever it has a value, only when it differs from its default, or never.
+    aliases : tuple of str, default=()
+        Other spellings argparse accepts for the same option (``--quiet`` for
+        ``--no-progress``); ``--help`` and the reproducing command line use ``flag``.
     """
 
     flag: str
@@ -333,6 +336,7 @@ class Option:
     argparse: dict = field(default_factory=dict)
     field: str | None = None
     echo: str = "always"
+    aliases: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -361,6 +365,17 @@ class Option:
         kind = self.argparse.get("type")
         return [self.flag, kind.spell(value) if isinstance(kind, CommaList) else str(value)]
 
+
+#: The progress switch of every command that shows progress bars, declared once: one
+#: spelling, ``--no-progress`` (as ``--no-standardize``), and ``--quiet`` accepted for it.
+PROGRESS = Option(
+    "--no-progress",
+    "hide the progress bars",
+    {"action": "store_false", "dest": "progress"},
+    field="progress",
+    echo="never",
+    aliases=("--quiet",),
+)
 
 #: The ``--threads`` option of every command that trains or times networks, declared once.
 THREADS = Option(
@@ -416,7 +431,7 @@ class Command:
             formatter_class=_LineWrappingFormatter,
         )
         for option in self.options:
-            parser.add_argument(option.flag, help=option.help, **option.argparse)
+            parser.add_argument(option.flag, *option.aliases, help=option.help, **option.argparse)
         parser.set_defaults(func=self.start, command=self.name)
         return parser
 
@@ -471,10 +486,18 @@ class Command:
 
 
 class _LineWrappingFormatter(argparse.HelpFormatter):
-    """Wraps each line of a description or epilog on its own, a hanging indent after it."""
+    """Wraps each line of a description or epilog on its own: a paragraph flush left, as
+    argparse fills it, and an entry of a list (a line that starts with blanks, as the legend's
+    ``  name: what it is``) with a hanging indent, so that its continuation reads as its own."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(
-            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "    ")
-            for line in text.splitlines()
-        )
+        lines = []
+        for line in text.splitlines():
+            entry = line[: len(line) - len(line.lstrip())]
+            hanging = indent + entry + ("    " if entry else "")
+            lines.append(
+                textwrap.fill(
+                    line.strip(), width, initial_indent=indent + entry, subsequent_indent=hanging
+                )
+            )
+        return "\n".join(lines)

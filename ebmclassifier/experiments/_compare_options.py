@@ -8,7 +8,7 @@ builds the parser, the checks and the reproducing command line from them.
 from __future__ import annotations
 
 from ..detectors import DETECTORS
-from ._command import THREADS, CommaList, DeviceName, Number, Option, OutputPath
+from ._command import PROGRESS, THREADS, CommaList, DeviceName, Number, Option, OutputPath
 
 __all__ = ["OPTIONS"]
 
@@ -177,13 +177,6 @@ OPTIONS = (
         action="store_false",
         dest="standardize",
     ),
-    _option(
-        "--no-progress",
-        "hide the progress bars",
-        "progress",
-        "never",
-        action="store_false",
-        dest="progress",
-    ),
+    PROGRESS,
     THREADS,
 )

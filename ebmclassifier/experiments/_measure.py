@@ -14,6 +14,9 @@ own, the post-hoc detectors on its penultimate features):
   ``tpr=0.95``, the ``false_positive_rate`` (share of the in-distribution test samples it
   flags) and, per OOD set, the ``miss_rate`` (share of the OOD samples it does not
   flag). A sample is flagged when its score is above the threshold (``predict_ood``'s rule).
+
+The record also names its ``headline`` score, the one the report judges the model by
+(:func:`headline_of`): fixed in advance, never chosen on the measurements.
 """
 
 from __future__ import annotations
@@ -270,6 +273,25 @@ def _trained(spec, fitted, seed, config, setup) -> _Measured:
     )
 
 
+def headline_of(spec, model) -> str:
+    """The OOD score the report judges ``spec``'s model by, fixed before any data is seen.
+
+    ``spec.headline`` when set; else the estimator's ``ood_method`` parameter (the score
+    ``score_ood`` and ``predict_ood`` use when the user names none); else the first of
+    ``spec.scores``. Nothing measured enters the choice, so it cannot favour the model on the
+    OOD sets it is judged on.
+    """
+    if spec.calibrates:
+        return spec.scores[0]  # max_softmax, the only score of a recalibrated model
+    chosen = spec.headline or getattr(model, "ood_method", None) or spec.scores[0]
+    if chosen not in spec.scores:
+        raise ValueError(
+            f"The headline OOD score of {spec.name!r} is {chosen!r}, which it does not measure "
+            f"(its scores: {list(spec.scores)!r}); set ModelSpec.headline to one of them."
+        )
+    return chosen
+
+
 def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
     """One run record: the model ``spec`` at ``seed``, measured on the test split.
 
@@ -289,12 +311,14 @@ def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
         measured, unavailable = _with_detectors(measured, config.detectors, split)
         methods += tuple(d for d in config.detectors if d not in unavailable)
     model, data = measured.model, setup.data
+    headline = headline_of(spec, model)
     proba = model.predict_proba(data.X_test)
     scores = _scores(measured.score_fn, methods, data.X_test, data.ood)
     thresholds = {m: _threshold(measured, m, split.X_cal) for m in methods}
     record = {
         "model": spec.name,
         "seed": seed,
+        "headline": headline,
         **_proba_metrics(data.y_test, proba, model.classes_, config.n_bins),
         "aurc": {
             m: aurc(data.y_test, proba, -s_in, classes=model.classes_)

@@ -3,9 +3,9 @@ verdicts that matter (:func:`~._verdicts.key_verdicts`); ``report.md`` keeps eve
 per-set and per-detector verdicts and the figures.
 
 The table's cells list models in the order of the row's label, ``a / b / c``, medians over
-seeds. Its OOD rows judge each contender on its worst set with one score
-(:func:`~._tables.ood_entries`): the score a user would deploy without knowing which OOD set
-comes, the one the histograms of ``report.md`` show.
+seeds. Its OOD rows judge each contender on its worst set with one score, fixed before any
+data is seen (:func:`~._tables.ood_entries`): the score a user would deploy without knowing
+which OOD set comes, the one the histograms of ``report.md`` show.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from ._tables import (
     far_sets,
     ood_entries,
 )
-from ._timing import mark_spread
+from ._timing import UNRELIABLE, UNRELIABLE_NOTE, mark_spread
 
 #: How the OOD contenders are named in the summary table's labels.
-_OOD_LABELS = {"ce": "ce energy", "ce + detector": "best detector on ce"}
+_OOD_LABELS = {"ce": "ce energy", "ce + detector": "detector on ce"}
 
 
 def _row(what: str, cells: list[dict[str, str]], labels: dict | None = None) -> list[str] | None:
@@ -97,9 +97,10 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
 
     Rows: ECE of every model; accuracy (a temperature-scaled model keeps its base model's);
     far-OOD AUROC on the worst far set and, with ``--ood-classes``, the AUROC on the held-out
-    classes (CE's energy, the best detector on CE's features, each other model's headline
-    score); accuracy under PGD at the middle radius; training cost per epoch against CE (marked
-    ``(unreliable)`` when its seeds spread widely, :func:`~._timing.mark_spread`).
+    classes (CE's energy, the first of ``--detectors`` on CE's features, each other model's
+    headline score: every one fixed in advance); accuracy under PGD at the middle radius;
+    training cost per epoch against CE (marked ``(unreliable)`` when its seeds spread widely,
+    :func:`~._timing.mark_spread`, and then explained under the table).
 
     Parameters
     ----------
@@ -138,7 +139,8 @@ def overview_table(all_results: Sequence[dict], summaries: Sequence[dict]) -> st
     )
     rows.append(_row("training cost per epoch, x ce", cost))
     header = [""] + [results["data"]["name"] for results in all_results]
-    return _table(header, [row for row in rows if row is not None])
+    table = _table(header, [row for row in rows if row is not None])
+    return table + (f"\n\n{UNRELIABLE_NOTE}" if UNRELIABLE in table else "")
 
 
 def terminal_text(all_results: Sequence[dict], printed: Sequence[dict], out) -> str:

@@ -15,7 +15,7 @@ from ..plotting import (
     plot_reliability_diagram,
     plot_risk_coverage,
 )
-from ._tables import _NORMS, _fmt, far_sets, headline_score
+from ._tables import _NORMS, _fmt, far_sets, headline_detector, headline_score
 
 __all__ = ["FIGURE_GUIDES", "figures_section", "write_figures"]
 
@@ -35,22 +35,26 @@ FIGURE_GUIDES = {
     "ood": (
         "OOD score histograms (seed 0)",
         "Each model's headline OOD score, the one the summary table and the verdicts judge it "
-        "by (CE's energy, the standard baseline; for every other model its own score with the "
-        "best AUROC on its worst far-OOD set, medians over seeds), on the test split (filled, "
-        "in the model's colour) and on each OOD set (outlines, the same set drawn alike in "
-        "every histogram). Higher means more OOD, so a good score puts every outline right of "
-        "the filled histogram; an outline to its left is a set the score takes for more "
-        "in-distribution than the test data (AUROC below 0.5). Each bar is a share of its "
-        "set's samples; a positive score spanning decades is drawn on a log axis. The "
-        "legend's AUROC is seed 0's, the tables give the median over seeds.",
+        "by, fixed before any data was seen (CE's energy, the standard baseline; for every "
+        "other model its estimator's default `ood_method`), and the post-hoc detector the "
+        "table pairs with CE (`ood_ce_<detector>.png`, the first of `--detectors`), on the "
+        "test split (filled, in the model's colour) and on each OOD set (outlines, the same "
+        "set drawn alike in every histogram). Higher means more OOD, so a good score puts "
+        "every outline right of the filled histogram; an outline to its left is a set the "
+        "score takes for more in-distribution than the test data (AUROC below 0.5). Each bar "
+        "is a share of its set's samples; a positive score spanning decades is drawn on a log "
+        "axis. The legend's AUROC is seed 0's, the tables give the median over seeds.",
     ),
     "risk": (
         "Selective classification (seed 0)",
         "Each model's selective risk (the error rate among the test samples it answers) "
         "against its coverage (the share it answers), answering its most confident samples "
         "first (confidence: max softmax). Lower is better; the right end is the plain error "
-        "rate, and the area under each curve (AURC) is in the legend. The left end rests on a "
-        "handful of samples and is noisy.",
+        "rate, and the area under each curve (AURC; lower is better) is in the legend, with "
+        "as many decimals as it takes to tell the curves apart. The shaded left end, under "
+        "10% coverage, rests on a handful of samples and is noisy: the y-axis spans the "
+        "risks from 10% coverage up, so a spike there leaves the top edge instead of "
+        "flattening the other curves.",
     ),
     "robustness": (
         "Robustness (every seed)",
@@ -66,11 +70,13 @@ def write_figures(results: dict, summary: dict, out: Path) -> dict[str, str]:
     """Write the figures of one data set, in every one each model in its colour and marker
     (:func:`~ebmclassifier.plotting.model_style`).
 
-    ``reliability_<model>.png`` (every model) and ``ood_<model>.png`` (every model with OOD
-    scores of its own, its headline score, :func:`~._tables.headline_score`) show the first
-    seed, and so does ``risk_coverage.png`` (every model's risk-coverage curve, confidence
-    max softmax); ``robustness.png`` every model's accuracy under attack over every seed
-    (median and [min, max] band).
+    ``reliability_<model>.png`` (every model), ``ood_<model>.png`` (every model with OOD
+    scores of its own, its headline score, :func:`~._tables.headline_score`) and
+    ``ood_ce_<detector>.png`` (the detector on ``ce``'s features that the summary table judges,
+    :func:`~._tables.headline_detector`) show the first seed, and so does
+    ``risk_coverage.png`` (every model's risk-coverage curve, confidence max softmax, its
+    y-axis spanning the risks from 10% coverage up); ``robustness.png`` every model's
+    accuracy under attack over every seed (median and [min, max] band).
 
     Parameters
     ----------
@@ -103,23 +109,7 @@ def write_figures(results: dict, summary: dict, out: Path) -> dict[str, str]:
         )
         ece = _fmt(summary[model]["scalars"].get("ece"))
         captions[name] = f"`{model}`; its ECE over seeds: {ece}."
-    sets = far_sets(results)
-    for model, fig_data in first_seed.items():
-        headline = headline_score(model, summary[model], sets)
-        if model in results.get("calibrated", {}) or headline is None:
-            continue  # a temperature-scaled model rescales its base model's max softmax
-        score, worst = headline
-        name = f"ood_{model}.png"
-        plot_ood_histograms(
-            *fig_data["scores"][score],
-            score_name=score,
-            title=f"{model} / {score}, seed 0",
-            model=model,
-            path=out / name,
-        )
-        captions[name] = (
-            f"`{model} / {score}`; its AUROC on the worst far-OOD set over seeds: {_fmt(worst)}."
-        )
+    captions.update(_ood_histograms(results, summary, first_seed, out))
     if first_seed:
         fig_data = next(iter(first_seed.values()))
         plot_risk_coverage(
@@ -129,7 +119,9 @@ def write_figures(results: dict, summary: dict, out: Path) -> dict[str, str]:
             title=f"{results['data']['name']}, seed 0",
             path=out / "risk_coverage.png",
         )
-        captions["risk_coverage.png"] = "every model; the AURC table gives each over seeds."
+        captions["risk_coverage.png"] = (
+            "every model; the AURC table gives each over seeds (lower is better)."
+        )
     curves = {
         model: [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
         for model in results["models"]
@@ -147,6 +139,38 @@ def write_figures(results: dict, summary: dict, out: Path) -> dict[str, str]:
         captions["robustness.png"] = (
             f"{_NORMS[cfg['norm']]} PGD, {cfg['attack_steps']} steps with a random start, on "
             f"{results['data']['n_attacked']} test samples, radii in the data's own units."
+        )
+    return captions
+
+
+def _ood_histograms(results: dict, summary: dict, first_seed: dict, out: Path) -> dict:
+    """``ood_<model>.png`` per model with OOD scores of its own (its headline score) and
+    ``ood_ce_<detector>.png`` (the detector the summary table pairs with ``ce``); captions."""
+    sets = far_sets(results)
+    drawn = {}  # file name -> (model, score, worst-set AUROC stat)
+    for model in first_seed:
+        headline = headline_score(summary[model], sets)
+        if model in results.get("calibrated", {}) or headline is None:
+            continue  # a temperature-scaled model rescales its base model's max softmax
+        drawn[f"ood_{model}.png"] = (model, *headline)
+        detector = headline_detector(results, summary[model], sets) if model == "ce" else None
+        if detector is not None and detector[0] in first_seed[model]["scores"]:
+            drawn[f"ood_ce_{detector[0]}.png"] = (model, *detector)
+    captions = {}
+    for name, (model, score, worst) in drawn.items():
+        plot_ood_histograms(
+            *first_seed[model]["scores"][score],
+            score_name=score,
+            title=f"{model} / {score}, seed 0",
+            model=model,
+            path=out / name,
+        )
+        what = (
+            "" if name == f"ood_{model}.png" else ", the detector the summary table pairs with it"
+        )
+        captions[name] = (
+            f"`{model} / {score}`{what}; its AUROC on the worst far-OOD set over seeds: "
+            f"{_fmt(worst)}."
         )
     return captions
 

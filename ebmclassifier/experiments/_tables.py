@@ -1,16 +1,15 @@
 """Summaries over seeds and the markdown tables of ``compare``'s report.
 
 Every number is summarised over seeds as ``median [min, max]``. Each model's headline OOD
-score (:func:`headline_score`) is chosen here, once, for the summary table, the verdicts and
-the histograms alike.
+score (:func:`headline_score`), fixed before any data is seen, is read here, once, for the
+summary table, the verdicts and the histograms alike.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._timing import busy_note, mark_spread
-from .models import OOD_SCORES
+from ._timing import UNRELIABLE, UNRELIABLE_NOTE, busy_note, mark_spread
 
 SCALARS = ("accuracy", "ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce")
 _NORMS = {"linf": "L-inf", "l2": "L2"}
@@ -40,9 +39,10 @@ def summarise(results: dict) -> dict:
     Returns
     -------
     summary : dict
-        ``{model: {"scalars": {metric: stat}, "aurc": {score: stat}, "ood": {score: {set:
-        {metric: stat}}}, "ood_decisions": {score: {"false_positive_rate": stat, "miss_rate":
-        {set: stat}}}, "robust_accuracy": [stat per epsilon] or None}}`` with ``stat`` a dict
+        ``{model: {"headline": score, "scalars": {metric: stat}, "aurc": {score: stat},
+        "ood": {score: {set: {metric: stat}}}, "ood_decisions": {score:
+        {"false_positive_rate": stat, "miss_rate": {set: stat}}}, "robust_accuracy": [stat per
+        epsilon] or None}}`` with ``stat`` a dict
         of ``median``, ``min``, ``max`` and ``n`` (seeds).
     """
     summary = {}
@@ -79,6 +79,7 @@ def summarise(results: dict) -> dict:
             per_eps = np.array([r["robust_accuracy"] for r in runs])
             robust = [_stat(per_eps[:, j]) for j in range(per_eps.shape[1])]
         summary[model] = {
+            "headline": runs[0].get("headline"),
             "scalars": {k: v for k, v in scalars.items() if v is not None},
             "aurc": {
                 score: _stat([r["aurc"][score] for r in have]) for score, have in scores.items()
@@ -188,8 +189,9 @@ def _main_table(results: dict, summary: dict) -> str:
     header = ["model", "accuracy", "ECE", "NLL", "AURC"]
     header += [f"acc. {norm} PGD eps={epsilons[j]:.3g}", "s / epoch", "cost x CE"]
     main = _table(header, rows, _whole_models_out(results))
-    note = busy_machine_note(results)
-    return main + (f"\n\n{note}" if note else "")
+    notes = [UNRELIABLE_NOTE] if UNRELIABLE in main else []
+    notes += [note] if (note := busy_machine_note(results)) else []
+    return "\n\n".join([main, *notes])
 
 
 def _score_tables(results: dict, summary: dict) -> dict[str, str]:
@@ -247,56 +249,60 @@ def far_sets(results: dict) -> list[str]:
     return [name for name in results["data"]["ood_sets"] if name != NEAR_SET]
 
 
-def headline_score(model: str, model_summary: dict, sets) -> tuple[str, dict] | None:
-    """The OOD score that stands for ``model`` on ``sets``, and its AUROC on the worst of them.
+def headline_score(model_summary: dict, sets) -> tuple[str, dict] | None:
+    """The OOD score that stands for a model on ``sets``, and its AUROC on the worst of them.
 
-    ``ce``: its energy score, the standard energy-based detector (Liu et al. 2020), which the
-    energy-trained models are meant to improve. Every other model: the one of its own scores
-    (``energy``, ``max_softmax``, ``approx_mass``) whose AUROC on its worst set is the
-    highest (medians over seeds), the score a user would deploy for these sets. None when no
-    score covers every set.
+    The score is the model's ``headline``, fixed before any data was seen
+    (:func:`~._measure.headline_of`: ``ce``'s energy, the standard energy-based detector of Liu
+    et al. 2020; every other model's estimator default ``ood_method``). It is never chosen on
+    the AUROCs it is then judged by: picking each model's best of three scores on the very
+    sets it is judged on would flatter every model by the luck of that choice.
+
+    Parameters
+    ----------
+    model_summary : dict
+        One model's entry of :func:`summarise`.
+    sets : sequence of str
+        The OOD sets it is judged on.
 
     Returns
     -------
     (score, stat) or None
-        ``stat``: the AUROC summary (median, min, max, n) on the worst set.
+        ``stat``: the AUROC summary (median, min, max, n) on the set where its median is the
+        lowest. None when the score does not cover every set.
     """
-    return _best_worst_set(model_summary, sets, ("energy",) if model == "ce" else OOD_SCORES)
+    return _worst_set(model_summary, sets, model_summary.get("headline"))
 
 
-def best_detector(model_summary: dict, sets) -> tuple[str, dict] | None:
-    """The post-hoc detector on the model's features whose worst-set AUROC is the highest, as
-    :func:`headline_score` chooses a score; None without detectors."""
-    detectors = [k for k in model_summary["ood"] if k not in OOD_SCORES]
-    return _best_worst_set(model_summary, sets, detectors)
+def headline_detector(results: dict, model_summary: dict, sets) -> tuple[str, dict] | None:
+    """The post-hoc detector on the model's features the report judges, and its worst-set AUROC,
+    as :func:`headline_score`: the first of ``--detectors`` (``results["headline_detector"]``),
+    fixed by its place in the option before any data is seen; None without detectors."""
+    return _worst_set(model_summary, sets, results.get("headline_detector"))
 
 
-def _best_worst_set(model_summary: dict, sets, scores) -> tuple[str, dict] | None:
-    best = None
-    for score in scores:
-        by_set = model_summary["ood"].get(score, {})
-        if not sets or any(name not in by_set for name in sets):
-            continue
-        worst = min((by_set[name]["auroc"] for name in sets), key=lambda st: st["median"])
-        if best is None or worst["median"] > best[1]["median"]:
-            best = (score, worst)
-    return best
+def _worst_set(model_summary: dict, sets, score: str | None) -> tuple[str, dict] | None:
+    by_set = model_summary["ood"].get(score, {})
+    if score is None or not sets or any(name not in by_set for name in sets):
+        return None
+    return score, min((by_set[name]["auroc"] for name in sets), key=lambda st: st["median"])
 
 
 def ood_entries(results: dict, summary: dict, sets) -> dict[str, tuple[str, dict]]:
     """``{label: (score, worst-set AUROC stat)}``: the OOD contenders of the summary on
-    ``sets``: ``ce`` (its energy), ``ce + detector`` (the best detector on its features), and
-    every other model with an OOD score of its own (its headline score). Temperature-scaled
-    models are left out: they rescale their base model's max softmax."""
+    ``sets``: ``ce`` (its energy), ``ce + detector`` (the first of ``--detectors`` on its
+    features) and every other model with an OOD score of its own (its headline score), each
+    score fixed in advance (:func:`headline_score`). Temperature-scaled models are left out:
+    they rescale their base model's max softmax."""
     calibrated = results.get("calibrated", {})
     entries = {}
     for model, s in summary.items():
         if model in calibrated:
             continue
-        headline = headline_score(model, s, sets)
+        headline = headline_score(s, sets)
         if headline is not None:
             entries[model] = headline
-        detector = best_detector(s, sets) if model == "ce" else None
+        detector = headline_detector(results, s, sets) if model == "ce" else None
         if detector is not None:
             entries["ce + detector"] = detector
     return entries

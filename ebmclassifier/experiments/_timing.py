@@ -16,6 +16,8 @@ import numpy as np
 import torch
 
 __all__ = [
+    "UNRELIABLE",
+    "UNRELIABLE_NOTE",
     "WIDE_SPREAD",
     "busy_note",
     "interleaved_times",
@@ -27,9 +29,22 @@ __all__ = [
 #: A timing whose highest value exceeds its lowest by this factor is marked unreliable.
 WIDE_SPREAD = 1.5
 
+#: The mark :func:`mark_spread` appends.
+UNRELIABLE = "(unreliable)"
+
+#: What the mark means, printed under every table that uses it.
+UNRELIABLE_NOTE = (
+    f"{UNRELIABLE}: a timing so marked spread widely, its highest value (the slowest seed; "
+    f"bench's 90th-percentile round) above {WIDE_SPREAD:g} times its lowest, so other "
+    "processes on the machine, not the model, may have set it; rerun on a quiet machine "
+    "before reading it."
+)
+
 
 def mark_spread(text: str, low: float | None, high: float | None) -> str:
     """``text`` with ``" (unreliable)"`` when ``high > WIDE_SPREAD * low`` (positive values).
+
+    A table that shows the mark prints :data:`UNRELIABLE_NOTE` under it.
 
     Examples
     --------
@@ -38,7 +53,7 @@ def mark_spread(text: str, low: float | None, high: float | None) -> str:
     """
     if low is None or high is None or low <= 0 or high <= WIDE_SPREAD * low:
         return text
-    return f"{text} (unreliable)"
+    return f"{text} {UNRELIABLE}"
 
 
 def machine_load() -> dict:

@@ -54,6 +54,8 @@ from ._estimator_steps import bench_estimators
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
 from ._timing import (
+    UNRELIABLE,
+    UNRELIABLE_NOTE,
     busy_note,
     compare_times,
     interleaved_times,
@@ -383,7 +385,9 @@ def format_bench(result: dict) -> str:
     else:
         lines.append("GPU: no CUDA device, section skipped.")
     note = busy_note(meta["load"]["start"], meta["load"]["end"], meta["threads"])
-    return "\n".join(lines + ([note] if note else []))
+    lines += [note] if note else []
+    lines += [UNRELIABLE_NOTE] if any(UNRELIABLE in line for line in lines) else []
+    return "\n".join(lines)
 
 
 def _cpu_lines(result: dict) -> list[str]:

@@ -124,7 +124,9 @@ class CompareConfig:
         Post-hoc detectors (names of :data:`~ebmclassifier.detectors.DETECTORS`) fitted on the
         penultimate features of each trained model with a network of its own (``ce``,
         ``ngebm``, ``jem``; not the ``*_ts`` and ``*_ens`` models), on its training data. One
-        that cannot be fitted there is reported "not available" with the reason.
+        that cannot be fitted there is reported "not available" with the reason. The first
+        is the detector on ``ce`` that the summary table and the verdicts judge, fixed by its
+        place in this list before any data is seen (``results["headline_detector"]``).
 
     protocol : {"paper"} or None
         ``"paper"``: the NG-EBM and JEM papers' CIFAR/SVHN recipe
@@ -303,9 +305,10 @@ def run_comparison(config: CompareConfig, registry=None, log: Callable = print) 
     -------
     results : dict
         ``config``, ``data`` (sizes, shapes, classes, OOD sets), ``models`` (descriptions and
-        skips), ``detectors``, ``epsilons`` and ``runs``: one record per (model, seed) with the
-        measurements and, for the first seed, the arrays the figures need (``_figure_data``,
-        not written to JSON).
+        skips), ``detectors``, ``headline_detector`` (the first of ``detectors``, or None),
+        ``epsilons`` and ``runs``: one record per (model, seed) with the measurements (and
+        the model's ``headline`` OOD score, fixed in advance) and, for the first seed, the
+        arrays the figures need (``_figure_data``, not written to JSON).
 
     Raises
     ------
@@ -363,6 +366,7 @@ def _execute(config, specs, skipped, setup, registry, log) -> dict:
         "models": {s.name: s.description for s in specs},
         "calibrated": {s.name: s.calibrates for s in specs if s.calibrates},
         "detectors": {name: repr(build_detector(name, n_fit)) for name in (config.detectors or ())},
+        "headline_detector": (config.detectors or (None,))[0],
         "ood_tpr": OOD_TPR,
         "skipped": skipped,
         "failures": failures,

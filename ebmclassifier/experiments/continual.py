@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from ..metrics import expected_calibration_error, ood_metrics
 from ._command import (
+    PROGRESS,
     THREADS,
     CommaList,
     Command,
@@ -47,6 +48,7 @@ from ._command import (
 from ._continual_methods import (
     METHODS,
     bytes_stored,
+    expected_quiet,
     legend,
     make_estimator,
     method_notes,
@@ -200,7 +202,8 @@ def _run_stream(method, data, seed, tasks, config) -> dict:
             if t > 0 and hasattr(clf, "remember_model"):  # LwF: the previous task's model
                 clf.remember_model()
             rows = np.isin(y_train, task)
-            clf.partial_fit(X_train[rows], y_train[rows])
+            with expected_quiet(method):  # a no-replay baseline warns on purpose
+                clf.partial_fit(X_train[rows], y_train[rows])
         step = _evaluate(clf, X_test, y_test, tasks, t)
         matrix.append(step.pop("accuracy_row"))
         step["forgetting"] = _forgetting(matrix, t)
@@ -333,7 +336,7 @@ def _run_command(args, log: Callable = print) -> int:
         hidden=args.hidden,
         lr=args.lr,
         device=args.device,
-        progress=not args.quiet,
+        progress=args.progress,
         failures=failures,
     )
     failed = "; ".join(
@@ -424,7 +427,7 @@ COMMAND = Command(
             "folder for report.md, results.json and figures (default: continual)",
             {"type": OutputPath(folder=True), "default": "continual"},
         ),
-        Option("--quiet", "no progress bar", {"action": "store_true"}),
+        PROGRESS,
         THREADS,
     ),
     run=_run_command,

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from ..energy import OOD_METHODS
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
-from ._command import THREADS, Command, Number, Option
+from ._command import PROGRESS, THREADS, Command, Number, Option
 from .standardize import _standardized_digits
 
 __all__ = ["digits_with_noise", "format_demo", "run_demo"]
@@ -147,7 +147,7 @@ def format_demo(rows: list[dict]) -> str:
 
 
 def _run_command(args) -> int:
-    rows = run_demo(range(args.seeds), max_epochs=args.epochs, progress=not args.quiet)
+    rows = run_demo(range(args.seeds), max_epochs=args.epochs, progress=args.progress)
     print(format_demo(rows))
     return 0
 
@@ -162,7 +162,7 @@ COMMAND = Command(
     options=(
         Option("--seeds", "number of seeds (default: 3)", {"type": Number(int, 1), "default": 3}),
         Option("--epochs", "epochs per fit (default: 50)", {"type": Number(int, 1), "default": 50}),
-        Option("--quiet", "no progress bar", {"action": "store_true"}),
+        PROGRESS,
         THREADS,
     ),
     run=_run_command,

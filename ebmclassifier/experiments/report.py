@@ -282,13 +282,16 @@ def _ood_sets_text(data: dict) -> str:
 
 #: How to read the summary table, under it in report.md.
 _OVERVIEW_NOTE = (
-    "Medians over seeds, `a / b / c` in the order of the row's label. The OOD rows judge each "
-    "contender on its worst set, with one score: `ce`'s energy (the standard energy-based "
-    "detector), the best post-hoc detector on `ce`'s features (named) and every other "
-    "model's own score with the best worst-set AUROC (named in the verdicts, drawn in the "
-    "OOD histograms); temperature-scaled models rescale their base model's max softmax and "
-    f"are left out. A verdict calls a gap clear only when the seed ranges do not overlap and "
-    f"the medians differ by at least {CLEAR_GAP:g}."
+    "Medians over seeds, `a / b / c` in the order of the row's label. The OOD rows (AUROC, "
+    "higher is better) judge each contender on its worst set, with one score fixed before any "
+    "data was seen, never chosen on these sets: `ce`'s energy (the standard energy-based "
+    "detector), the first of `--detectors` on `ce`'s features (named in its cell) and every "
+    "other model's estimator default `ood_method` (NG-EBM: `approx_mass`; JEM: `energy`; "
+    "named in the verdicts, drawn in the OOD histograms). The OOD tables below give every "
+    "score; the best of them on each set is a choice made on the data it is judged by, so "
+    "it flatters. Temperature-scaled models rescale their base model's max softmax and are "
+    f"left out. A verdict calls a gap clear only when the seed ranges do not overlap and the "
+    f"medians differ by at least {CLEAR_GAP:g}."
 )
 
 

@@ -13,6 +13,7 @@ from .._estimator.base import EBMClassifierBase
 from .._estimator.parameter_docs import PARAMETER_DOCS
 from .._utils.docstrings import fill_docstring
 from .._utils.parameters import ParamChecker
+from .._utils.streamed import tensors_of_dataset
 from ..losses import per_sample_criterion
 from ..nn import module_kwargs_problem, network_kwargs
 from ._structures import STRUCTURES
@@ -288,10 +289,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         # The base builds ``module_`` from ``module``; here it is assembled from the encoder
         # and the decoder instead, so the base's builder is not called.
         if not hasattr(self, "input_shape_"):
-            raise RuntimeError(
-                "LatentStructureClassifier builds its network from the data; call fit(X, y) "
-                "instead of initialize()."
-            )
+            raise RuntimeError(self._no_network_yet("initialize()"))
         structure = self._structure()
         encoder = self._component(
             "encoder", structure.encoder_sizes(self), structure.encoder_defaults(self)
@@ -313,7 +311,19 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
 
     def _validate_training_data(self, X, y, *, reset: bool, classes=None):
         checked, y = super()._validate_training_data(X, y, reset=reset, classes=classes)
+        X = tensors_of_dataset(X, None)[0]  # a TensorDataset's ids are its first tensor
         return self._structure().prepare_input(self, X, checked, reset, training=True), y
+
+    def _accepts_streamed_input(self) -> bool:
+        """Float samples (``"categorical"``) are read in batches when they come as a
+        ``Dataset``, a memmap or ``uint8`` images; token ids (trees) come as an array."""
+        return self._structure().continuous_input
+
+    def _as_network_input(self, x: torch.Tensor) -> torch.Tensor:
+        """A batch on ``device_``: float32, or the int64 token ids of a tree model as they are."""
+        if not self._structure().continuous_input:
+            return x.to(self.device_)
+        return super()._as_network_input(x)
 
     def _input_of_weighted_rows(self, X: np.ndarray, positive: np.ndarray) -> np.ndarray:
         # a tree model's vocabulary is that of the rows of positive weight

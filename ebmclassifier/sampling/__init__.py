@@ -16,7 +16,13 @@ References
 
 from .buffer import ReplayBuffer
 from .langevin import proximal_sgld, sgld
-from .starts import GaussianStart, UniformStart, informative_start, uniform_start
+from .starts import (
+    GaussianStart,
+    UniformStart,
+    informative_start,
+    informative_start_in_chunks,
+    uniform_start,
+)
 
 __all__ = [
     "sgld",
@@ -25,5 +31,6 @@ __all__ = [
     "GaussianStart",
     "uniform_start",
     "informative_start",
+    "informative_start_in_chunks",
     "ReplayBuffer",
 ]

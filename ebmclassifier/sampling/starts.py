@@ -14,13 +14,20 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import torch
 from torch import Tensor, nn
 
 from .._utils.parameters import ParamChecker
 
-__all__ = ["GaussianStart", "UniformStart", "informative_start", "uniform_start"]
+__all__ = [
+    "GaussianStart",
+    "UniformStart",
+    "informative_start",
+    "informative_start_in_chunks",
+    "uniform_start",
+]
 
 
 class UniformStart(nn.Module):
@@ -313,8 +320,87 @@ def informative_start(
             factors[c, :, :q] = w
             # keep each feature's marginal variance: residual = total - low-rank part
             variances[c] = var - (w**2).sum(1)
-    stds = variances.clamp_min(0).sqrt().clamp_min(min_std)
-    log_priors = torch.log(counts.clamp_min(1) / counts.clamp_min(1).sum())
     low = flat.min(0).values.reshape(sample_shape) if clamp else None
     high = flat.max(0).values.reshape(sample_shape) if clamp else None
+    return _gaussian_start(means, factors, variances, counts, sample_shape, low, high, min_std)
+
+
+def _gaussian_start(means, factors, variances, counts, sample_shape, low, high, min_std):
+    """The :class:`GaussianStart` of fitted class moments (residual variances floored)."""
+    stds = variances.clamp_min(0).sqrt().clamp_min(min_std)
+    log_priors = torch.log(counts.clamp_min(1) / counts.clamp_min(1).sum())
     return GaussianStart(means, factors, stds, log_priors, sample_shape, low, high)
+
+
+def informative_start_in_chunks(
+    chunks: Iterable[tuple[Tensor, Tensor]],
+    n_classes: int,
+    clamp: bool = True,
+    min_std: float = 1e-3,
+) -> GaussianStart:
+    """:func:`informative_start` with ``covariance="diag"``, from data read chunk by chunk.
+
+    For data that are not one float32 tensor (``uint8`` images, a memmap, a ``Dataset``): the
+    class means ``mu_c = S_c / n_c`` and variances ``s_c^2 = Q_c / n_c - mu_c^2`` from the sums
+    ``S_c`` and sums of squares ``Q_c`` of each class, added in float64 (exact for integer
+    pixels), so no float32 copy of the data is made. A class without samples falls back to the
+    pooled data, as in :func:`informative_start`.
+
+    Parameters
+    ----------
+    chunks : iterable of (Tensor of shape (m, ...), Tensor of shape (m,))
+        The training inputs, as float32 or any real dtype, and their encoded labels in
+        ``0 .. n_classes - 1``, a chunk at a time (on one device).
+    n_classes : int
+    clamp : bool, default=True
+        Clamp samples to the per-feature range of the data.
+    min_std : float, default=1e-3
+        Floor on the standard deviations.
+
+    Returns
+    -------
+    GaussianStart
+
+    References
+    ----------
+    .. [1] Yang and Ji, "JEM++", ICCV 2021, section 3.3.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.cat([torch.zeros(50, 3), torch.ones(50, 3)]).to(torch.uint8)
+    >>> y = torch.cat([torch.zeros(50), torch.ones(50)]).long()
+    >>> start = informative_start_in_chunks([(X[:60], y[:60]), (X[60:], y[60:])], n_classes=2)
+    >>> start.sample(2, y=torch.tensor([1, 0])).round()
+    tensor([[1., 1., 1.],
+            [0., 0., 0.]])
+    """
+    sums = squares = counts = low = high = None
+    sample_shape = None
+    for x, y in chunks:
+        sample_shape = tuple(x.shape[1:])
+        flat = x.reshape(len(x), -1).to(torch.float64)
+        if sums is None:
+            d = flat.shape[1]
+            sums = torch.zeros(n_classes, d, dtype=torch.float64, device=flat.device)
+            squares, counts = torch.zeros_like(sums), torch.zeros_like(sums[:, 0])
+            low, high = flat.new_full((d,), math.inf), flat.new_full((d,), -math.inf)
+        if not len(flat):
+            continue
+        y = torch.as_tensor(y, device=flat.device).long()
+        sums.index_add_(0, y, flat)
+        squares.index_add_(0, y, flat * flat)
+        counts += torch.bincount(y, minlength=n_classes).to(torch.float64)
+        low, high = torch.minimum(low, flat.min(0).values), torch.maximum(high, flat.max(0).values)
+    if sums is None or counts.sum() == 0:
+        raise ValueError("informative_start_in_chunks needs at least one sample.")
+    unseen = counts == 0  # fall back to the pooled data
+    sums[unseen], squares[unseen], counts_used = sums.sum(0), squares.sum(0), counts.clone()
+    counts_used[unseen] = counts.sum()
+    means = sums / counts_used[:, None]
+    variances = squares / counts_used[:, None] - means**2
+    factors = torch.zeros(n_classes, means.shape[1], 0, device=means.device)
+    low = low.float().reshape(sample_shape) if clamp else None
+    high = high.float().reshape(sample_shape) if clamp else None
+    args = (means.float(), factors, variances.float(), counts.float(), sample_shape)
+    return _gaussian_start(*args, low, high, min_std)

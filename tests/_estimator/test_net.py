@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import skorch
 import torch
+from sklearn.base import clone
 from skorch.callbacks import Callback
 from skorch.dataset import Dataset, ValidSplit
 
@@ -121,6 +122,18 @@ class _DeviceSeen(Callback):
         net.devices_seen_.add(net.device)
 
 
+def test_loader_parameters_set_on_a_fitted_net_take_effect_without_a_refit(fitted, small_blobs):
+    # skorch 1.4 raised "Something went wrong, please open an issue" for these on a fitted net
+    X, _ = small_blobs
+    net = clone(fitted)
+    net.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    before = net.module_
+    net.set_params(iterator_valid__batch_size=7, iterator_train__num_workers=0, dataset__foo=1)
+    assert net.module_ is before and net.get_params()["iterator_valid__batch_size"] == 7
+    assert net.get_params()["dataset__foo"] == 1
+    np.testing.assert_allclose(net.predict_proba(X), fitted.predict_proba(X), rtol=1e-5)
+
+
 def test_the_device_parameter_stays_as_given_during_fit(small_blobs):
     X, y = small_blobs
     clf = NGEBMClassifier(**FAST, callbacks=[_DeviceSeen()])
@@ -163,8 +176,25 @@ def test_initialize_module_builds_the_network_for_the_data(fitted):
     assert fitted.initialize_module() is fitted
     shapes = [tuple(p.shape) for p in fitted.module_.parameters()]
     assert shapes == [(8, 4), (8,), (3, 8), (3,)]  # 4 features -> 8 -> 3 classes
-    with pytest.raises(RuntimeError, match=r"call fit\(X, y\) instead of initialize"):
+    with pytest.raises(RuntimeError, match=r"so initialize\(\) has no network .* before fit"):
         NGEBMClassifier().initialize()
+
+
+@pytest.mark.parametrize("call", ["initialize", "load_params"])
+def test_building_a_network_before_fit_names_the_documented_routes(call, tmp_path):
+    # the issue: initialize() + load_params was refused without naming the route that works
+    from skorch.exceptions import NotInitializedError
+
+    clf = NGEBMClassifier()
+    error = RuntimeError if call == "initialize" else NotInitializedError
+    with pytest.raises(error) as caught:
+        if call == "initialize":
+            clf.initialize()
+        else:
+            clf.load_params(f_params=str(tmp_path / "params.pt"))
+    message = str(caught.value)
+    assert "ebmclassifier.load(path)" in message and "save(path)" in message
+    assert "fit(X, y) with max_epochs=0" in message and "then call load_params" in message
 
 
 def test_train_step_single_back_propagates_without_stepping(small_blobs):

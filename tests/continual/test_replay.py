@@ -257,3 +257,18 @@ def test_new_labels_without_class_incremental_name_the_option():
     clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,)).partial_fit(*_task(0, 1))
     with pytest.raises(ValueError, match=r"NGEBMClassifier\(class_incremental=True\)"):
         clf.partial_fit(*_task(2, 3))
+
+
+def test_random_state_none_after_a_seeded_fit_leaves_no_stale_seed():
+    """The one seed rule (SkorchNet._fit_seed): class growth, the reservoir and generated
+    replay are unseeded once random_state is None, as the epochs are; two copies continued
+    alike then draw differently. With the stale seed they drew the same samples."""
+    seeded = _ngebm(replay_per_class=3, generated_per_class=5).partial_fit(*_task(0, 1))
+    seeded.set_params(random_state=None)
+    a, b = (pickle.loads(pickle.dumps(seeded)).partial_fit(*_task(2, 3)) for _ in range(2))
+    assert not torch.equal(a.generated_X_, b.generated_X_)
+    assert not torch.equal(a.module_.last_layer.weight[2:], b.module_.last_layer.weight[2:])
+    refit = _ngebm(random_state=0).fit(*_task(0, 1))
+    assert hasattr(refit, "seed_")
+    refit.set_params(random_state=None).fit(*_task(0, 1))
+    assert not hasattr(refit, "seed_")  # a refit unseeded keeps no seed of the seeded one

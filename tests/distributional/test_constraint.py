@@ -142,7 +142,7 @@ def test_em_priors_equal_quapy_emq():
     rng = np.random.default_rng(2)
     proba = rng.dirichlet(np.ones(4), size=200) * 0.5 + np.eye(4)[rng.integers(0, 4, 200)] * 0.5
     train = np.array([0.4, 0.3, 0.2, 0.1])
-    ours, _ = em_priors(proba, train, tol=1e-13, max_iter=100_000)
+    ours, _ = em_priors(proba, train, pseudo_count=0.0, tol=1e-13, max_iter=100_000)
     theirs, _ = quapy_aggregative.EMQ.EM(train, proba, epsilon=1e-13)
     np.testing.assert_allclose(ours, theirs, atol=TOL)
 
@@ -164,7 +164,7 @@ def test_em_priors_equal_abstention_em():
         valid_posterior_probs=rng.dirichlet(np.ones(3), size=100),
         valid_labels=valid_labels,
     )
-    ours, _ = em_priors(proba, train, tol=1e-13, max_iter=100_000)
+    ours, _ = em_priors(proba, train, pseudo_count=0.0, tol=1e-13, max_iter=100_000)
     np.testing.assert_allclose(ours, func.multipliers * train, atol=TOL)
     np.testing.assert_allclose(bayes_correction(proba, train, ours), func(proba), atol=TOL)
 
@@ -312,9 +312,17 @@ def test_em_meets_its_priors_and_matches_bayes(data):
     bayes.fit(X[keep])
     expected, _ = em_priors(clf.predict_proba(X[keep]), train, tol=1e-8)
     np.testing.assert_allclose(proj.prior_, expected)
-    np.testing.assert_allclose(proj.predict_proba(X[keep]).mean(axis=0), proj.prior_, atol=TOL)
+    np.testing.assert_allclose(bayes.prior_, expected)
+    # the projection meets the M step without the pseudo-count s: π' + s (π' - π) / n
+    n, s = len(keep), proj.em_pseudo_count
+    shares = expected + s * (expected - train) / n
+    np.testing.assert_allclose(proj.predict_proba(X[keep]).mean(axis=0), shares, atol=TOL)
     np.testing.assert_allclose(proj.predict_proba(X), bayes.predict_proba(X), atol=1e-5)
     assert proj.prior_[0] > 0.5 and proj.em_n_iter_ > 0
+    # maximum likelihood (s = 0): the average prediction on X is EM's priors themselves
+    ml = DistributionalConstraint(clf, priors="em", train_priors=train, em_pseudo_count=0)
+    ml.fit(X[keep])
+    np.testing.assert_allclose(ml.predict_proba(X[keep]).mean(axis=0), ml.prior_, atol=TOL)
 
 
 def test_bayes_differs_from_projection_for_given_priors(data):

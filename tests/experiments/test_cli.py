@@ -487,3 +487,43 @@ def test_max_epochs_zero_through_the_python_api_is_kept():
                                    progress=False)  # fmt: skip
     results = compare.run_comparison(config, registry=registry, log=lambda message: None)
     assert built == [0] and results["max_epochs"] == 0
+
+
+@pytest.mark.parametrize("command", ["compare", "continual", "demo"])
+def test_every_command_spells_the_progress_switch_alike(command, capsys):
+    # the issue: compare took --no-progress, continual and demo --quiet
+    parser = cli.build_parser()
+    assert parser.parse_args([command]).progress is True
+    assert parser.parse_args([command, "--no-progress"]).progress is False
+    assert parser.parse_args([command, "--quiet"]).progress is False  # the other spelling
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, "--help"])
+    help_text = capsys.readouterr().out
+    assert "--no-progress, --quiet" in help_text
+
+
+@pytest.mark.parametrize("command", ["compare", "continual"])
+def test_help_text_is_flush_left_and_a_legend_entry_hangs(command, capsys):
+    # the issue: every continuation line of a command's description was indented 4 spaces
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([command, "--help"])
+    text = capsys.readouterr().out
+    description = text.split("\n\n")[1].splitlines()
+    assert len(description) > 1 and not any(line.startswith(" ") for line in description)
+    if command == "continual":  # its legend: "  name: what it is", continued under it
+        legend = text.split("methods:\n")[1].splitlines()
+        assert legend[0].startswith("  joint: ")
+        continued = [line for line in legend if not line.startswith("  ") or line[2] == " "]
+        assert continued and all(line.startswith("      ") for line in continued)
+
+
+def test_the_commands_default_output_folders_are_ignored_by_git():
+    # the issue: a default `continual` run left continual/ untracked in the checkout
+    from ebmclassifier.experiments import continual as continual_command
+
+    lines = (Path(__file__).resolve().parents[2] / ".gitignore").read_text().splitlines()
+    for command in (compare.COMMAND, continual_command.COMMAND):
+        out = next(o for o in command.options if o.flag == "--out").default.strip("/")
+        assert f"{out}/" in lines or f"/{out}/" in lines, command.name
+    # a folder of the same name inside the package must stay tracked: the entry is anchored
+    assert "continual/" not in lines and "/continual/" in lines

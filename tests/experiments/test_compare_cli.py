@@ -30,7 +30,8 @@ def test_cli_compare(monkeypatch, tmp_path, capsys):
     # the summary table, as report.md opens with it, then the verdicts that matter
     table = report[report.index("|  | digits |") :].split("\n\n")[0]
     assert table in printed and "| ECE: ce / ce_ts / ngebm |" in table
-    assert "- Calibration regime: CE's ECE" in printed and "- Far OOD (AUROC" in printed
+    assert "- Calibration regime (ECE, lower is better): CE's ECE" in printed
+    assert "- Far OOD (AUROC" in printed
     assert printed.rstrip().endswith("and results.json.") and str(out / "report.md") in printed
     # the detail stays in report.md: no per-score table, no per-set verdict in the terminal
     assert "| model / score |" not in printed and "OOD AUROC on uniform" not in printed

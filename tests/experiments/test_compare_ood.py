@@ -213,7 +213,13 @@ def test_report_shows_the_new_tables_and_figure(near_ood, tmp_path):
     assert "risk_coverage.png" in tabs["figures"]
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["runs"][0]["ood_decisions"]["knn"]["miss_rate"]["held-out classes"] >= 0
-    assert any(line.startswith("Calibration regime: CE's ECE") for line in tabs["verdicts"])
+    assert any(
+        line.startswith("Calibration regime (ECE, lower is better): CE's ECE")
+        for line in tabs["verdicts"]
+    )
+    # the detector the summary table pairs with ce, the first of --detectors, has its histogram
+    assert results["headline_detector"] == "mahalanobis"
+    assert "ood_ce_mahalanobis.png" in tabs["figures"]
 
 
 def test_an_ood_csv_with_flat_rows_is_reshaped_to_the_sample_shape(tmp_path):

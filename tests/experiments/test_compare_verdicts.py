@@ -1,11 +1,19 @@
 """compare's verdicts: a gap is clear only beyond the seed spread AND at least CLEAR_GAP; each
-model is judged by one OOD score, on its worst set."""
+model is judged by one OOD score fixed in advance, on its worst set; every verdict names its
+direction and its baseline, and says what was measured."""
 
 import copy
 
 import pytest
 
-from ebmclassifier.experiments._tables import headline_score, ood_entries, summarise
+from ebmclassifier import JEMClassifier, NGEBMClassifier
+from ebmclassifier.experiments._measure import headline_of
+from ebmclassifier.experiments._tables import (
+    headline_detector,
+    headline_score,
+    ood_entries,
+    summarise,
+)
 from ebmclassifier.experiments._verdicts import (
     CLEAR_GAP,
     _compare_best,
@@ -84,31 +92,145 @@ def test_no_verdict_calls_a_tiny_gap_clear(results):
     lines = verdicts(results, summarise(results))
     far = [line for line in key_verdicts(results, summarise(results)) if "Far OOD" in line]
     assert far == [
-        "Far OOD (AUROC on the worst of uniform, inverted, permuted; each model's headline "
-        "score): ce / energy (1.000) ahead of ngebm / energy (0.999), no seed overlap, but a "
-        "gap of 0.0012, under the 0.01 called clear."
+        "Far OOD (AUROC on the worst of uniform, inverted, permuted, higher is better; each "
+        "model by its headline score, fixed in advance): ce / energy (1.000) ahead of ngebm / "
+        "energy (0.999), no seed overlap, but a gap of 0.0012, under the 0.01 called clear."
     ]
     assert not any("OOD" in line and "clearly" in line for line in lines)
 
 
-def test_each_model_is_judged_by_one_score_on_its_worst_set(results):
-    results = copy.deepcopy(results[0])
-    # ngebm: energy is best on uniform, approx_mass on its worst set (the deployable choice)
-    _with_auroc(results, "ngebm", "energy", "uniform", {0: 0.99, 1: 0.99})
-    _with_auroc(results, "ngebm", "energy", "inverted", {0: 0.40, 1: 0.42})
-    _with_auroc(results, "ngebm", "approx_mass", "uniform", {0: 0.90, 1: 0.92})
-    _with_auroc(results, "ngebm", "approx_mass", "inverted", {0: 0.80, 1: 0.82})
-    _with_auroc(results, "ngebm", "approx_mass", "permuted", {0: 0.85, 1: 0.85})
-    summary = summarise(results)
-    sets = ["uniform", "inverted", "permuted"]
-    worst = {
-        score: min(summary["ngebm"]["ood"][score][s]["auroc"]["median"] for s in sets)
-        for score in ("energy", "max_softmax", "approx_mass")
+SETS = ["uniform", "inverted", "permuted"]
+
+
+def _with_detectors(results, headline="knn"):
+    """``results`` with two post-hoc detectors on ce's features (copies of its energy's
+    measurements) and ``headline`` named first in ``--detectors``."""
+    for run in results["runs"]:
+        if run["model"] == "ce":
+            for detector in ("mahalanobis", "knn"):
+                for measured in ("ood", "ood_decisions", "aurc"):
+                    run[measured][detector] = copy.deepcopy(run[measured]["energy"])
+    results["headline_detector"] = headline
+    return results
+
+
+def test_the_ood_choice_does_not_read_the_judged_sets(results):
+    # The issue: each model's headline was its best of three scores on the very sets it is
+    # judged on. Make every other score (and the other detector) far better on every judged
+    # set and the headline worse: the choice must not move, and its AUROC must go down.
+    results = _with_detectors(copy.deepcopy(results[0]))
+    before = ood_entries(results, summarise(results), SETS)
+    assert {label: score for label, (score, _) in before.items()} == {
+        "ce": "energy",  # ModelSpec.headline
+        "ce + detector": "knn",  # the first of --detectors
+        "ngebm": "energy",  # the stand-in has no ood_method: the first of its scores
     }
-    score, stat = headline_score("ngebm", summary["ngebm"], sets)
-    assert score == max(worst, key=worst.get) == "approx_mass"
-    assert stat["median"] == pytest.approx(0.81)
-    # ce stands for the standard baseline, its energy score, whatever scores best
-    assert headline_score("ce", summary["ce"], sets)[0] == "energy"
-    entries = ood_entries(results, summary, sets)
-    assert list(entries) == ["ce", "ngebm"]  # ce_ts rescales ce's max softmax: left out
+    for name in SETS:
+        for model, headline, others in (
+            ("ce", "energy", ("max_softmax", "approx_mass", "mahalanobis")),
+            ("ce", "knn", ()),
+            ("ngebm", "energy", ("max_softmax", "approx_mass")),
+        ):
+            _with_auroc(results, model, headline, name, {0: 0.30, 1: 0.32})
+            for score in others:
+                _with_auroc(results, model, score, name, {0: 0.99, 1: 1.0})
+    summary = summarise(results)
+    after = ood_entries(results, summary, SETS)
+    assert {k: score for k, (score, _) in after.items()} == {
+        k: score for k, (score, _) in before.items()
+    }
+    assert {k: stat["median"] for k, (_, stat) in after.items()} == pytest.approx(
+        {k: 0.31 for k in after}
+    )
+    assert headline_detector(results, summary["ce"], SETS)[0] == "knn"
+    far = next(line for line in key_verdicts(results, summary) if line.startswith("Far OOD"))
+    assert "approx_mass" not in far and "mahalanobis" not in far
+
+
+def test_the_headline_score_is_the_estimators_own_default():
+    from ebmclassifier.experiments.models import default_models
+
+    registry = default_models()
+    built = {name: spec.build({}) for name, spec in registry.items() if spec.build}
+    chosen = {name: headline_of(registry[name], model) for name, model in built.items()}
+    assert chosen == {
+        "ce": "energy",  # the standard energy-based detector, set on its ModelSpec
+        "ce_ens": "energy",
+        "ngebm": NGEBMClassifier().ood_method,  # approx_mass, the NG-EBM paper's score
+        "ngebm_ens": "energy",
+        "jem": JEMClassifier().ood_method,  # energy
+    }
+    assert chosen["ngebm"] == "approx_mass"
+    assert headline_of(registry["ce_ts"], None) == "max_softmax"
+    # a user's model: its own ood_method, or a named headline it measures
+    spec = registry["ngebm"]
+    assert headline_of(spec, NGEBMClassifier(ood_method="max_softmax")) == "max_softmax"
+    with pytest.raises(ValueError, match="does not measure"):
+        headline_of(type(spec)("mine", "x", scores=("energy",), headline="approx_mass"), None)
+
+
+def test_a_score_missing_on_a_set_has_no_headline(results):
+    results = copy.deepcopy(results[0])
+    summary = summarise(results)
+    del summary["ngebm"]["ood"]["energy"]["permuted"]
+    assert headline_score(summary["ngebm"], SETS) is None
+    assert headline_score(summary["ngebm"], SETS[:2])[0] == "energy"
+    entries = ood_entries(results, summary, SETS)
+    assert list(entries) == ["ce"]  # ce_ts rescales ce's max softmax: left out
+
+
+def _stats(**medians):
+    """A summary whose scalars are the given medians, spread +-0.001 over three seeds."""
+    summary = {}
+    for key, value in medians.items():
+        model, metric = key.rsplit("__", 1)
+        summary.setdefault(model, {"scalars": {}, "ood": {}, "aurc": {}, "robust_accuracy": None})
+        summary[model]["scalars"][metric] = _st(value, value - 0.001, value + 0.001)
+    return summary
+
+
+def test_the_calibration_verdict_says_what_temperature_scaling_did():
+    # digits (the issue): T = 1.54 but temperature scaling makes the test ECE worse, so
+    # nothing may call CE over-confident; say what was measured
+    digits = _stats(ce__ece=0.013, ce_ts__ece=0.016, ce_ts__temperature=1.54)
+    line = key_verdicts({"calibrated": {}, "data": {"ood_sets": {}}, "epsilons": [0]}, digits)[0]
+    assert "over-confident" not in line and "under-confident" not in line
+    assert line == (
+        "Calibration regime (ECE, lower is better): CE's ECE is 0.013, 0.016 after temperature "
+        "scaling on the held-out split (outside the seed spread but under 0.01): CE is about "
+        "as calibrated as temperature scaling makes it here; the fitted T = 1.54 softens CE's "
+        "confidences (T fits the held-out split's NLL) but raises the test ECE: the test split "
+        "shows no over-confidence to fix."
+    )
+    worse = _stats(ce__ece=0.013, ce_ts__ece=0.045, ce_ts__temperature=1.54)
+    line = key_verdicts({"calibrated": {}, "data": {"ood_sets": {}}, "epsilons": [0]}, worse)[0]
+    assert "(a clear gap): temperature scaling does harm here;" in line
+    assert "over-confident" not in line
+    # MNIST-1D: softened and clearly better: over-confident; sharpened and clearly better:
+    # under-confident
+    for temperature, side in ((4.43, "over"), (0.6, "under")):
+        clear = _stats(ce__ece=0.332, ce_ts__ece=0.057, ce_ts__temperature=temperature)
+        line = key_verdicts({"calibrated": {}, "data": {"ood_sets": {}}, "epsilons": [0]}, clear)
+        assert line[0].endswith(f"and lowers the test ECE: CE is {side}-confident here.")
+        assert ", a clear gap: here calibration matters;" in line[0]
+
+
+def test_accuracy_is_judged_against_cross_entropy_and_ece_names_its_direction():
+    summary = _stats(
+        ce__accuracy=0.972, ngebm__accuracy=0.985, jem__accuracy=0.980,
+        ce__ece=0.015, ngebm__ece=0.031, jem__ece=0.068,
+    )  # fmt: skip
+    lines = key_verdicts({"calibrated": {}, "data": {"ood_sets": {}}, "epsilons": [0]}, summary)
+    ece = next(line for line in lines if line.startswith("ECE"))
+    assert ece.startswith("ECE (lower is better): ce (0.015) ahead of ngebm (0.031)")
+    accuracy = next(line for line in lines if line.startswith("Accuracy"))
+    assert accuracy == (
+        "Accuracy (higher is better), against the cross-entropy baseline ce (0.972): ngebm "
+        "0.985 (+0.013 vs ce, a clear gap), jem 0.980 (+0.008 vs ce, outside the seed spread "
+        "but under 0.01)."
+    )
+    # NLL names its direction too (report.md's verdicts)
+    summary = _stats(ce__nll=0.13, ngebm__nll=0.10)
+    nll = verdicts({"calibrated": {}, "data": {"ood_sets": {}}, "epsilons": [0]}, summary)
+    assert nll == ["NLL (lower is better): ngebm (0.100) ahead of ce (0.130), clearly: no seed "
+                   "overlap and a gap of at least 0.01."]  # fmt: skip

@@ -158,3 +158,45 @@ def test_methods_that_differ_stay_apart():
     runs = run_continual(methods=["ce", "ce_batch"], tasks="0,1/2,3", epochs=1, progress=False)
     rows = summarize_runs(runs)
     assert [(r["method"], r["same_as"]) for r in rows] == [("ce", []), ("ce_batch", [])]
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def _warned(run):
+    """The "no replay" warnings ``run()`` gives, always recorded."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [w for w in caught if "with its energy term and no replay" in str(w.message)]
+
+
+def test_the_no_replay_baselines_run_quiet_and_a_users_own_fit_still_warns():
+    # the issue: the default run printed 8 long UserWarnings from ngebm_batch and jem_batch,
+    # which run that combination on purpose (4 streams each with 5 tasks; here 2 tasks)
+    baselines = [name for name, method in METHODS.items() if method.no_replay_baseline]
+    assert baselines == ["ngebm_batch", "jem_batch"]
+    common = {"tasks": "0,1/2,3", "epochs": 1, "progress": False, "hidden": (16,)}
+    assert _warned(lambda: run_continual(methods=baselines, **common)) == []
+    # the same combination asked of another method by the options still warns
+    warned = _warned(lambda: run_continual(methods=["ngebm_generated"], generated=0, **common))
+    assert len(warned) == 1
+    # and so does a user's own fit of that combination, once per call that adds classes
+    clf = NGEBMClassifier(class_incremental=True, negatives="batch", replay_per_class=0,
+                          generated_per_class=0, max_epochs=1, random_state=0)  # fmt: skip
+    assert _warned(lambda: clf.partial_fit(*_task(0, 1))) == []  # the first task: no old class
+    assert len(_warned(lambda: clf.partial_fit(*_task(2, 3)))) == 1
+
+
+def test_the_report_says_which_methods_are_the_no_replay_baselines():
+    from ebmclassifier.experiments._continual_methods import method_notes
+
+    rows = [{"data": "digits", "method": m, "same_as": []} for m in ("ce", "ngebm_batch")]
+    notes = method_notes(rows)
+    assert any(line.startswith("ngebm_batch is a no-replay baseline: ") for line in notes)
+    both = method_notes([*rows, {"data": "digits", "method": "jem_batch", "same_as": []}])
+    assert any(line.startswith("ngebm_batch and jem_batch are the no-replay baselines: ")
+               for line in both)  # fmt: skip
+    assert "no-replay baseline" not in " ".join(method_notes(rows[:1]))
