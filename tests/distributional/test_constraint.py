@@ -219,14 +219,6 @@ def test_bbse_gives_a_class_absent_from_the_heldout_labels_prior_zero():
     np.testing.assert_allclose(priors, [0.25, 0.75, 0.0])
 
 
-def test_em_priors_stops_on_the_step_that_moves_by_tol_or_less():
-    # one-hot posteriors are a fixed point: the first step moves by exactly 0, which tol=0 takes
-    proba = np.array([[1.0, 0.0], [0.0, 1.0]])
-    priors, n_iter = em_priors(proba, np.array([0.5, 0.5]), tol=0.0, max_iter=50)
-    assert n_iter == 1
-    np.testing.assert_array_equal(priors, [0.5, 0.5])
-
-
 def test_check_reachable_alone_refuses_both_ends_and_takes_a_constant_features_one_value():
     log_p = np.log([[0.5, 0.5], [0.9, 0.1]])
     share0 = np.eye(2)[None, :, :1].repeat(2, 0)  # phi = 1[y = 0]: the mean share is in (0, 1)
