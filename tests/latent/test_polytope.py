@@ -9,10 +9,12 @@ from ebmclassifier.latent.categorical.simplex import Simplex
 from ebmclassifier.latent.methods import (
     GRADIENT_ALIASES,
     GRADIENTS,
+    batch_polytope_latent,
     polytope_latent,
     polytope_latent_eval,
 )
 from ebmclassifier.latent.polytope import Polytope, draw_rows
+from ebmclassifier.latent.score_function import RunningMeanBaseline
 from ebmclassifier.latent.trees import tree_map, tree_marginals, tree_sparsemap
 from ebmclassifier.latent.trees.latent import TREE_GRADIENTS, tree_latent, tree_latent_eval
 from ebmclassifier.latent.trees.polytope import TreePolytope
@@ -113,6 +115,20 @@ def test_the_score_function_hands_the_batch_sizes_to_the_oracles():
     assert torch.equal(z * mask, z)  # drawn on each sample's own parts
     expected = loss_fn(z)[:, None] * (z - torch.sigmoid(s) * mask)  # d log p(z) / ds
     torch.testing.assert_close(scores.grad, expected)
+
+
+def test_the_weighted_score_functions_baseline_follows_the_weighted_mean_of_the_losses():
+    s, _, loss_fn = _problem(seed=8)
+    w = torch.tensor([1.0, 0.0, 3.0, 0.0, 2.0], dtype=torch.float64)
+    baseline = RunningMeanBaseline(momentum=1.0)  # one update: b = that batch's mean loss
+    scores = s.clone().requires_grad_(True)
+    g = torch.Generator().manual_seed(9)
+    z = batch_polytope_latent(
+        Hypercube(), scores, None, "sfe", loss_fn, w, baseline=baseline, generator=g
+    )
+    loss_fn(z).sum().backward()
+    expected = (w * loss_fn(z.detach())).sum() / w.sum()  # sum_i w_i l_i / sum_i w_i
+    torch.testing.assert_close(baseline.value, expected.to(baseline.value.dtype))
 
 
 def test_relaxations_and_eval_use_the_oracles():
