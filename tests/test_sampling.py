@@ -89,6 +89,17 @@ def test_sgld_noise_has_the_requested_scale():
     assert abs(x.mean().item()) < 4 * expected / math.sqrt(20000)
 
 
+def test_sgld_defaults_are_the_documented_ones():
+    # n_steps=20, step_size=1.0: a linear energy a.x moves each chain by -20 * 1.0 * a
+    a = torch.tensor([0.5, -1.0], dtype=torch.float64)
+    x = sgld(lambda x: (x * a).sum(1), torch.zeros(3, 2, dtype=torch.float64), noise=0.0)
+    torch.testing.assert_close(x, (-20.0 * a).expand(3, 2))
+    # noise=0.01: on a flat energy, x_T - x_0 ~ N(0, 20 * 0.01^2)
+    g = torch.Generator().manual_seed(4)
+    x = sgld(lambda x: 0.0 * x.sum(1), torch.zeros(20000, 1), generator=g)
+    assert abs(x.std().item() / (0.01 * math.sqrt(20)) - 1) < 0.04
+
+
 def test_sgld_lowers_the_energy_on_a_trained_net_and_leaves_parameters_alone(trained_net):
     energy_fn = _logsumexp_energy(trained_net)
     params = list(trained_net.parameters())
@@ -374,6 +385,21 @@ def test_buffer_reinitialize_restarts_every_chain():
     buf.update(torch.arange(500), torch.full((500, 3), 10.0))
     buf.reinitialize(generator=torch.Generator().manual_seed(18))
     assert ((buf.samples >= 0) & (buf.samples <= 1)).all()
+
+
+def test_buffer_reinitialize_keeps_each_class_and_draws_from_the_generator():
+    # far-apart class means: a restarted chain of class c lies within 0.5 of mu_c
+    means = torch.tensor([[0.0, 0.0], [10.0, 10.0], [-10.0, 10.0]])
+    start = GaussianStart(
+        means, torch.zeros(3, 2, 0), torch.full((3, 2), 0.05), torch.zeros(3), (2,)
+    )
+    buf = ReplayBuffer(start, 60, n_classes=3, generator=torch.Generator().manual_seed(0))
+    buf.update(torch.arange(60), torch.full((60, 2), 100.0))
+    buf.reinitialize(generator=torch.Generator().manual_seed(1))
+    assert ((buf.samples - means[buf.labels]).abs() < 0.5).all()
+    first = buf.samples.clone()
+    buf.reinitialize(generator=torch.Generator().manual_seed(1))
+    assert torch.equal(buf.samples, first)  # the same generator state, the same restart
 
 
 @pytest.mark.parametrize(

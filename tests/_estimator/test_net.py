@@ -101,6 +101,12 @@ def test_save_params_load_params_round_trip_with_device_auto(fitted, small_blobs
     np.testing.assert_array_equal(fresh.predict_proba(X), original.predict_proba(X))
 
 
+def test_unpickling_keeps_the_device_parameter_as_given(fitted):
+    # skorch maps the tensors to state["device"]; the parameter comes back as the user gave it
+    restored = pickle.loads(pickle.dumps(fitted))
+    assert restored.get_params()["device"] == "auto" and restored.device_ == fitted.device_
+
+
 def test_set_params_reinitializes_a_fitted_module_on_its_device(small_blobs):
     X, y = small_blobs
     clf = NGEBMClassifier(**FAST).fit(X, y)

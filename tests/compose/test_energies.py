@@ -1,4 +1,7 @@
-"""The tensor functions of ebmclassifier.compose against float64 numpy computations."""
+"""The tensor functions of ebmclassifier.compose against float64 numpy computations, and the
+queries of concepts against a truth table."""
+
+import itertools
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from ebmclassifier.compose import (
     mixture_logits,
     product_logits,
 )
+from ebmclassifier.compose.energies import compile_query, satisfying_rows
 
 
 @pytest.fixture
@@ -96,3 +100,58 @@ def test_gradients_through_the_compositions(logits):
 def test_not_is_a_value_object():
     assert Not(3) == Not(3) and Not(3) != Not(4)
     assert repr(Not([1, "a"])) == "Not([1, 'a'])"
+
+
+def _holds(value, label):
+    """Whether ``label`` satisfies a query value, read off the documented semantics."""
+    if isinstance(value, Not):
+        return not _holds(value.value, label)
+    if isinstance(value, (list, tuple, set, frozenset)) or (
+        isinstance(value, np.ndarray) and value.ndim
+    ):
+        return any(_holds(v, label) for v in value)
+    return label == value
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        None,
+        {"colour": "red"},
+        {"colour": Not("red"), "size": 1},
+        [{"colour": ["red", "green"]}, {"size": np.int64(0)}],
+        {"colour": Not(("red", "blue"))},
+        [{"size": np.array(1)}, {"colour": "blue", "size": 0}],
+        {"colour": np.array(["blue", "green"]), "size": {0, 1}},
+    ],
+)
+def test_the_rows_a_query_selects_are_its_truth_table(query):
+    names, classes = ["colour", "size"], [np.array(["red", "blue", "green"]), np.array([0, 1])]
+    codes = np.array(list(itertools.product(range(3), range(2))))  # every combination
+    clauses = [{}] if query is None else [query] if isinstance(query, dict) else query
+    expected = [
+        any(
+            all(_holds(v, classes[names.index(n)][row[names.index(n)]]) for n, v in q.items())
+            for q in clauses
+        )
+        for row in codes
+    ]
+    selected = satisfying_rows(codes, compile_query(query, names, classes))
+    assert selected.tolist() == expected
+
+
+@pytest.mark.parametrize(
+    "query, match",
+    [
+        ({"shape": "round"}, "Unknown concepts \\['shape'\\]"),
+        ({"colour": "pink"}, "Unknown value 'pink' of concept 'colour'"),
+        ({"colour": []}, "empty list is no value of concept 'colour'"),
+        ({"colour": Not(["red", "blue", "green"])}, "allows no label"),
+        ([], "non-empty list of such dicts"),
+        ("red", "must be None, a dict"),
+    ],
+)
+def test_a_query_that_selects_nothing_sensible_is_refused(query, match):
+    classes = [np.array(["red", "blue", "green"]), np.array([0, 1])]
+    with pytest.raises(ValueError, match=match):
+        compile_query(query, ["colour", "size"], classes)

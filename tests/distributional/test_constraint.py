@@ -26,6 +26,7 @@ from ebmclassifier import DistributionalConstraint, NGEBMClassifier, load
 from ebmclassifier.distributional import (
     bayes_correction,
     bbse_priors,
+    check_reachable,
     demographic_parity,
     dual_objective,
     em_priors,
@@ -189,6 +190,47 @@ def test_bbse_recovers_priors_of_a_perfect_confusion():
     expected = np.linalg.solve(joint, b) / 3
     expected = np.clip(expected, 0, None) / np.clip(expected, 0, None).sum()
     np.testing.assert_allclose(bbse_priors(y, pred, target_pred, 3), expected, atol=1e-12)
+
+
+def test_bbse_against_abstention_clips_the_weight_of_a_class_never_predicted():
+    label_shift = pytest.importorskip(
+        "abstention.label_shift", reason="abstention does not import: no BBSE to compare with"
+    )
+    y = np.repeat([0, 1, 2], 100)
+    rng = np.random.default_rng(0)
+    pred = np.where(rng.random(300) < 0.8, y, (y + 1) % 3)
+    target_pred = np.repeat([0, 1], [70, 30])  # class 2 never predicted: w = C^-1 b < 0 there
+    eye = np.eye(3)
+    weights = label_shift.BBSEImbalanceAdapter()(
+        valid_labels=eye[y],
+        tofit_initial_posterior_probs=eye[target_pred],
+        valid_posterior_probs=eye[pred],
+    ).multipliers  # its w, negative values set to 0
+    expected = weights * np.bincount(y) / len(y)
+    np.testing.assert_allclose(bbse_priors(y, pred, target_pred, 3), expected / expected.sum())
+    assert expected[2] == 0
+
+
+def test_bbse_gives_a_class_absent_from_the_heldout_labels_prior_zero():
+    # a perfect confusion on classes 0, 1: w(y) = target share / held-out share of y
+    # = (0.25 / 0.5, 0.75 / 0.5), priors w(y) * 0.5; class 2, never held out, gets 0
+    y, pred = np.array([0, 0, 1, 1]), np.array([0, 0, 1, 1])
+    priors = bbse_priors(y, pred, np.array([0, 1, 1, 1]), n_classes=3)
+    np.testing.assert_allclose(priors, [0.25, 0.75, 0.0])
+
+
+def test_check_reachable_alone_refuses_both_ends_and_takes_a_constant_features_one_value():
+    log_p = np.log([[0.5, 0.5], [0.9, 0.1]])
+    share0 = np.eye(2)[None, :, :1].repeat(2, 0)  # phi = 1[y = 0]: the mean share is in (0, 1)
+    check_reachable(log_p, share0, [0.5], ["share"], joint=False)
+    for end in (0.0, 1.0):  # reached only with an infinite lambda, which the error says
+        match = f"target {end} of share.*strictly between.*no finite λ"
+        with pytest.raises(ValueError, match=match):
+            check_reachable(log_p, share0, [end], ["share"], joint=False)
+    constant = np.full((2, 2, 1), 0.25)  # phi(x, y) = 0.25 whatever y: every q gives 0.25
+    check_reachable(log_p, constant, [0.25], ["c"], joint=False)
+    with pytest.raises(ValueError, match="target 0.3 of c.*reach only 0.25"):
+        check_reachable(log_p, constant, [0.3], ["c"], joint=False)
 
 
 def test_feasibility_margin_against_brute_force_one_hot():
@@ -461,7 +503,9 @@ def test_joint_infeasibility_names_the_constraints(data):
         return np.tile([0.0, 1.0, 1.0], (len(X), 1))
 
     # each alone is reachable; together the shares would sum to 1.4
-    with pytest.raises(ValueError, match="constraints\\[0\\], constraints\\[1\\] cannot be met"):
+    # the error names the pair and the fix
+    match = "constraints\\[0\\], constraints\\[1\\] cannot be met together.*Relax one of them"
+    with pytest.raises(ValueError, match=match):
         DistributionalConstraint(clf, constraints=[(share0, 0.7), (share_not0, 0.7)]).fit(X)
 
 

@@ -136,6 +136,17 @@ def test_pseudo_count_zero_is_the_old_maximum_likelihood_em(rare):
     np.testing.assert_array_equal(ours, _saerens_ml(proba, TRAIN, 1e-8, 1000))
 
 
+def test_em_stops_on_the_step_that_moves_by_tol_or_less():
+    # one-hot posteriors, 3 of class 0 and 1 of class 1: the first step moves the priors from
+    # (0.5, 0.5) to exactly (0.75, 0.25), a step of exactly 0.25, and the next by 0
+    proba = np.eye(2)[[0, 0, 0, 1]]
+    priors, n_iter = em_priors(proba, np.array([0.5, 0.5]), pseudo_count=0.0, tol=0.25)
+    assert n_iter == 1
+    np.testing.assert_array_equal(priors, [0.75, 0.25])
+    _, n_iter = em_priors(proba, np.array([0.5, 0.5]), pseudo_count=0.0, tol=0.2)
+    assert n_iter == 2
+
+
 def test_pseudo_count_zero_equals_quapy_emq(rare):
     quapy_aggregative = pytest.importorskip(
         "quapy.method.aggregative", reason="quapy does not import: no EMQ to compare with"

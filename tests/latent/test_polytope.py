@@ -9,10 +9,12 @@ from ebmclassifier.latent.categorical.simplex import Simplex
 from ebmclassifier.latent.methods import (
     GRADIENT_ALIASES,
     GRADIENTS,
+    batch_polytope_latent,
     polytope_latent,
     polytope_latent_eval,
 )
-from ebmclassifier.latent.polytope import Polytope
+from ebmclassifier.latent.polytope import Polytope, draw_rows
+from ebmclassifier.latent.score_function import RunningMeanBaseline
 from ebmclassifier.latent.trees import tree_map, tree_marginals, tree_sparsemap
 from ebmclassifier.latent.trees.latent import TREE_GRADIENTS, tree_latent, tree_latent_eval
 from ebmclassifier.latent.trees.polytope import TreePolytope
@@ -33,6 +35,28 @@ class Hypercube(Polytope):
     def sample(self, scores, sizes, generator=None):
         u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype)
         return (u < torch.sigmoid(scores)).to(scores.dtype)
+
+
+class PaddedHypercube(Hypercube):
+    """The hypercube of the first ``sizes[i]`` parts of sample i; the other parts are padding."""
+
+    def _mask(self, tensor, sizes):
+        return (torch.arange(tensor.shape[-1]) < sizes[:, None]).to(tensor.dtype)
+
+    def map(self, scores, sizes):
+        return super().map(scores, sizes) * self._mask(scores, sizes)
+
+    def marginals(self, scores, sizes):
+        return super().marginals(scores, sizes) * self._mask(scores, sizes)
+
+    def project(self, point, sizes):
+        return super().project(point, sizes) * self._mask(point, sizes)
+
+    def sample(self, scores, sizes, generator=None):
+        return super().sample(scores, sizes, generator) * self._mask(scores, sizes)
+
+    def restrict(self, tensor, sizes):
+        return tensor * self._mask(tensor, sizes)
 
 
 def _problem(seed=0, shape=(5, 4)):
@@ -79,6 +103,34 @@ def test_each_method_on_a_new_polytope_follows_its_formula(method):
     torch.testing.assert_close(scores.grad, expected)
 
 
+def test_the_score_function_hands_the_batch_sizes_to_the_oracles():
+    s, t, loss_fn = _problem(seed=5)
+    sizes = torch.tensor([4, 2, 3, 1, 4])
+    scores = s.clone().requires_grad_(True)
+    z = polytope_latent(
+        PaddedHypercube(), scores, sizes, "sfe", loss_fn, generator=torch.Generator().manual_seed(6)
+    )
+    loss_fn(z).sum().backward()
+    z, mask = z.detach(), PaddedHypercube()._mask(s, sizes)
+    assert torch.equal(z * mask, z)  # drawn on each sample's own parts
+    expected = loss_fn(z)[:, None] * (z - torch.sigmoid(s) * mask)  # d log p(z) / ds
+    torch.testing.assert_close(scores.grad, expected)
+
+
+def test_the_weighted_score_functions_baseline_follows_the_weighted_mean_of_the_losses():
+    s, _, loss_fn = _problem(seed=8)
+    w = torch.tensor([1.0, 0.0, 3.0, 0.0, 2.0], dtype=torch.float64)
+    baseline = RunningMeanBaseline(momentum=1.0)  # one update: b = that batch's mean loss
+    scores = s.clone().requires_grad_(True)
+    g = torch.Generator().manual_seed(9)
+    z = batch_polytope_latent(
+        Hypercube(), scores, None, "sfe", loss_fn, w, baseline=baseline, generator=g
+    )
+    loss_fn(z).sum().backward()
+    expected = (w * loss_fn(z.detach())).sum() / w.sum()  # sum_i w_i l_i / sum_i w_i
+    torch.testing.assert_close(baseline.value, expected.to(baseline.value.dtype))
+
+
 def test_relaxations_and_eval_use_the_oracles():
     s, *_ = _problem(seed=2)
     cube = Hypercube()
@@ -114,6 +166,15 @@ def test_simplex_sample_of_non_finite_scores_does_not_raise():
     z = Simplex().sample(scores, None, torch.Generator().manual_seed(0))
     torch.testing.assert_close(z.sum(-1), torch.ones(2))
     assert z[1, 1] == 1
+
+
+def test_draw_rows_is_uniform_only_in_the_rows_that_are_not_finite():
+    # a finite row draws with its own weights whatever the other rows hold; a row with a nan
+    # draws each index with probability 1/3 (count ~ Binomial(300, 1/3): mean 100, sd 8.2)
+    probs = torch.tensor([[0.0, 1.0, 0.0]] * 50 + [[float("nan"), 1.0, 1.0]] * 300)
+    draws = draw_rows(probs, torch.Generator().manual_seed(0))[:, 0]
+    assert torch.equal(draws[:50], torch.ones(50, dtype=torch.int64))
+    assert (torch.bincount(draws[50:], minlength=3) > 60).all()
 
 
 def test_polytopes_are_values_that_pickle():
