@@ -437,8 +437,7 @@ def test_the_parameter_sets_are_a_list_not_a_generator():
 
 
 #: What a scikit-learn user looks for on an estimator's page: the methods of scikit-learn's
-#: estimator, classifier and transformer interfaces (not ``set_output``, whose docstring
-#: points into scikit-learn's user guide by labels the offline inventory does not hold).
+#: estimator, classifier and transformer interfaces.
 SKLEARN_METHODS = (
     "fit",
     "partial_fit",
@@ -451,6 +450,7 @@ SKLEARN_METHODS = (
     "transform",
     "fit_transform",
     "get_feature_names_out",
+    "set_output",
     "get_params",
     "set_params",
 )

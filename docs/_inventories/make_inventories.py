@@ -55,6 +55,20 @@ INVENTORIES = {
                 "#sklearn.base.ClassifierMixin.score",
                 "-",
             ),
+            # set_output's docstring (the latent classifier's set_output) links these two
+            (
+                "df_output_transform",
+                "std:label",
+                "modules/df_output_transform.html#df-output-transform",
+                "Pandas/Polars Output for Transformers with set_output API",
+            ),
+            (
+                "sphx_glr_auto_examples_miscellaneous_plot_set_output.py",
+                "std:label",
+                "auto_examples/miscellaneous/plot_set_output.html"
+                "#sphx-glr-auto-examples-miscellaneous-plot-set-output-py",
+                "Introducing the set_output API",
+            ),
             # ClassifierMixin.score's docstring (the estimators' score) links here
             (
                 "accuracy_score",
