@@ -193,9 +193,9 @@ def missing_sections(obj) -> list[str]:
 NOT_DOCUMENTED_METHODS = {"forward", "backward", "setup_context", "extra_repr"}
 
 
-# skorch's hooks and the skorch methods that ebmclassifier/_skorch.py extends: skorch documents
-# their parameters and results, ours say in a summary what they add, and tests/ tests them
-# (issue #13: no doctests on internal skorch hooks).
+# skorch's hooks and the skorch methods that ebmclassifier/_estimator/net.py extends: skorch
+# documents their parameters and results, ours say in a summary what they add, and tests/ tests
+# them (issue #13: no doctests on internal skorch hooks).
 SKORCH_HOOKS = {
     "check_data",
     "get_iterator",

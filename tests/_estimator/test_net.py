@@ -1,4 +1,4 @@
-"""The skorch side of the estimators (ebmclassifier/_skorch.py): its hooks and overrides."""
+"""The skorch side of the estimators (ebmclassifier/_estimator/net.py): its hooks and overrides."""
 
 import operator
 import pickle
@@ -64,13 +64,13 @@ def within(version: str, requirement: str) -> bool:
 def test_skorch_is_a_version_the_overrides_were_written_for():
     requirement = skorch_requirement()
     assert within(skorch.__version__, requirement), (
-        f"skorch {skorch.__version__} is installed, but ebmclassifier/_skorch.py was written "
-        f"for {requirement} (pyproject.toml). Check skorch's changes to NeuralNet.partial_fit "
-        "and fit_loop (the order of the notifications, run_single_epoch), __setstate__ (the "
-        "device it maps to), _get_param_names, initialize / set_params / load_params (their "
-        "use of self.device), infer, train_step, train_step_single, _step_optimizer and "
-        "torch_compile; run the whole test "
-        "suite; then widen the skorch range in pyproject.toml."
+        f"skorch {skorch.__version__} is installed, but ebmclassifier/_estimator/net.py was "
+        f"written for {requirement} (pyproject.toml). Check skorch's changes to "
+        "NeuralNet.partial_fit and fit_loop (the order of the notifications, "
+        "run_single_epoch), __setstate__ (the device it maps to), _get_param_names, "
+        "initialize / set_params / load_params (their use of self.device), infer, train_step, "
+        "train_step_single, _step_optimizer and torch_compile; run the whole test suite; then "
+        "widen the skorch range in pyproject.toml."
     )
 
 
