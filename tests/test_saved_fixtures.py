@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ebmclassifier import DistributionalConstraint, LatentStructureClassifier, load
-from ebmclassifier.saving import CONSTRAINT_FORMAT, FORMAT, FORMAT_VERSION
+from ebmclassifier.saving._files import CONSTRAINT_FORMAT, FORMAT, FORMAT_VERSION
 
 FIXTURES = Path(__file__).parent / "fixtures" / "saved"
 NAMES = ["ngebm", "ngebm_fd_conv", "jem", "latent_categorical", "latent_tree"]

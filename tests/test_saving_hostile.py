@@ -32,8 +32,9 @@ from ebmclassifier import (
     NGEBMClassifier,
     load,
 )
-from ebmclassifier._allowed_classes import ATTRIBUTE_KINDS, loadable
-from ebmclassifier.saving import FileLimits, SavedEstimatorMixin
+from ebmclassifier.saving import FileLimits
+from ebmclassifier.saving._allowed_classes import ATTRIBUTE_KINDS, loadable
+from ebmclassifier.saving._files import SavedEstimatorMixin
 
 FAST = dict(max_epochs=1, module__hidden_sizes=(4,), random_state=0)
 

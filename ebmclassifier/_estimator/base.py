@@ -68,7 +68,7 @@ from ..nn import (
     check_module_output,
     network_kwargs,
 )
-from ..saving import SavedEstimatorMixin
+from ..saving._files import SavedEstimatorMixin
 from .early_stopping import EarlyStoppingMixin
 from .inference import InferenceMixin, OODDecisionMixin
 from .net import SkorchNet

@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils.parameters import ParamChecker
-from ..saving import save_constraint
+from ..saving._files import save_constraint
 from ._em_estimate import em_estimate
 from ._source import class_vector, fit_calibration, is_share_array, source_priors
 from .calibration import calibrated_log_proba

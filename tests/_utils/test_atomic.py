@@ -146,7 +146,7 @@ def test_a_file_object_gets_the_whole_archive_in_one_write_or_nothing(
     # a save that fails before the archive is complete writes nothing at all
     target = _RecordingFile()
     with monkeypatch.context() as patch:
-        patch.setattr(saving.torch, "save", _raise_enospc)
+        patch.setattr(saving._files.torch, "save", _raise_enospc)
         with pytest.raises(OSError, match="No space left"):
             old.save(target)
     assert target.writes == []
@@ -457,7 +457,7 @@ def _direct_writes(path: Path) -> list[str]:
 # In place on purpose: a pickle in a temporary folder of the memory benchmark, the kernel's
 # clear_refs file, the zip archive that _write_archive builds inside atomic_write, and the
 # figure that finish_figure saves inside atomic_write (or into a file object it is given).
-ALLOWED = {"experiments/_memory.py": 2, "saving.py": 1, "plotting.py": 2}
+ALLOWED = {"experiments/_memory.py": 2, "saving/_files.py": 1, "plotting.py": 2}
 
 
 def test_the_library_writes_files_only_through_atomic_write():

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from ._utils.data import TensorBatchIterator
+from .._utils.data import TensorBatchIterator
 
 #: Where a class named in a saved file may come from, and what it must be.
 TRUSTED_PACKAGES = ("ebmclassifier", "torch", "skorch")

@@ -5,10 +5,10 @@ JSON has no tuple, array, dict with non-string keys or class, so :func:`encode` 
 ...]}``, ``{"__class__": "module:name"}``) and :func:`decode` reads the tags back. A file may come
 from anyone, so :func:`decode` takes only what :func:`encode` writes: a tag of the wrong form is a
 ``ValueError``, a class only where a parameter may name one and only through
-:func:`~ebmclassifier._allowed_classes.trusted_class`, and an array only of a plain dtype (numbers,
-booleans, strings, objects) whose memory, its items times the item size its ``dtype`` declares, is
-within ``FileLimits.array_bytes``, checked before numpy allocates it (``"<U500000000"`` asks 2 GB
-per item).
+:func:`~ebmclassifier.saving._allowed_classes.trusted_class`, and an array only of a plain dtype
+(numbers, booleans, strings, objects) whose memory, its items times the item size its ``dtype``
+declares, is within ``FileLimits.array_bytes``, checked before numpy allocates it
+(``"<U500000000"`` asks 2 GB per item).
 
 A ``DistributionalConstraint``'s ``distributional.json`` has values of its own, untagged: priors
 as ``{"pairs": [[label, share], ...]}`` or ``{"array": [...]}``, fitted arrays as lists of
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._allowed_classes import class_path, loadable, trusted_class
-from ._saved_archive import FileLimits, Refused
+from ._archive import FileLimits, Refused
 
 __all__ = [
     "LABEL",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._utils.parameters import ParamChecker
+from .._utils.parameters import ParamChecker
 
 __all__ = ["FileLimits", "parse_json", "read_members", "read_weights"]
 
