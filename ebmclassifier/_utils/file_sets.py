@@ -37,25 +37,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from .atomic import atomic_write, replace_staged, resolved_path
+from .atomic import _fsync_folder, atomic_write, replace_staged, resolved_path
 
 __all__ = ["FileSet", "staged_path"]
 
 FORMAT = 1
-
-
-def _fsync_folder(folder: str) -> None:
-    """Make the renames in ``folder`` durable (a no-op where folders cannot be opened)."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
 
 
 def staged_path(target: str) -> str:
