@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from sklearn.base import clone
 from sklearn.datasets import load_digits, make_blobs
 from sklearn.model_selection import GridSearchCV
-from skorch.callbacks import Callback, Checkpoint, LoadInitState
+from skorch.callbacks import Checkpoint, LoadInitState
 from torch.func import functional_call, grad, vmap
 from torch.utils.data import Dataset
 
@@ -27,8 +27,9 @@ from ebmclassifier.distributed import DataParallelNGEBMClassifier
 from ebmclassifier.energy import energy_grad_norm_finite_difference, penalty_rows
 from ebmclassifier.losses import ngebm_loss
 
-FAST = dict(max_epochs=2, batch_size=32, random_state=0, module__hidden_sizes=(8,))
+from .kills import Kill, SaveEachEpoch
 
+FAST = dict(max_epochs=2, batch_size=32, random_state=0, module__hidden_sizes=(8,))
 
 # ---------------------------------------------------------------- references
 
@@ -306,25 +307,6 @@ def test_the_fraction_backpropagates_through_its_rows_only(small_blobs, batch, g
 
 
 EPOCHS = 6
-
-
-class Kill(Callback):
-    """Raise at the end of epoch ``at``, after the callbacks before it (the saving)."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_epoch_end(self, net, **kwargs):
-        if len(net.history) == self.at:
-            raise KeyError(f"killed after epoch {self.at}")
-
-
-class SaveEachEpoch(Callback):
-    def __init__(self, path):
-        self.path = path
-
-    def on_epoch_end(self, net, **kwargs):
-        net.save(self.path)
 
 
 def _lazy(**params) -> NGEBMClassifier:

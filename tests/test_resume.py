@@ -22,6 +22,8 @@ from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassif
 from ebmclassifier._divergence import Divergence
 from ebmclassifier.recipes import paper_callbacks
 
+from .kills import Kill, SaveEachEpoch, Tell
+
 EPOCHS = 6
 COMMON = dict(max_epochs=EPOCHS, batch_size=32, random_state=0)
 ESTIMATORS = {
@@ -41,25 +43,6 @@ ESTIMATORS = {
         n_latent=3, gradient="gumbel", **{**COMMON, **kw}
     ),
 }
-
-
-class Kill(Callback):
-    """Raise at the end of epoch ``at``, after the callbacks before it (the checkpoint)."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_epoch_end(self, net, **kwargs):
-        if len(net.history) == self.at:
-            raise KeyError(f"killed after epoch {self.at}")
-
-
-class SaveEachEpoch(Callback):
-    def __init__(self, path):
-        self.path = path
-
-    def on_epoch_end(self, net, **kwargs):
-        net.save(self.path)
 
 
 def _checkpoint(folder: Path) -> Checkpoint:
@@ -390,18 +373,6 @@ class SelfKill(Callback):
     def on_epoch_end(self, net, **kwargs):
         if len(net.history) == self.at:
             os.kill(os.getpid(), signal.SIGKILL)
-
-
-class Tell(Callback):
-    """Set ``event`` when the ``at``-th training batch of the process has run."""
-
-    def __init__(self, event, at: int):
-        self.event, self.at, self.seen = event, at, 0
-
-    def on_batch_end(self, net, training=False, **kwargs):
-        self.seen += training
-        if self.seen == self.at:
-            self.event.set()
 
 
 def _killed(stream, event=None) -> None:

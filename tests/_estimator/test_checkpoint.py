@@ -25,6 +25,8 @@ from skorch.history import History
 from ebmclassifier import NGEBMClassifier
 from ebmclassifier._estimator.checkpoint import state_digest
 
+from ..kills import Kill, Tell
+
 EPOCHS = 6
 FILES = ("criterion.pt", "optimizer.pt", "params.pt", "training_state.pt", "history.json")
 
@@ -36,17 +38,6 @@ def make(**kw) -> NGEBMClassifier:
 
 def _checkpoint(folder: Path) -> Checkpoint:
     return Checkpoint(monitor=None, dirname=str(folder), f_training_state="training_state.pt")
-
-
-class Kill(Callback):
-    """Raise at the end of epoch ``at``, after the checkpoint was written."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_epoch_end(self, net, **kwargs):
-        if len(net.history) == self.at:
-            raise KeyError(f"killed after epoch {self.at}")
 
 
 class CopyAt(Callback):
@@ -233,18 +224,6 @@ def test_a_kill_at_any_step_of_the_write_leaves_a_set_that_resumes_bitwise(
 
 
 # ---------------------------------------------------------------- a real SIGKILL
-
-
-class Tell(Callback):
-    """Set ``event`` when the ``at``-th training batch of the fit has run."""
-
-    def __init__(self, event, at: int):
-        self.event, self.at, self.seen = event, at, 0
-
-    def on_batch_end(self, net, training=False, **kwargs):
-        self.seen += training
-        if self.seen == self.at:
-            self.event.set()
 
 
 def test_a_fit_killed_by_sigkill_at_a_random_moment_resumes_bitwise(small_blobs, tmp_path):
