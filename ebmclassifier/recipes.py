@@ -182,7 +182,7 @@ def paper_callbacks(
     ``MultiStepLR`` decays a second time when the fit starts exactly at a milestone; the
     estimators keep the schedulers' positions (their training state) and restore them when
     the next epoch begins, so that ``partial_fit`` after ``fit``, and a run resumed after a
-    kill, follow the schedule of one uninterrupted ``fit`` (``tests/test_resume.py``).
+    kill, follow the schedule of one uninterrupted ``fit`` (``tests/_estimator/test_resume.py``).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """What the library promises bitwise holds with one thread and with two.
 
-A seeded refit, a save/load round trip, a resumed fit (tests/test_resume.py) and the fit
+A seeded refit, a save/load round trip, a resumed fit (tests/_estimator/test_resume.py) and the fit
 snapshot (benchmarks/fit_snapshot.py) repeat to the last bit for a given thread count: the
 kernels' summation order depends on the thread count, never on the run. (Results at one thread
 and at two may differ; comparisons across batch layouts use tests/precision.py.)

@@ -5,7 +5,7 @@ truncations and forged ``.npy`` headers in files named ``.csv``, ``.npz`` and ``
 loaders raise a ``ValueError`` naming the file, never another exception type; each family
 counts its cases and asserts that both the data and the refusals occurred), and every pair of
 a parameter's role and a class saved for it (``load`` refuses a class of another role, naming
-the parameter). Crafted model files: ``tests/test_saving_hostile.py``.
+the parameter). Crafted model files: ``tests/saving/test_saving_hostile.py``.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def test_forged_npy_headers_in_npz_are_a_value_error(tmp_path_factory):
 def test_truncated_flipped_or_extended_svhn_mat_is_a_value_error(tmp_path_factory):
     # anywhere in the file, tags included: scipy's reader died on such files with a
     # segmentation fault; the loader's own reader (datasets/_matfile.py) refuses them
-    # (tests/test_matfile.py changes every header and tag byte in turn)
+    # (tests/datasets/test_matfile.py changes every header and tag byte in turn)
     outcomes = Counter()
 
     @settings(FAST, max_examples=100)

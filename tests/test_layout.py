@@ -18,8 +18,10 @@
 - one way of saving figures: only ``plotting.py`` calls ``savefig``;
 - no benchmark or example imports a private name or a private module of the package;
 - ``tests/`` mirrors the package: a test folder (with ``__init__.py``) per package folder, its
-  files importing from it; at most three flat test files named after one package folder
-  (``test_trees_*.py``), none after a wing or a folder that has a test folder.
+  files importing from it or named after one of its modules (``_estimator/test_repr.py``); no
+  flat test file named after a package folder or a module that lives in one
+  (``test_saving.py``, ``test_matfile.py``), only after a root module or a concern that crosses
+  the package (``test_hostile_inputs.py``).
 
 Each rule is a function of a package directory, so that a test can show it flags a synthetic bad
 package written to ``tmp_path``.
@@ -62,9 +64,13 @@ WINGS = {
 }
 #: The one module that saves figures.
 FIGURE_HOME = "plotting"
-#: The tests, and how many flat test files may name one package folder before it needs a folder.
+#: The tests, and the flat test files whose name meets a module in a folder by chance: they
+#: test a concern of the whole package, not that module.
 TESTS = Path(__file__).resolve().parent
-MAX_FLAT_TESTS = 3
+CROSS_CUTTING = {
+    # every public name's docstring, not the text that _utils/docstrings.py fills in
+    "test_docstrings.py",
+}
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -369,11 +375,26 @@ def unmirrored_test_folders(tests: Path, root: Path) -> list[str]:
     return sorted(set(found))
 
 
+def _named_after(stem: str, names: set[str]) -> str | None:
+    """The longest of ``names`` that ``test_<name>`` or ``test_<name>_<more>`` names."""
+    words = stem.split("_")[1:]
+    found = ["_".join(words[:i]) for i in range(1, len(words) + 1)]
+    found = [name for name in found if name in names]
+    return found[-1] if found else None
+
+
+def _module_names(folder: Path) -> set[str]:
+    """The modules of a package folder, without a leading underscore (``_matfile`` -> matfile)."""
+    return {p.stem.lstrip("_") for p in folder.glob("*.py") if not p.stem.startswith("__")}
+
+
 def misplaced_test_files(tests: Path, root: Path) -> list[str]:
-    """Test files in a folder that import the package, but nothing from the folder they mirror."""
+    """Test files in a folder that import the package, but nothing from the folder they mirror,
+    and are not named after one of its modules."""
     found = []
     for folder in sorted({path.parent for path in tests.rglob("test_*.py")} - {tests}):
         home = ".".join((root.name, *folder.relative_to(tests).parts))
+        modules = _module_names(root / folder.relative_to(tests))
         for path in sorted(folder.glob("test_*.py")):
             imported = {
                 f"{base}.{name}" if name else base
@@ -381,23 +402,30 @@ def misplaced_test_files(tests: Path, root: Path) -> list[str]:
                 if base.split(".")[0] == root.name
             }
             if imported and not any(_in(name, (home,)) for name in imported):
-                found.append(f"{path.relative_to(tests.parent).as_posix()} imports no {home}")
+                if _named_after(path.stem, modules) is None:
+                    found.append(f"{path.relative_to(tests.parent).as_posix()} imports no {home}")
     return found
 
 
-def flat_test_families(tests: Path, root: Path, wings=WINGS, most=MAX_FLAT_TESTS) -> list[str]:
-    """Flat test files named after a wing, a folder with a test folder, or more than ``most``."""
-    by_name = {p.parent.name: p.parent.relative_to(root) for p in root.rglob("*/__init__.py")}
-    families: dict[Path, list[str]] = {}
+def flat_test_families(tests: Path, root: Path, cross_cutting=CROSS_CUTTING) -> list[str]:
+    """Flat test files named after a package folder, or after a module that lives in one (and
+    not at the root): their tests belong in the folder that mirrors it."""
+    at_root = _module_names(root)
+    homes: dict[str, set[Path]] = {}
+    for init in sorted(root.rglob("*/__init__.py")):
+        folder = init.parent.relative_to(root)
+        homes.setdefault(folder.name.lstrip("_"), set()).add(folder)
+        for name in _module_names(init.parent):
+            homes.setdefault(name, set()).add(folder)
+    found = []
     for path in sorted(tests.glob("test_*.py")):
-        folder = by_name.get(path.stem.split("_")[1])
-        if folder is not None:
-            families.setdefault(folder, []).append(path.name)
-    return [
-        f"{', '.join(names)} belong in tests/{folder.as_posix()}/"
-        for folder, names in sorted(families.items())
-        if folder.as_posix() in wings or (tests / folder).is_dir() or len(names) > most
-    ]
+        if path.name in cross_cutting or _named_after(path.stem, at_root) is not None:
+            continue
+        name = _named_after(path.stem, set(homes))
+        if name is not None:
+            folders = " or ".join(f"tests/{f.as_posix()}/" for f in sorted(homes[name]))
+            found.append(f"{path.name} belongs in {folders}")
+    return found
 
 
 # ---------------------------------------------------------------- the package
@@ -617,19 +645,30 @@ def test_the_checker_flags_a_private_import_from_a_benchmark(tmp_path):
 
 
 def test_the_checker_flags_tests_that_do_not_mirror_the_package(tmp_path):
-    package = _write(tmp_path, {f"{f}/x.py": "" for f in ("compose", "sampling", "latent/trees")})
+    folders = ("compose", "sampling", "latent/trees", "_estimator")
+    modules = ["_estimator/repr.py", "datasets/_matfile.py", "nn.py"]
+    # a root module whose name a folder's module shares
+    modules += ["docstrings.py", "_estimator/docstrings.py"]
+    package = _write(tmp_path, {**{f"{f}/x.py": "" for f in folders}, **dict.fromkeys(modules, "")})
     (package / "latent" / "__init__.py").touch()
     tests = tmp_path / "tests"
     files = {
         "test_compose.py": "",  # a wing's tests sit in its folder
-        "test_sampling.py": "",  # one flat file of a folder: allowed
-        **{f"test_trees_{n}.py": "" for n in range(4)},  # a fourth one needs a folder
+        "test_sampling.py": "",  # a folder's, even one flat file
+        "test_trees_0.py": "",
+        "test_repr.py": "",  # a module's that lives in a folder
+        "test_matfile_headers.py": "",  # named after a private module, and more words
         "test_nn.py": "",  # a root module's: flat
+        "test_docstrings.py": "",  # the root module's, not _estimator/docstrings.py's
+        "test_hostile_inputs.py": "",  # a concern of the whole package: flat
         "latent/trees/test_x.py": "from pkg.latent.trees import x\n",
         "latent/trees/test_enumeration.py": "import itertools\n",  # a shared reference
         "latent/test_b.py": "from pkg import compose\nfrom pkg.sampling import x\n",
+        "_estimator/test_repr.py": "from pkg import compose\n",  # named after its module
+        "_estimator/test_repr_more.py": "from pkg import compose\n",
+        "_estimator/test_loop.py": "from pkg import compose\n",  # neither
         "plots/test_figures.py": "from pkg.plots import f\n",  # no package folder plots/
-        **{f"{folder}/__init__.py": "" for folder in (".", "latent/trees", "plots")},
+        **{f"{f}/__init__.py": "" for f in (".", "latent/trees", "plots", "_estimator")},
     }
     for relative, source in files.items():
         (tests / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -638,9 +677,14 @@ def test_the_checker_flags_tests_that_do_not_mirror_the_package(tmp_path):
         "tests/latent has no __init__",
         "tests/plots mirrors no package folder",
     ]
-    assert misplaced_test_files(tests, package) == ["tests/latent/test_b.py imports no pkg.latent"]
-    assert flat_test_families(tests, package) == [
-        "test_compose.py belong in tests/compose/",
-        "test_trees_0.py, test_trees_1.py, test_trees_2.py, test_trees_3.py belong in "
-        "tests/latent/trees/",
+    assert misplaced_test_files(tests, package) == [
+        "tests/_estimator/test_loop.py imports no pkg._estimator",
+        "tests/latent/test_b.py imports no pkg.latent",
+    ]
+    assert flat_test_families(tests, package, cross_cutting=()) == [
+        "test_compose.py belongs in tests/compose/",
+        "test_matfile_headers.py belongs in tests/datasets/",
+        "test_repr.py belongs in tests/_estimator/",
+        "test_sampling.py belongs in tests/sampling/",
+        "test_trees_0.py belongs in tests/latent/trees/",
     ]

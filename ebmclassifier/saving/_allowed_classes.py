@@ -143,7 +143,7 @@ def check_class_roles(name: str, value) -> None:
 
 
 #: The kind of value each fitted attribute that ``save`` writes holds (``_saved_attributes`` of
-#: the estimators, ``tests/test_saving_hostile.py`` checks that each has one). A tensor comes
+#: the estimators, ``tests/saving/test_saving_hostile.py`` checks that each has one). A tensor comes
 #: from ``weights.pt``, every other kind from the metadata; an attribute a subclass of one's own
 #: adds may hold any "plain" value (no class, no dict). Every kind but "tensor" may be None.
 ATTRIBUTE_KINDS = {

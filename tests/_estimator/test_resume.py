@@ -22,7 +22,7 @@ from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassif
 from ebmclassifier._divergence import Divergence
 from ebmclassifier.recipes import paper_callbacks
 
-from .kills import Kill, SaveEachEpoch, Tell
+from ..kills import Kill, SaveEachEpoch, Tell
 
 EPOCHS = 6
 COMMON = dict(max_epochs=EPOCHS, batch_size=32, random_state=0)

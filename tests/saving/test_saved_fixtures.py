@@ -19,7 +19,7 @@ import pytest
 from ebmclassifier import DistributionalConstraint, LatentStructureClassifier, load
 from ebmclassifier.saving._files import CONSTRAINT_FORMAT, FORMAT, FORMAT_VERSION
 
-FIXTURES = Path(__file__).parent / "fixtures" / "saved"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "saved"
 NAMES = ["ngebm", "ngebm_fd_conv", "jem", "latent_categorical", "latent_tree"]
 
 
