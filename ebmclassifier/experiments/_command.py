@@ -415,6 +415,11 @@ class Option:
         return [self.flag, kind.spell(value) if isinstance(kind, CommaList) else str(value)]
 
 
+#: What the commands add to the estimators they fit: no progress bar of the estimator's own
+#: (skorch's way of removing a default callback), which a fit at ``verbose=0`` shows when it
+#: runs long; the commands draw their own bars (``--no-progress``), and it would cut through them.
+QUIET_FIT = {"callbacks__progress_bar": None}
+
 #: The progress switch of every command that shows progress bars, declared once: one
 #: spelling, ``--no-progress`` (as ``--no-standardize``), and ``--quiet`` accepted for it.
 PROGRESS = Option(

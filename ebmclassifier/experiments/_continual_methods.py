@@ -27,6 +27,7 @@ from ..jem import JEMClassifier
 from ..losses import weighted_mean
 from ..ngebm import NGEBMClassifier
 from ..nn import LabelConditionedMLP
+from ._command import QUIET_FIT
 from ._continual_options import METHODS, legend
 
 __all__ = [
@@ -202,6 +203,7 @@ def make_estimator(method: str, seed: int, config: dict):
         lr=config["lr"],
         random_state=seed,
         device=config["device"],
+        **QUIET_FIT,
         **params,
     )
 

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from ..energy import OOD_METHODS
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
+from ._command import QUIET_FIT
 from .standardize import _standardized_digits
 
 __all__ = ["digits_with_noise", "format_demo", "run_demo"]
@@ -88,7 +89,9 @@ def run_demo(
         if seed not in data:
             data = {seed: digits_with_noise(seed)}
         X_train, X_test, y_train, y_test, noise = data[seed]
-        clf = NGEBMClassifier(beta=MODELS[name], max_epochs=max_epochs, random_state=seed)
+        clf = NGEBMClassifier(
+            beta=MODELS[name], max_epochs=max_epochs, random_state=seed, **QUIET_FIT
+        )
         clf.fit(X_train, y_train)
         row = {
             "model": name,
