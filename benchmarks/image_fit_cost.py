@@ -16,7 +16,7 @@ its progress first showed on stderr and the last line it drew (the batch, the ep
 estimate of the time left).
 
     OMP_NUM_THREADS=1 python benchmarks/image_fit_cost.py --images 640
-    python benchmarks/image_fit_cost.py --watch 60
+    python benchmarks/image_fit_cost.py --watch 60 [--watch-threads 1]
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ def measure(n_images: int, threads: int, settings) -> None:
         for name in settings:
             what, cls, params = SETTINGS[name]
             cpu, wall = _epoch(cls, params, X, y, threads)
-            per = cpu / n_images
+            epoch = cpu / n_images * 20_000 / 60  # minutes of CPU per epoch of 20,000
             print(
-                f"  {what:<34} {cpu:7.1f} s CPU ({wall:6.1f} s wall); scaled: "
-                f"{per * 20_000 / 60:6.1f} min CPU per epoch of 20,000 images, "
-                f"{per * 50_000 / 60:6.1f} min of 50,000"
+                f"  {what:<34} {cpu:6.2f} s CPU ({wall:6.2f} s wall); scaled to 20,000 images: "
+                f"{epoch:5.2f} min per epoch, {epoch * 50:6.1f} min for 50 epochs; 50,000: "
+                f"{epoch * 2.5:5.2f} min per epoch"
             )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
@@ -101,19 +101,24 @@ _WATCHED = """
 import sys, numpy as np
 from ebmclassifier import NGEBMClassifier
 X = np.load(sys.argv[1], mmap_mode="r")
-NGEBMClassifier().fit(X, np.arange(len(X)) % 10)
+threads = "auto" if sys.argv[2] == "auto" else int(sys.argv[2])
+print("fit begins", file=sys.stderr, flush=True)
+NGEBMClassifier(n_threads=threads).fit(X, np.arange(len(X)) % 10)
 """
 
 
-def watch(seconds: float) -> None:
-    """Run the default fit on 20,000 images for ``seconds`` and report what it drew."""
+def watch(seconds: float, threads: str = "auto") -> None:
+    """Run the default fit on 20,000 images for ``seconds`` and report what it drew, timed
+    from the start of the process and from the call of ``fit`` (after the imports)."""
     print(f"load average at the start {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as folder:
         _memmap(Path(folder), 20_000)
         path = Path(folder) / "images_20000.npy"
         start = time.perf_counter()
         child = subprocess.Popen(
-            [sys.executable, "-c", _WATCHED, str(path)], stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", _WATCHED, str(path), threads],
+            stderr=subprocess.PIPE,
+            text=True,
         )
         seen: list[tuple[float, str]] = []
 
@@ -133,11 +138,14 @@ def watch(seconds: float) -> None:
         child.kill()
         child.wait()
     drawn = [(t, line) for t, line in seen if line.startswith("NGEBMClassifier")]
+    began = next((t for t, line in seen if line == "fit begins"), 0.0)
+    print(f"n_threads={threads}; fit called {began:.1f} s after the process started")
     if not drawn:
         print(f"nothing drawn in {seconds:.0f} s; stderr: {seen[-3:]}")
     else:
-        print(f"first progress after {drawn[0][0]:.1f} s: {drawn[0][1]}")
-        print(f"last after {drawn[-1][0]:.1f} s: {drawn[-1][1]}")
+        first, last = drawn[0], drawn[-1]
+        print(f"first progress {first[0] - began:.1f} s after fit was called: {first[1]}")
+        print(f"last {last[0] - began:.1f} s after fit was called: {last[1]}")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
@@ -149,9 +157,10 @@ def main() -> None:
         "--settings", default=",".join(SETTINGS), help=f"comma-separated, of {', '.join(SETTINGS)}"
     )
     parser.add_argument("--watch", type=float, default=None, metavar="SECONDS")
+    parser.add_argument("--watch-threads", default="auto", help="n_threads of the watched fit")
     args = parser.parse_args()
     if args.watch is not None:
-        watch(args.watch)
+        watch(args.watch, args.watch_threads)
     else:
         measure(args.images, args.threads, args.settings.split(","))
 
