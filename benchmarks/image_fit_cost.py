@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from quoted_figures import cpu_name  # this folder's: one reading of the CPU's name
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
 
@@ -64,17 +64,6 @@ def _epoch(cls, params, X, y, threads: int) -> tuple[float, float]:
     cpu, wall = time.process_time(), time.perf_counter()
     cls(max_epochs=1, **common, **params).fit(X, y)
     return time.process_time() - cpu, time.perf_counter() - wall
-
-
-def cpu_name() -> str:
-    """The CPU's model name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def measure(n_images: int, threads: int, settings) -> None:

@@ -130,6 +130,7 @@ def recorded_outputs(table: dict, folder: Path = TABLE.parent) -> dict[str, str]
 
 
 def cpu_name() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -158,6 +159,7 @@ def rerun(table: dict, names: list[str]) -> tuple[dict[str, str], dict[str, dict
     for name in names:
         with tempfile.TemporaryDirectory() as out:
             command = table["runs"][name]["command"].format(out=out).split()
+            date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             load, start, before = os.getloadavg()[0], time.perf_counter(), os.times()
             done = subprocess.run(
                 [sys.executable, *command[1:]], cwd=ROOT, env=env, capture_output=True, text=True
@@ -170,7 +172,7 @@ def rerun(table: dict, names: list[str]) -> tuple[dict[str, str], dict[str, dict
         )
         outputs[name] = done.stdout
         measured[name] = {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "date": date,
             "cpu_seconds": round(cpu, 1),
             "wall_seconds": round(time.perf_counter() - start, 1),
             "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
