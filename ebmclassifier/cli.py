@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from . import __version__
 from .experiments import commands
 from .experiments._command import CommandError
-from .experiments._report_files import InterruptedAfterReport
 
 __all__ = ["main", "build_parser"]
 
@@ -104,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     prog = f"{parser.prog} {args.command}"
+    from .experiments._report_files import InterruptedAfterReport  # with the command's imports
+
     try:
         return args.func(args)
     except CommandError as exc:

@@ -75,6 +75,7 @@ from .net import SkorchNet
 from .parameter_docs import PARAMETER_DOCS
 from .repr import ParamsReprMixin
 from .resume import ResumableMixin
+from .training_loss_stopping import stopping_on_training_loss
 
 __all__ = ["EBMClassifierBase"]
 
@@ -568,6 +569,7 @@ class EBMClassifierBase(
             with (
                 threads_for(self.n_threads, self.module_, first[:1], self.batch_size, len(y)),
                 self._early_stopping(held_out),
+                stopping_on_training_loss(self, mode),
             ):
                 self._train(
                     X_t,

@@ -16,9 +16,9 @@ Where it differs from scikit-learn, and why:
   cross-entropy for JEM), as skorch's ``EarlyStopping`` does, not the accuracy: on a held-out
   tenth the accuracy moves in steps of ``1 / n_valid``, coarser than ``tol``, and says nothing
   of calibration, which the loss (a proper scoring rule) does.
-- ``tol`` and ``n_iter_no_change`` act only with ``early_stopping=True``: without it a fit
-  trains ``max_epochs`` epochs, as skorch's do (``MLPClassifier`` also stops on the training
-  loss, which would change every default fit).
+- Without early stopping ``MLPClassifier`` also stops on the training loss; here that is
+  ``early_stopping="train_loss"`` (:mod:`.training_loss_stopping`), and ``early_stopping=False``
+  trains ``max_epochs`` epochs, as skorch's nets do, which keeps every fit made before.
 - As in scikit-learn, ``partial_fit`` never stops early and holds out nothing.
 
 skorch's spelling, ``callbacks=[EarlyStopping()]`` with ``train_split=ValidSplit(...)``, works
@@ -46,6 +46,11 @@ __all__ = ["EarlyStoppingMixin"]
 #: The name of the early-stopping callback in ``callbacks_`` while an early-stopped fit trains.
 _CALLBACK = "sklearn_early_stopping"
 
+#: ``early_stopping``'s one value besides a bool: stop on the training loss as
+#: ``MLPClassifier`` does without early stopping (:mod:`.training_loss_stopping`), holding out
+#: nothing.
+TRAIN_LOSS = "train_loss"
+
 
 def _monitor(item, estimator) -> tuple[str, str | None]:
     """``(name, monitor)`` of a ``callbacks`` entry (an instance, a class or a pair)."""
@@ -71,7 +76,10 @@ class EarlyStoppingMixin:
     def _check_early_stopping_params(self, check: ParamChecker) -> None:
         """Add the problems of the early-stopping parameters to ``check``."""
         check.satisfies(
-            "early_stopping", isinstance(self.early_stopping, bool | np.bool_), "a bool"
+            "early_stopping",
+            isinstance(self.early_stopping, bool | np.bool_)
+            or (isinstance(self.early_stopping, str) and self.early_stopping == TRAIN_LOSS),
+            f'a bool or "{TRAIN_LOSS}"',
         )
         fraction = self.validation_fraction
         ok = is_real(fraction) and 0 < fraction < 1
@@ -99,7 +107,8 @@ class EarlyStoppingMixin:
         ``y`` that ``ValidSplit`` cannot stratify, and callbacks that monitor a validation
         score when the call holds out no data.
         """
-        early = bool(self.early_stopping) and mode in ("fit", "warm_start")
+        held_out = not isinstance(self.early_stopping, str) and bool(self.early_stopping)
+        early = held_out and mode in ("fit", "warm_start")
         if not early and self.train_split is None:
             self._refuse_validation_monitors(mode)
         if early:

@@ -105,6 +105,7 @@ from ..augment import takes_generator
 from ..exceptions import DivergenceError
 from ..losses import criterion_mean
 from .progress import with_progress
+from .training_loss_stopping import TrainingLossStopping
 
 __all__ = ["SkorchNet"]
 
@@ -420,13 +421,15 @@ class SkorchNet(NeuralNetClassifier):
         skorch's ``partial_fit`` ends the loop on a ``KeyboardInterrupt`` (Ctrl-C, or a
         callback raising it), runs ``on_train_end`` and returns, as if the fit had run its
         course. Once that clean-up is done, a call that ended before its ``max_epochs`` without
-        skorch's ``EarlyStopping`` having stopped it raises the interrupt again, saying how far
+        skorch's ``EarlyStopping`` (or :class:`~.training_loss_stopping.TrainingLossStopping`)
+        having stopped it raises the interrupt again, saying how far
         it got: a partly trained estimator is never the silent result of ``fit``. The estimator
         holds the weights of the last step it took (``len(history)`` epochs begun).
         """
         done = self._epochs_ended
         if done >= self.max_epochs or any(
-            isinstance(callback, EarlyStopping) and callback.misses_ >= callback.patience
+            (isinstance(callback, EarlyStopping) and callback.misses_ >= callback.patience)
+            or (isinstance(callback, TrainingLossStopping) and callback.stopped_)
             for _, callback in getattr(self, "callbacks_", [])
         ):
             return

@@ -42,22 +42,27 @@ train_split : callable or None, default=None
     trains on all data, as scikit-learn's estimators do. The validation loss is the training
     objective on the held-out samples (:class:`~ebmclassifier.jem.JEMClassifier`'s: its
     cross-entropy alone).
-early_stopping : bool, default=False
-    As in scikit-learn's :class:`~sklearn.neural_network.MLPClassifier`: ``fit`` holds out
-    ``validation_fraction`` of the training data (stratified by class, drawn from
+early_stopping : bool or "train_loss", default=False
+    ``True``, as in scikit-learn's :class:`~sklearn.neural_network.MLPClassifier`: ``fit``
+    holds out ``validation_fraction`` of the training data (stratified by class, drawn from
     ``random_state``) and stops when the validation loss has not improved by at least ``tol``
     for ``n_iter_no_change`` epochs in a row; the network then gets back the weights of its
     best epoch (``best_epoch_``). The loss, not the accuracy, is monitored (skorch's
     :class:`~skorch.callbacks.EarlyStopping` on ``valid_loss``, with its
-    :class:`~skorch.dataset.ValidSplit`). ``partial_fit`` never stops early. Not with a
-    ``train_split``.
+    :class:`~skorch.dataset.ValidSplit`). Not with a ``train_split``. ``"train_loss"``:
+    ``MLPClassifier``'s rule without early stopping, holding out nothing: ``fit`` stops once
+    the training loss has not improved by ``tol`` for more than ``n_iter_no_change`` epochs
+    in a row, keeping the last epoch's weights. ``False``: ``fit`` trains ``max_epochs``
+    epochs, as skorch's nets do. ``partial_fit`` never stops early.
 validation_fraction : float in (0, 1), default=0.1
     The share of the training data held out for early stopping.
 n_iter_no_change : int >= 1, default=10
-    The epochs without improvement after which ``fit`` stops (with ``early_stopping``).
+    The epochs without improvement after which ``fit`` stops (with ``early_stopping``;
+    without it, setting it warns that it stops nothing).
 tol : float >= 0, default=1e-4
-    The least decrease of the validation loss that counts as an improvement (with
-    ``early_stopping``; without it ``fit`` trains ``max_epochs`` epochs, as skorch does).
+    The least decrease of the monitored loss that counts as an improvement (with
+    ``early_stopping``; without it ``fit`` trains ``max_epochs`` epochs, as skorch does, and
+    setting it warns).
 callbacks : list or None, default=None
     skorch callbacks, as ``[(name, callback), ...]``
     (:class:`~skorch.callbacks.EarlyStopping` with a ``train_split``,
@@ -81,7 +86,8 @@ class_prior_ : ndarray of shape (n_classes,)
     ``class_count_`` normalised: the training priors of ``DistributionalConstraint``.
 n_iter_ : int
     The epochs the network has trained since it was built (``len(history)``); fewer than
-    ``max_epochs`` when early stopping ended a ``fit``.
+    ``max_epochs`` when early stopping (on the validation or the training loss) ended a
+    ``fit``.
 best_epoch_, best_validation_loss_ : int, float
     After a ``fit`` with ``early_stopping=True`` only: the epoch whose weights the network
     has (numbered as ``history`` numbers them) and its validation loss.""",
@@ -120,9 +126,11 @@ precision : {"float32", "bfloat16", "float16"}, default="float32"
     (``loss_scale_``: its last scale). Outputs are float32. ``fit`` refuses ``"float16"``
     on the CPU and ``"bfloat16"`` on a GPU without it (see :doc:`/performance`).
 verbose : int, default=0
-    0 prints nothing; 1 shows a progress bar of each ``fit`` / ``partial_fit`` (on stderr)
-    with the epoch, the losses and the time left; 2 prints skorch's table of each epoch's
-    losses and duration instead.
+    0 prints nothing for a quick fit, and shows the progress bar of a ``fit`` /
+    ``partial_fit`` still running after a few seconds (cleared when it ends;
+    ``callbacks__progress_bar=None`` turns it off); 1 shows a progress bar of each call (on
+    stderr) with the epoch, the batch, the losses and the time left; 2 prints skorch's table
+    of each epoch's losses and duration instead.
 iterator_train, iterator_valid : class, default=the library's tensor batch iterators
     What draws the training batches (shuffled) and the inference and validation batches:
     slices of the data's tensors on the device. ``iterator_train__*`` and

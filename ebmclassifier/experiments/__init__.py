@@ -1,9 +1,11 @@
 """The experiments behind the command line: ``demo``, ``compare``, ``bench`` and
 ``continual``.
 
-Each module declares its command once, as a :class:`~ebmclassifier.experiments._command.Command`
-named ``COMMAND`` (its options, its help, the function that runs it); :mod:`ebmclassifier.cli`
-builds its parsers from :func:`commands`. The experiments reach the estimators through their
+Each command is declared once, as a :class:`~ebmclassifier.experiments._command.Command`
+named ``COMMAND`` (its options, its help, the function that runs it) in a module of its own
+that imports neither torch nor the estimators (``_demo_options.py``, ``_compare_options.py``,
+...); :mod:`ebmclassifier.cli` builds its parsers from :func:`commands`, and the module that
+runs a command is imported when it starts. The experiments reach the estimators through their
 public methods only.
 """
 
@@ -12,6 +14,11 @@ from __future__ import annotations
 
 def commands() -> list:
     """The commands of ``python -m ebmclassifier``, in the order ``--help`` lists them."""
-    from . import bench, compare, continual, demo
+    from . import _bench_options, _compare_options, _continual_options, _demo_options
 
-    return [demo.COMMAND, compare.COMMAND, bench.COMMAND, continual.COMMAND]
+    return [
+        _demo_options.COMMAND,
+        _compare_options.COMMAND,
+        _bench_options.COMMAND,
+        _continual_options.COMMAND,
+    ]

@@ -18,6 +18,7 @@ the command line prints either as one ``error:`` line.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import shlex
@@ -26,8 +27,6 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from .._utils.threads import intra_op_threads
 
 
 class CommandError(Exception):
@@ -43,6 +42,43 @@ class CommandError(Exception):
     def __init__(self, message: str, status: int = 1):
         super().__init__(message)
         self.status = status
+
+
+class Deferred:
+    """A function named by its module and its name, imported when it is first called.
+
+    A command's declaration names the functions that run and check it this way, so that the
+    command line builds its parsers, prints ``--help`` and reports a bad option without
+    importing what runs the commands (torch among it).
+
+    Parameters
+    ----------
+    module : str
+        The module, relative to :mod:`ebmclassifier.experiments` (``".compare"``) or absolute.
+    name : str
+        The function's name in it.
+
+    Examples
+    --------
+    >>> run = Deferred(".demo", "format_demo")
+    >>> run
+    Deferred('.demo', 'format_demo')
+    >>> run.function().__name__  # imported now
+    'format_demo'
+    """
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def function(self) -> Callable:
+        """The function, its module imported."""
+        return getattr(importlib.import_module(self.module, __package__), self.name)
+
+    def __call__(self, *args, **kwargs):
+        return self.function()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.module!r}, {self.name!r})"
 
 
 class Number:
@@ -178,11 +214,25 @@ class DeviceName:
     The name goes through the library's own resolution (``"auto"``, ``"cpu"``, ``"cuda[:N]"``;
     :func:`ebmclassifier._utils.device.resolve_device`, which refuses ``"meta"``, a missing backend
     and a CUDA index beyond the GPUs), then torch must be able to allocate on the device.
+    ``"auto"``, every command's default, is checked when the command starts (:meth:`prepare`),
+    so that parsing it, and reporting another option's error, imports no torch.
     """
 
     __name__ = "device"
 
     def __call__(self, text: str) -> str:
+        if text != "auto":
+            self.prepare(text)
+        return text
+
+    def prepare(self, text: str) -> None:
+        """Resolve and probe the device, importing torch.
+
+        Raises
+        ------
+        argparse.ArgumentTypeError
+            When the estimators cannot compute on it here.
+        """
         import torch
 
         from .._utils.device import resolve_device
@@ -196,7 +246,6 @@ class DeviceName:
             raise argparse.ArgumentTypeError(
                 f"cannot compute on device {text!r}: {problem}; use 'auto', 'cpu' or 'cuda[:N]'"
             )
-        return text
 
 
 def _allocation_problem(torch, device) -> str | None:
@@ -366,6 +415,11 @@ class Option:
         return [self.flag, kind.spell(value) if isinstance(kind, CommaList) else str(value)]
 
 
+#: What the commands add to the estimators they fit: no progress bar of the estimator's own
+#: (skorch's way of removing a default callback), which a fit at ``verbose=0`` shows when it
+#: runs long; the commands draw their own bars (``--no-progress``), and it would cut through them.
+QUIET_FIT = {"callbacks__progress_bar": None}
+
 #: The progress switch of every command that shows progress bars, declared once: one
 #: spelling, ``--no-progress`` (as ``--no-standardize``), and ``--quiet`` accepted for it.
 PROGRESS = Option(
@@ -437,14 +491,15 @@ class Command:
 
     def start(self, args: argparse.Namespace) -> int:
         """Check the options together (``check``), prepare what they name (an
-        :class:`OutputPath` is made and probed), then run.
+        :class:`OutputPath` is made and probed, a :class:`DeviceName` probed), then run.
 
         Raises
         ------
         ValueError
             From ``check``, before anything is made.
         CommandError
-            With status 2, naming the option, when a path cannot be written.
+            With status 2, naming the option, when a path cannot be written or the device
+            cannot compute here.
         """
         if self.check is not None:
             self.check(args)
@@ -460,6 +515,10 @@ class Command:
                     f"argument {option.flag}: {value!r} cannot be written ({exc.strerror or exc})",
                     status=2,
                 ) from None
+            except argparse.ArgumentTypeError as exc:
+                raise CommandError(f"argument {option.flag}: {exc}", status=2) from None
+        from .._utils.threads import intra_op_threads  # torch: only when a command runs
+
         threads = self.threads(args)
         pinned = getattr(args, THREADS.dest, None) != "auto"
         with intra_op_threads(threads, pin=pinned):

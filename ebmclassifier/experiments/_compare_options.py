@@ -1,16 +1,32 @@
-"""The options of ``python -m ebmclassifier compare``, declared once.
+"""The command ``python -m ebmclassifier compare`` and its options, declared once.
 
 Each option names the :class:`~ebmclassifier.experiments.compare.CompareConfig` field it sets,
-its type with its bounds and its help; :data:`~ebmclassifier.experiments.compare.COMMAND`
-builds the parser, the checks and the reproducing command line from them.
+its type with its bounds and its help; :data:`COMMAND` builds the parser, the checks and the
+reproducing command line from them. This module imports neither torch nor the estimators, so
+that ``--help`` and a bad option answer at once: the command runs in
+:mod:`~ebmclassifier.experiments.compare`, imported when it starts.
 """
 
 from __future__ import annotations
 
-from ..detectors import DETECTORS
-from ._command import PROGRESS, THREADS, CommaList, DeviceName, Number, Option, OutputPath
+from ._command import (
+    PROGRESS,
+    THREADS,
+    CommaList,
+    Command,
+    Deferred,
+    DeviceName,
+    Number,
+    Option,
+    OutputPath,
+)
 
-__all__ = ["OPTIONS"]
+__all__ = ["COMMAND", "DETECTOR_NAMES", "OPTIONS"]
+
+#: The names ``--detectors`` takes, in the default's order: the keys of
+#: :data:`ebmclassifier.detectors.DETECTORS` (a test keeps the two equal), written here so
+#: that the parser is built without importing the detectors.
+DETECTOR_NAMES = ("mahalanobis", "knn", "vim")
 
 #: The most a run can sensibly take: seeds, epochs (and PGD steps), samples.
 MAX_SEEDS, MAX_EPOCHS, MAX_SAMPLES = 100, 10_000, 10_000_000
@@ -154,11 +170,11 @@ OPTIONS = (
     _option(
         "--detectors",
         "post-hoc OOD detectors on each trained model's penultimate "
-        f"features, fitted on its training data: {','.join(DETECTORS)} (the default), "
+        f"features, fitted on its training data: {','.join(DETECTOR_NAMES)} (the default), "
         "or none",
         "detectors",
         type=CommaList(str),
-        default=",".join(DETECTORS),
+        default=",".join(DETECTOR_NAMES),
     ),
     _option(
         "--protocol",
@@ -179,4 +195,28 @@ OPTIONS = (
     ),
     PROGRESS,
     THREADS,
+)
+
+
+def _auto_threads(args) -> int | None:
+    """``--threads auto``: one thread for the built-in data sets on the default or MLP networks;
+    torch's setting otherwise, each fit choosing by its network's size (``Command``)."""
+    small = set(args.data) <= {"digits", "mnist1d"} and args.protocol is None
+    return 1 if small and (args.network or "default") in ("default", "mlp") else None
+
+
+COMMAND = Command(
+    name="compare",
+    help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
+    description=(
+        "Train each model for each seed and compare accuracy, calibration, selective "
+        "classification (AURC), OOD detection and decisions, robustness to PGD and training "
+        "cost. Prints a summary table (medians over seeds) and the verdicts that matter; "
+        "writes report.md (every table as median [min, max] over seeds, every verdict, the "
+        "figures with captions), results.json and the PNG figures into --out."
+    ),
+    options=OPTIONS,
+    run=Deferred(".compare", "_run_command"),
+    check=Deferred(".compare", "_check_options"),
+    auto_threads=_auto_threads,
 )

@@ -1,8 +1,9 @@
-"""The methods of ``python -m ebmclassifier continual``: what each name means and builds.
+"""The methods of ``python -m ebmclassifier continual``: what each name builds.
 
-Each method is an estimator class with its parameters and a one-line description, which the
-command's ``--help``, its printed legend and ``report.md`` show. Every method is
-class-incremental; those that are not named for a kind of replay have none
+Each method of :data:`~ebmclassifier.experiments._continual_options.METHODS` names an
+estimator class with its parameters and a one-line description, which the command's
+``--help``, its printed legend and ``report.md`` show. Every method is class-incremental;
+those that are not named for a kind of replay have none
 (``replay_per_class=0, generated_per_class=0``), so that a row means what its name says;
 ``ngebm`` and ``jem`` are the estimators with every other parameter at its default.
 
@@ -17,7 +18,6 @@ import copy
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -27,13 +27,13 @@ from ..jem import JEMClassifier
 from ..losses import weighted_mean
 from ..ngebm import NGEBMClassifier
 from ..nn import LabelConditionedMLP
+from ._command import QUIET_FIT
+from ._continual_options import METHODS, legend
 
 __all__ = [
-    "METHODS",
     "LwFClassifier",
     "bytes_stored",
     "distillation_loss",
-    "legend",
     "make_estimator",
     "merge_coinciding",
     "method_notes",
@@ -154,24 +154,6 @@ class LwFClassifier(NGEBMClassifier):
         return loss + self.distill_weight * term, logits
 
 
-@dataclass(frozen=True)
-class Method:
-    """A method of the command: the estimator, its parameters, and what it is.
-
-    ``no_replay_baseline``: a baseline that runs an energy term with restricted negatives and
-    no replay on purpose, to show what replay adds; the warning a user's own fit of that
-    combination gets (:data:`NO_REPLAY_WARNING`) is silenced for it (:func:`expected_quiet`).
-    """
-
-    estimator: type
-    params: dict
-    description: str
-    joint: bool = False
-    flat_only: bool = False
-    extra: dict = field(default_factory=dict)
-    no_replay_baseline: bool = False
-
-
 #: The start of the warning (``ClassIncrementalMixin``) an energy term without replay gives a
 #: user's own fit, which the no-replay baselines trigger knowingly.
 NO_REPLAY_WARNING = (
@@ -192,133 +174,8 @@ def expected_quiet(method: str) -> Iterator[None]:
         yield
 
 
-_NONE = {"replay_per_class": 0, "generated_per_class": 0}
-_CE = {"beta": 0.0, **_NONE}
-_JEM_FAST = {"sgld_steps": 10, "buffer_size": 2000, "sampler": "proximal"}
-
-#: Every method of the command, by name.
-METHODS: dict[str, Method] = {
-    "joint": Method(
-        NGEBMClassifier,
-        {"beta": 0.0, "negatives": "all", **_NONE},
-        "a fresh cross-entropy fit on every task so far, after each task: the "
-        "upper bound (it stores all the data)",
-        joint=True,
-    ),
-    "ce": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": "all"},
-        "naive fine-tuning: cross-entropy over every class seen, no replay (the lower bound)",
-    ),
-    "ce_batch": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": "batch"},
-        "cross-entropy normalised over the batch's classes only (Li et al. 2020), no replay",
-    ),
-    "ce_k1": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": 1},
-        "cross-entropy against one negative class drawn per sample (Li et al.'s k=1), no replay",
-    ),
-    "ngebm_batch": Method(
-        NGEBMClassifier,
-        {"beta": 0.5, "negatives": "batch", **_NONE},
-        "NG-EBM (beta=0.5) with batch negatives, no replay: a no-replay baseline",
-        no_replay_baseline=True,
-    ),
-    "jem_batch": Method(
-        JEMClassifier,
-        {"negatives": "batch", **_JEM_FAST, **_NONE},
-        "JEM with batch negatives, no replay (proximal sampler, 10 steps, buffer of 2000): "
-        "a no-replay baseline",
-        no_replay_baseline=True,
-    ),
-    "ce_cond": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": "all"},
-        "naive fine-tuning of the label-conditioned network E(x, y) (flat data)",
-        flat_only=True,
-        extra={"module": LabelConditionedMLP},
-    ),
-    "ce_batch_cond": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": "batch"},
-        "batch negatives with the label-conditioned network E(x, y) (flat data)",
-        flat_only=True,
-        extra={"module": LabelConditionedMLP},
-    ),
-    "ce_lwf": Method(
-        LwFClassifier,
-        {**_CE, "negatives": "all"},
-        "fine-tuning plus LwF's distillation of the previous task's model on the "
-        "new data (Li & Hoiem 2016; weight 1, T=2): the regulariser baseline",
-    ),
-    "ce_replay": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": "all", "replay_per_class": None},
-        "fine-tuning with --replay stored training samples per class",
-    ),
-    "ce_batch_replay": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": "batch", "replay_per_class": None},
-        "batch negatives with --replay stored samples per class",
-    ),
-    "ce_k1_replay": Method(
-        NGEBMClassifier,
-        {**_CE, "negatives": 1, "replay_per_class": None},
-        "one drawn negative with --replay stored samples per class",
-    ),
-    "ngebm_batch_replay": Method(
-        NGEBMClassifier,
-        {"beta": 0.5, "negatives": "batch", **_NONE, "replay_per_class": None},
-        "NG-EBM, batch negatives, --replay stored samples per class, "
-        "none generated (stored replay)",
-    ),
-    "ngebm_generated": Method(
-        NGEBMClassifier,
-        {"beta": 0.5, "negatives": "batch", **_NONE, "generated_per_class": None},
-        "NG-EBM, batch negatives, --generated samples per old class "
-        "drawn from the model itself, nothing stored (generated "
-        "replay)",
-    ),
-    "jem_generated": Method(
-        JEMClassifier,
-        {"negatives": "batch", **_JEM_FAST, **_NONE, "generated_per_class": None},
-        "JEM (as jem_batch) with generated replay, nothing stored",
-    ),
-    "ngebm": Method(
-        NGEBMClassifier,
-        {},
-        "NGEBMClassifier(class_incremental=True), every other parameter at its "
-        "default: batch negatives, 20 stored and 100 generated samples per class",
-    ),
-    "jem": Method(
-        JEMClassifier,
-        {},
-        "JEMClassifier(class_incremental=True), every other parameter at its "
-        "default (SGLD sampler, 20 steps, buffer of 10000)",
-    ),
-}
-
-
-def legend(names) -> str:
-    """One line per method: its name and what it is.
-
-    Parameters
-    ----------
-    names : iterable of str
-        Keys of :data:`METHODS`.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> print(legend(["ce"]))
-    ce: naive fine-tuning: cross-entropy over every class seen, no replay (the lower bound)
-    """
-    return "\n".join(f"{name}: {METHODS[name].description}" for name in names)
+#: The estimator classes the methods name.
+_ESTIMATORS = {cls.__name__: cls for cls in (NGEBMClassifier, JEMClassifier, LwFClassifier)}
 
 
 def make_estimator(method: str, seed: int, config: dict):
@@ -333,17 +190,20 @@ def make_estimator(method: str, seed: int, config: dict):
     spec = METHODS[method]
     sizes = {"replay_per_class": config["replay"], "generated_per_class": config["generated"]}
     params = {k: sizes[k] if v is None else v for k, v in spec.params.items()}
-    params.update(spec.extra)
+    if spec.label_conditioned:
+        params["module"] = LabelConditionedMLP
     if config["network"] == "mlp" and config["hidden"] is not None:
         params["module__hidden_sizes"] = tuple(config["hidden"])
-    if issubclass(spec.estimator, (NGEBMClassifier, JEMClassifier)):
+    estimator = _ESTIMATORS[spec.estimator]
+    if issubclass(estimator, (NGEBMClassifier, JEMClassifier)):
         params.setdefault("generated_steps", config["generated_steps"])
-    return spec.estimator(
+    return estimator(
         class_incremental=True,
         max_epochs=config["epochs"],
         lr=config["lr"],
         random_state=seed,
         device=config["device"],
+        **QUIET_FIT,
         **params,
     )
 

@@ -333,11 +333,11 @@ def measure(spec, fitted, seed, split: Split, config, setup) -> dict:
         "unavailable": unavailable,
         **measured.extra,
     }
-    if seed == 0:  # every score: the histograms show the one the tables headline
-        record["_figure_data"] = {
-            "y_test": data.y_test,
-            "proba": proba,
-            "classes": model.classes_,
-            "scores": scores,
-        }
+    # every seed's, every score's: a figure shows the seed whose figure is the median
+    record["_figure_data"] = {
+        "y_test": data.y_test,
+        "proba": proba,
+        "classes": model.classes_,
+        "scores": scores,
+    }
     return record

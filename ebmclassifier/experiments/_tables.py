@@ -16,15 +16,22 @@ _NORMS = {"linf": "L-inf", "l2": "L2"}
 LOWER_IS_BETTER = {"ece", "mce", "classwise_ece", "nll", "seconds_per_epoch", "cost_vs_ce"}
 
 
-def _stat(values) -> dict | None:
-    values = [v for v in values if v is not None]
-    if not values:
+def _stat(runs, value) -> dict | None:
+    """The summary over seeds of ``value(run)``, from the runs that have one (not None).
+
+    ``median``, ``min``, ``max``, ``n`` (seeds) and ``per_seed`` (``{seed: value}``, which
+    names the seed behind a figure: :func:`~._seeds.far_seeds`, :func:`~._seeds.median_seed`).
+    """
+    per_seed = {r["seed"]: float(v) for r in runs if (v := value(r)) is not None}
+    if not per_seed:
         return None
+    values = list(per_seed.values())
     return {
         "median": float(np.median(values)),
         "min": float(np.min(values)),
         "max": float(np.max(values)),
         "n": len(values),
+        "per_seed": per_seed,
     }
 
 
@@ -42,8 +49,8 @@ def summarise(results: dict) -> dict:
         ``{model: {"headline": score, "scalars": {metric: stat}, "aurc": {score: stat},
         "ood": {score: {set: {metric: stat}}}, "ood_decisions": {score:
         {"false_positive_rate": stat, "miss_rate": {set: stat}}}, "robust_accuracy": [stat per
-        epsilon] or None}}`` with ``stat`` a dict
-        of ``median``, ``min``, ``max`` and ``n`` (seeds).
+        epsilon] or None}}`` with ``stat`` a dict of ``median``, ``min``, ``max``, ``n``
+        (seeds) and ``per_seed`` (``{seed: value}``).
     """
     summary = {}
     for model in results["models"]:
@@ -51,44 +58,54 @@ def summarise(results: dict) -> dict:
         if not runs:
             continue  # every fit failed; listed under "failures"
         scalars = {
-            k: _stat([r.get(k) for r in runs]) for k in SCALARS + ("temperature", "divergences")
+            k: _stat(runs, lambda r, k=k: r.get(k))
+            for k in SCALARS + ("temperature", "divergences")
         }
-        # a detector may be unavailable at some seeds: each score over the seeds that have it
-        scores = {score: [r for r in runs if score in r["ood"]] for r in runs for score in r["ood"]}
-        ood = {
-            score: {
-                name: {m: _stat([r["ood"][score][name][m] for r in have]) for m in metrics}
-                for name, metrics in have[0]["ood"][score].items()
-            }
-            for score, have in scores.items()
-        }
-        decisions = {
-            score: {
-                "false_positive_rate": _stat(
-                    [r["ood_decisions"][score]["false_positive_rate"] for r in have]
-                ),
-                "miss_rate": {
-                    name: _stat([r["ood_decisions"][score]["miss_rate"][name] for r in have])
-                    for name in have[0]["ood_decisions"][score]["miss_rate"]
-                },
-            }
-            for score, have in scores.items()
-        }
+        ood, decisions, aurc = _score_summaries(runs)
         robust = None
         if runs[0]["robust_accuracy"] is not None:
-            per_eps = np.array([r["robust_accuracy"] for r in runs])
-            robust = [_stat(per_eps[:, j]) for j in range(per_eps.shape[1])]
+            robust = [
+                _stat(runs, lambda r, j=j: r["robust_accuracy"][j])
+                for j in range(len(runs[0]["robust_accuracy"]))
+            ]
         summary[model] = {
             "headline": runs[0].get("headline"),
             "scalars": {k: v for k, v in scalars.items() if v is not None},
-            "aurc": {
-                score: _stat([r["aurc"][score] for r in have]) for score, have in scores.items()
-            },
+            "aurc": aurc,
             "ood": ood,
             "ood_decisions": decisions,
             "robust_accuracy": robust,
         }
     return summary
+
+
+def _score_summaries(runs: list) -> tuple[dict, dict, dict]:
+    """The OOD, OOD-decision and AURC summaries of one model's runs, by score."""
+    # a detector may be unavailable at some seeds: each score over the seeds that have it
+    scores = {score: [r for r in runs if score in r["ood"]] for r in runs for score in r["ood"]}
+    ood = {
+        score: {
+            name: {
+                m: _stat(have, lambda r, s=score, n=name, m=m: r["ood"][s][n][m]) for m in metrics
+            }
+            for name, metrics in have[0]["ood"][score].items()
+        }
+        for score, have in scores.items()
+    }
+    decisions = {
+        score: {
+            "false_positive_rate": _stat(
+                have, lambda r, s=score: r["ood_decisions"][s]["false_positive_rate"]
+            ),
+            "miss_rate": {
+                name: _stat(have, lambda r, s=score, n=name: r["ood_decisions"][s]["miss_rate"][n])
+                for name in have[0]["ood_decisions"][score]["miss_rate"]
+            },
+        }
+        for score, have in scores.items()
+    }
+    aurc = {score: _stat(have, lambda r, s=score: r["aurc"][s]) for score, have in scores.items()}
+    return ood, decisions, aurc
 
 
 def _fmt(stat, digits: int = 3) -> str:

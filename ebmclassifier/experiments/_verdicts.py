@@ -1,20 +1,28 @@
 """The plain-sentence verdicts of ``compare``: who is best on each criterion, and by how much.
 
-A gap between two models is called clear only when it is larger than the spread over seeds
-(the two [min, max] ranges do not overlap) *and* at least :data:`CLEAR_GAP` between the
-medians: a gap of 0.001 in AUROC with no seed overlap is real in these runs but matters to
-nobody, and the sentences say so (:func:`gap_kind`). :func:`key_verdicts` are the few the
+A gap between two models is called clear only when the two [min, max] ranges over seeds are
+apart by at least :data:`NOISE_MARGIN`: more than the seeds spread, and more than a figure
+moves when the same seeds run on another machine (float kernels differ between CPUs, and
+sampling amplifies the difference), so a clear verdict does not turn on noise. Ranges that
+overlap by more than the margin are *within the seed spread*; ranges whose nearest ends are
+closer than the margin, apart or overlapping, are *within noise*: another machine, or more
+seeds, can settle them either way (:func:`gap_kind`). A seed far from the others, which a
+median hides, is named with its value (:mod:`~._seeds`). :func:`key_verdicts` are the few the
 terminal prints; :func:`verdicts` adds the per-set and per-detector detail of ``report.md``.
 """
 
 from __future__ import annotations
 
+from ._seeds import far_seeds, far_text
 from ._tables import LOWER_IS_BETTER, NEAR_SET, _attack_index, far_sets, ood_entries
 from .models import OOD_SCORES
 
-#: The smallest gap between two medians called clear: one hundredth, i.e. one point of
-#: accuracy, ECE, AUROC or risk (AURC), 0.01 nats of NLL.
-CLEAR_GAP = 0.01
+#: How far apart the seed ranges of two figures must be for a gap to be called clear: two
+#: hundredths (two points of accuracy, ECE, AUROC or risk; 0.02 nats of NLL), more than the
+#: figures of the same seeds moved between two machines (docs/compare.md, "How a verdict
+#: reads"). Since a median lies inside its range, a clear gap between medians is at least as
+#: large.
+NOISE_MARGIN = 0.02
 
 
 def gap_kind(a: dict, b: dict, higher: bool = True) -> str:
@@ -29,18 +37,37 @@ def gap_kind(a: dict, b: dict, higher: bool = True) -> str:
 
     Returns
     -------
-    kind : {"one seed", "overlap", "small", "clear"}
-        ``"one seed"``: either has a single seed, no spread to judge by; ``"overlap"``: the
-        seed ranges overlap; ``"small"``: they do not, but the medians differ by less than
-        :data:`CLEAR_GAP`; ``"clear"``: neither.
+    kind : {"one seed", "overlap", "noise", "clear"}
+        ``"one seed"``: either has a single seed, no spread to judge by; ``"clear"``: the seed
+        ranges are apart by at least :data:`NOISE_MARGIN`; ``"overlap"``: they overlap by at
+        least that much; ``"noise"``: their nearest ends are closer than the margin (apart or
+        overlapping), where another machine's rounding or more seeds can tip the verdict.
     """
     if a["n"] == 1 or b["n"] == 1:
         return "one seed"
+    return _edge_kind(_edge_gap(a, b, higher))
+
+
+def _edge_gap(a: dict, b: dict, higher: bool) -> float:
+    """How far apart the seed ranges are (negative: how much they overlap), the model ahead
+    by its median first."""
     ahead, behind = (a, b) if (a["median"] >= b["median"]) == higher else (b, a)
-    apart = ahead["min"] > behind["max"] if higher else ahead["max"] < behind["min"]
-    if not apart:
-        return "overlap"
-    return "clear" if abs(a["median"] - b["median"]) >= CLEAR_GAP else "small"
+    return ahead["min"] - behind["max"] if higher else behind["min"] - ahead["max"]
+
+
+def _edge_kind(gap: float) -> str:
+    if gap >= NOISE_MARGIN:
+        return "clear"
+    return "overlap" if gap <= -NOISE_MARGIN else "noise"
+
+
+def _noise_words(gap: float) -> str:
+    """``within noise (...)``: how close the ranges' ends are, and what would settle it."""
+    where = "touching" if gap == 0 else f"{'apart' if gap > 0 else 'overlapping'} by {abs(gap):.2g}"
+    return (
+        f"within noise: the seed ranges are {where}, under the {NOISE_MARGIN:g} a figure can "
+        "move on another machine; more seeds would tell"
+    )
 
 
 def _compare_best(candidates: dict, lower: bool, digits: int = 3) -> str | None:
@@ -53,16 +80,27 @@ def _compare_best(candidates: dict, lower: bool, digits: int = 3) -> str | None:
     if len(ranked) < 2:
         return None
     (best, b), (second, s) = ranked[0], ranked[1]
+    far = "".join(
+        f"; but {label}'s {seeds}, far from its other seeds"
+        for label, st in ((best, b), (second, s))
+        if (seeds := _far_seeds_words(st, digits))
+    )
     if f"{b['median']:.{digits}f}" == f"{s['median']:.{digits}f}":
-        return f"{best} and {second} tied ({b['median']:.{digits}f})"
-    gap = abs(b["median"] - s["median"])
+        return f"{best} and {second} tied ({b['median']:.{digits}f}){far}"
+    kind = gap_kind(b, s, higher=not lower)
     how = {
         "one seed": "one seed, so no spread to judge the gap by",
         "overlap": "within the seed spread",
-        "small": f"no seed overlap, but a gap of {gap:.2g}, under the {CLEAR_GAP:g} called clear",
-        "clear": f"clearly: no seed overlap and a gap of at least {CLEAR_GAP:g}",
-    }[gap_kind(b, s, higher=not lower)]
-    return f"{best} ({b['median']:.{digits}f}) ahead of {second} ({s['median']:.{digits}f}), {how}"
+        "clear": f"clearly: the seed ranges are apart by at least {NOISE_MARGIN:g}",
+    }.get(kind) or _noise_words(_edge_gap(b, s, higher=not lower))
+    ahead = f"{best} ({b['median']:.{digits}f}) ahead of {second} ({s['median']:.{digits}f})"
+    return f"{ahead}, {how}{far}"
+
+
+def _far_seeds_words(stat: dict, digits: int = 3) -> str:
+    """``"seed 1 reads 0.002"`` for the far seeds of ``stat`` (:func:`~._seeds.far_seeds`)."""
+    far = far_seeds(stat)
+    return " and ".join(f"seed {seed} reads {value:.{digits}f}" for seed, value in far.items())
 
 
 def _spread(a: dict, b: dict, higher: bool = True) -> str:
@@ -70,7 +108,7 @@ def _spread(a: dict, b: dict, higher: bool = True) -> str:
     return {
         "one seed": "one seed",
         "overlap": "within the seed spread",
-        "small": f"outside the seed spread but under {CLEAR_GAP:g}",
+        "noise": "within noise",
         "clear": "a clear gap",
     }[gap_kind(a, b, higher)]
 
@@ -252,7 +290,37 @@ def key_verdicts(results: dict, summary: dict) -> list[str]:
     text = _compare_best(c, lower=False)
     eps = results["epsilons"][j]
     lines.append(text and f"Robust accuracy at eps={eps:.3g} (higher is better): {text}.")
+    lines.append(_far_seeds_line(results, summary))
     return [line for line in lines if line]
+
+
+def _far_seeds_line(results: dict, summary: dict) -> str | None:
+    """Every seed far from the others (:func:`~._seeds.far_seeds`) among the figures the
+    summary table and the verdicts stand on, each with its value and the other seeds': each
+    model's accuracy, ECE and robust accuracy at the middle radius, and each OOD contender's
+    headline AUROC on every OOD set (not only its worst: a seed may fail on another)."""
+    j = _attack_index(results["epsilons"])
+    said = []
+    for model, s in summary.items():
+        said.append(far_text(f"{model}'s accuracy", s["scalars"].get("accuracy")))
+        said.append(far_text(f"{model}'s ECE", s["scalars"].get("ece")))
+        if s["robust_accuracy"]:
+            eps = results["epsilons"][j]
+            said.append(
+                far_text(f"{model}'s robust accuracy at eps={eps:.3g}", s["robust_accuracy"][j])
+            )
+    for name in results["data"]["ood_sets"]:
+        for label, (score, stat) in ood_entries(results, summary, [name]).items():
+            model = "ce" if label == "ce + detector" else label
+            said.append(far_text(f"{model} / {score}'s AUROC on {name}", stat, auroc=True))
+    said = [text for text in said if text]
+    if not said:
+        return None
+    return (
+        "Seeds far from the others, which the medians above hide (a failed or a lucky fit): "
+        + "; ".join(said)
+        + "."
+    )
 
 
 def verdicts(results: dict, summary: dict) -> list[str]:

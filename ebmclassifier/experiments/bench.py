@@ -49,7 +49,6 @@ from ..energy import energy_grad_norm
 from ..losses import ngebm_loss
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP
-from ._command import THREADS, Command, DeviceName, Option, OutputPath
 from ._estimator_steps import bench_estimators
 from ._memory import bench_memory
 from ._steps import BATCH, BETA, STEP_SETTINGS, bench_steps, digits
@@ -455,35 +454,3 @@ def _run_command(args) -> int:
     if args.json:
         write_file(args.json, json.dumps(result, indent=2))
     return 0
-
-
-COMMAND = Command(
-    name="bench",
-    help="time CE, NG-EBM and JEM training steps, fit overhead and inference",
-    description=(
-        "Time one training step of CE, NG-EBM (exact and finite-difference) and JEM on the "
-        "default networks, the epoch time of NGEBMClassifier.fit against a hand-written "
-        "PyTorch loop, and inference throughput against plain PyTorch; with a GPU section "
-        "when CUDA is present. It runs on one intra-op thread unless --threads says otherwise."
-    ),
-    options=(
-        Option("--quick", "a few seconds; for tests only", {"action": "store_true"}),
-        Option(
-            "--json",
-            "also write the figures to PATH as JSON",
-            {"metavar": "PATH", "type": OutputPath(folder=False)},
-        ),
-        Option(
-            "--device",
-            "'auto' adds the GPU section when CUDA is present (default: auto)",
-            {"choices": ("auto", "cpu", "cuda"), "default": "auto", "type": DeviceName()},
-        ),
-        Option(
-            "--gpu-only",
-            "the GPU section alone, without the CPU sections",
-            {"action": "store_true"},
-        ),
-        THREADS,
-    ),
-    run=_run_command,
-)

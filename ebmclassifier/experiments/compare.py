@@ -43,11 +43,8 @@ from sklearn.model_selection import train_test_split
 from ..datasets.named import data_kind
 from ..detectors import DETECTORS
 from ..recipes import paper_callbacks
-from ._command import (
-    Command,
-    CommandError,
-)
-from ._compare_options import OPTIONS
+from ._command import CommandError
+from ._compare_options import COMMAND
 from ._measure import OOD_TPR, EpochBar, Split, measure
 from ._overview import terminal_text
 from ._report_files import interrupts_deferred
@@ -438,29 +435,5 @@ def _check_options(args) -> None:
     _check_configs(configs)
 
 
-def _auto_threads(args) -> int | None:
-    """``--threads auto``: one thread for the built-in data sets on the default or MLP networks;
-    torch's setting otherwise, each fit choosing by its network's size (``Command``)."""
-    small = set(args.data) <= {"digits", "mnist1d"} and args.protocol is None
-    return 1 if small and (args.network or "default") in ("default", "mlp") else None
-
-
 def _list_failures(failures: list) -> str:
     return "; ".join(f"{f['model']!r} at seed {f['seed']}: {f['error']}" for f in failures)
-
-
-COMMAND = Command(
-    name="compare",
-    help="train CE, CE + temperature scaling, NG-EBM and JEM and compare them",
-    description=(
-        "Train each model for each seed and compare accuracy, calibration, selective "
-        "classification (AURC), OOD detection and decisions, robustness to PGD and training "
-        "cost. Prints a summary table (medians over seeds) and the verdicts that matter; "
-        "writes report.md (every table as median [min, max] over seeds, every verdict, the "
-        "figures with captions), results.json and the PNG figures into --out."
-    ),
-    options=OPTIONS,
-    run=_run_command,
-    check=_check_options,
-    auto_threads=_auto_threads,
-)

@@ -33,26 +33,9 @@ from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
 from ..metrics import expected_calibration_error, ood_metrics
-from ._command import (
-    PROGRESS,
-    THREADS,
-    CommaList,
-    Command,
-    CommandError,
-    DeviceName,
-    LayerSizes,
-    Number,
-    Option,
-    OutputPath,
-)
-from ._continual_methods import (
-    METHODS,
-    bytes_stored,
-    expected_quiet,
-    legend,
-    make_estimator,
-    method_notes,
-)
+from ._command import CommandError
+from ._continual_methods import bytes_stored, expected_quiet, make_estimator, method_notes
+from ._continual_options import COMMAND, DATASETS, DEFAULT_TASKS, METHODS
 from ._continual_report import format_table, summarize_runs, write_continual_report
 from ._report_files import interrupts_deferred
 from .standardize import _standardized_digits
@@ -64,25 +47,6 @@ __all__ = [
     "summarize_runs",
     "write_continual_report",
 ]
-
-DATASETS = ("digits", "mnist1d")
-
-
-#: The methods run when ``--methods`` is not given: the table of docs/continual.md.
-DEFAULT_METHODS = [
-    "joint",
-    "ce",
-    "ce_batch",
-    "ngebm_batch",
-    "jem_batch",
-    "ngebm_generated",
-    "ngebm_batch_replay",
-    "ce_lwf",
-    "ngebm",
-    "jem",
-]
-DEFAULT_TASKS = "0,9/1,8/2,7/3,6/4,5"
-NETWORKS = ("auto", "mlp", "conv")
 
 
 def parse_tasks(text: str) -> list[list[int]]:
@@ -356,82 +320,3 @@ def _run_command(args, log: Callable = print) -> int:
             f"{len(failures)} stream(s) failed, the report leaves them out: {failed}"
         )
     return 0
-
-
-COMMAND = Command(
-    name="continual",
-    help="class-incremental learning on split digits / MNIST-1D: accuracy matrix, forgetting",
-    description=(
-        "Split the data into tasks of classes, train each method task after task with "
-        "partial_fit (class_incremental=True) and report after every task the accuracy "
-        "matrix, the average accuracy over the classes seen, forgetting, ECE and the energy's "
-        "OOD AUROC on the classes not yet seen. Writes report.md, results.json and figures."
-    ),
-    epilog="methods:\n" + "\n".join(f"  {line}" for line in legend(METHODS).splitlines()),
-    options=(
-        Option(
-            "--data",
-            "comma-separated: digits, mnist1d (default: digits)",
-            {"type": CommaList(str), "default": ["digits"]},
-        ),
-        Option(
-            "--tasks",
-            f"tasks of classes, '/' between tasks (default: {DEFAULT_TASKS})",
-            {"default": DEFAULT_TASKS},
-        ),
-        Option(
-            "--methods",
-            f"comma-separated names, listed below (default: {','.join(DEFAULT_METHODS)})",
-            {"type": CommaList(str), "default": DEFAULT_METHODS},
-        ),
-        Option("--seeds", "number of seeds (default: 5)", {"type": Number(int, 1), "default": 5}),
-        Option(
-            "--epochs", "epochs per task (default: 15)", {"type": Number(int, 1), "default": 15}
-        ),
-        Option(
-            "--replay",
-            "stored samples per class of the *_replay methods (default: 20)",
-            {"type": Number(int, 1), "default": 20},
-        ),
-        Option(
-            "--generated",
-            "generated samples per old class of the *_generated methods (default: 100)",
-            {"type": Number(int, 1), "default": 100},
-        ),
-        Option(
-            "--generated-steps",
-            "the sampler's steps of generated replay, in every method that generates (default: 40)",
-            {"type": Number(int, 0), "default": 40},
-        ),
-        Option(
-            "--network",
-            "auto (MNIST-1D as signals for the ConvNet, digits flat for the MLP), mlp (flat "
-            "features) or conv (signals, 8x8 images) (default: auto)",
-            {"choices": NETWORKS, "default": "auto"},
-        ),
-        Option(
-            "--hidden",
-            "the MLP's hidden sizes (default: the estimators', 256,256)",
-            {"type": LayerSizes(), "default": None},
-        ),
-        Option(
-            "--lr",
-            "learning rate (default: 0.001)",
-            {"type": Number(float, 0, low_open=True), "default": 1e-3},
-        ),
-        Option(
-            "--device",
-            "auto, cpu or cuda[:N] (default: auto)",
-            {"type": DeviceName(), "default": "auto"},
-        ),
-        Option(
-            "--out",
-            "folder for report.md, results.json and figures (default: continual)",
-            {"type": OutputPath(folder=True), "default": "continual"},
-        ),
-        PROGRESS,
-        THREADS,
-    ),
-    run=_run_command,
-    check=_check,
-)

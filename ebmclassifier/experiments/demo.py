@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from ..energy import OOD_METHODS
 from ..metrics import expected_calibration_error, ood_metrics
 from ..ngebm import NGEBMClassifier
-from ._command import PROGRESS, THREADS, Command, Number, Option
+from ._command import QUIET_FIT
 from .standardize import _standardized_digits
 
 __all__ = ["digits_with_noise", "format_demo", "run_demo"]
@@ -89,7 +89,9 @@ def run_demo(
         if seed not in data:
             data = {seed: digits_with_noise(seed)}
         X_train, X_test, y_train, y_test, noise = data[seed]
-        clf = NGEBMClassifier(beta=MODELS[name], max_epochs=max_epochs, random_state=seed)
+        clf = NGEBMClassifier(
+            beta=MODELS[name], max_epochs=max_epochs, random_state=seed, **QUIET_FIT
+        )
         clf.fit(X_train, y_train)
         row = {
             "model": name,
@@ -150,20 +152,3 @@ def _run_command(args) -> int:
     rows = run_demo(range(args.seeds), max_epochs=args.epochs, progress=args.progress)
     print(format_demo(rows))
     return 0
-
-
-COMMAND = Command(
-    name="demo",
-    help="NG-EBM vs cross-entropy on the digits: accuracy, calibration, OOD detection",
-    description=(
-        "Train NGEBMClassifier and its beta=0 (cross-entropy) baseline on standardized "
-        "load_digits for a few seeds; print accuracy, ECE and OOD AUROC against uniform noise."
-    ),
-    options=(
-        Option("--seeds", "number of seeds (default: 3)", {"type": Number(int, 1), "default": 3}),
-        Option("--epochs", "epochs per fit (default: 50)", {"type": Number(int, 1), "default": 50}),
-        PROGRESS,
-        THREADS,
-    ),
-    run=_run_command,
-)

@@ -11,6 +11,7 @@ from ..detectors import DETECTORS, KNNDetector
 from ..jem import JEMClassifier
 from ..ngebm import NGEBMClassifier
 from ..nn import MLP, WideResNet, wide_resnet_blocks_per_group
+from ._command import QUIET_FIT
 
 __all__ = ["ModelSpec", "default_models", "network_params"]
 
@@ -149,7 +150,7 @@ def default_models() -> dict[str, ModelSpec]:
         "ce": ModelSpec(
             "ce",
             "cross-entropy only (NGEBMClassifier with beta=0)",
-            build=lambda params: NGEBMClassifier(beta=0.0, **params),
+            build=lambda params: NGEBMClassifier(beta=0.0, **{**QUIET_FIT, **params}),
             headline="energy",
         ),
         "ce_ts": _temperature_scaled("ce"),
@@ -157,12 +158,14 @@ def default_models() -> dict[str, ModelSpec]:
         "ngebm": ModelSpec(
             "ngebm",
             "NG-EBM, beta=gamma=0.5",
-            build=lambda params: NGEBMClassifier(beta=0.5, **params),
+            build=lambda params: NGEBMClassifier(beta=0.5, **{**QUIET_FIT, **params}),
         ),
         "ngebm_ts": _temperature_scaled("ngebm"),
         "ngebm_ens": _ensemble("ngebm", 0.5),
         "jem": ModelSpec(
-            "jem", "JEM (SGLD from a replay buffer)", build=lambda params: JEMClassifier(**params)
+            "jem",
+            "JEM (SGLD from a replay buffer)",
+            build=lambda params: JEMClassifier(**{**QUIET_FIT, **params}),
         ),
         "jem_ts": _temperature_scaled("jem"),
     }
@@ -174,7 +177,9 @@ def _ensemble(base: str, beta: float) -> ModelSpec:
         experts = [
             (
                 f"{base}{k}",
-                NGEBMClassifier(beta=beta, **{**params, "random_state": seed * ENSEMBLE_SIZE + k}),
+                NGEBMClassifier(
+                    beta=beta, **{**QUIET_FIT, **params, "random_state": seed * ENSEMBLE_SIZE + k}
+                ),
             )
             for k in range(ENSEMBLE_SIZE)
         ]

@@ -18,7 +18,7 @@ from ._overview import overview_table
 from ._report_figures import figures_section, write_figures
 from ._report_files import jsonable, save_report
 from ._tables import _NORMS, _fmt, summarise, tables
-from ._verdicts import CLEAR_GAP, key_verdicts, verdicts
+from ._verdicts import NOISE_MARGIN, key_verdicts, verdicts
 
 __all__ = ["write_compare_report", "write_report"]
 
@@ -290,8 +290,9 @@ _OVERVIEW_NOTE = (
     "named in the verdicts, drawn in the OOD histograms). The OOD tables below give every "
     "score; the best of them on each set is a choice made on the data it is judged by, so "
     "it flatters. Temperature-scaled models rescale their base model's max softmax and are "
-    f"left out. A verdict calls a gap clear only when the seed ranges do not overlap and the "
-    f"medians differ by at least {CLEAR_GAP:g}."
+    f"left out. A verdict calls a gap clear only when the seed ranges are apart by at least "
+    f"{NOISE_MARGIN:g}, more than a figure moves between machines; ranges whose ends are "
+    "closer than that are within noise. A seed far from the others is named with its value."
 )
 
 

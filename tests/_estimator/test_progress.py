@@ -1,11 +1,14 @@
-"""What a fit prints at each ``verbose``: nothing, a progress bar, or skorch's epoch table."""
+"""What a fit prints at each ``verbose``: a long fit's progress (nothing for a quick one), a
+progress bar, or skorch's epoch table."""
+
+import time
 
 import numpy as np
 import pytest
 from skorch.dataset import ValidSplit
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier._estimator.progress import EpochTable, ProgressBar
+from ebmclassifier._estimator.progress import SHOW_AFTER, EpochTable, ProgressBar
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +62,58 @@ def test_the_bar_and_the_table_are_skorch_default_callbacks_by_name():
     assert type(names["print_log"]) is EpochTable
     assert type(names["progress_bar"]) is ProgressBar
     assert type(dict(JEMClassifier().get_default_callbacks())["progress_bar"]) is ProgressBar
+
+
+def test_a_quick_default_fit_prints_nothing(capsys):
+    # #50: a fit of about a second at the defaults stays silent
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    start = time.monotonic()
+    NGEBMClassifier(max_epochs=5, random_state=0).fit(X / 16, y)
+    took = time.monotonic() - start
+    out, err = capsys.readouterr()
+    assert took < SHOW_AFTER, f"the machine is too busy for this test: the fit took {took:.1f} s"
+    assert out == "" and err == ""
+
+
+def _images(tmp_path, n=48):
+    """A small memmap of uint8 3x32x32 images, as a user's image set on disk."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "images.npy"
+    np.save(path, rng.integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8))
+    return np.load(path, mmap_mode="r"), np.arange(n) % 4
+
+
+def test_a_long_fit_shows_its_batches_epochs_and_time_left_without_being_asked(tmp_path, capsys):
+    # #50: 20,000 uint8 images from a memmap, the default ConvNet: no epoch in 600 s and not a
+    # word printed. Here a short threshold stands for "a fit that runs long": the bar shows
+    # from the first batch after it, with the batch, the epoch and tqdm's estimate of the time
+    # left, and is cleared when the fit ends
+    X, y = _images(tmp_path)
+    clf = NGEBMClassifier(max_epochs=2, batch_size=16, random_state=0,
+                          callbacks__progress_bar__delay=1e-3)  # fmt: skip
+    clf.fit(X, y)
+    out, err = capsys.readouterr()
+    assert out == ""
+    drawn = [part for part in err.split("\r") if part.startswith("NGEBMClassifier:")]
+    assert drawn, err
+    assert any("epoch 1/2, batch 2/3" in part for part in drawn), drawn
+    assert any("epoch 2/2, batch 1/3, train_loss " in part for part in drawn), drawn
+    for part in drawn:  # elapsed<remaining: the estimate, never tqdm's "?"
+        assert "<" in part and "<?" not in part
+    assert err.split("\r")[-1].strip() == ""  # cleared: nothing left on the line
+    assert dict(clf.callbacks_)["progress_bar"].bar_ is None
+
+
+def test_the_unasked_bar_waits_for_its_delay_and_can_be_turned_off(tmp_path, capsys):
+    X, y = _images(tmp_path)
+    for params in ({"callbacks__progress_bar__delay": float("inf")},
+                   {"callbacks__progress_bar": None, "verbose": 0}):  # fmt: skip
+        NGEBMClassifier(max_epochs=1, batch_size=16, random_state=0, **params).fit(X, y)
+        assert capsys.readouterr() == ("", ""), params
+    # verbose=1 keeps its meaning: the bar from the first batch, whatever the delay
+    clf = NGEBMClassifier(max_epochs=1, batch_size=16, random_state=0, verbose=1,
+                          callbacks__progress_bar__delay=float("inf"))  # fmt: skip
+    clf.fit(X, y)
+    assert "NGEBMClassifier: 100%" in capsys.readouterr().err.split("\r")[-1]

@@ -184,7 +184,7 @@ def test_a_commands_threads_option_sets_the_runs_threads_and_restores_them(monke
 
 def test_compare_runs_the_built_in_small_data_on_one_thread_and_large_networks_on_torchs():
     from ebmclassifier.cli import build_parser
-    from ebmclassifier.experiments.compare import COMMAND
+    from ebmclassifier.experiments._compare_options import COMMAND
 
     parse = build_parser().parse_args
     assert COMMAND.threads(parse(["compare"])) == 1

@@ -9,6 +9,7 @@ and the reason.
 import json
 import os
 import pickle
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import torch
 import ebmclassifier
 from ebmclassifier import NGEBMClassifier, cli
 from ebmclassifier.experiments import compare
+from ebmclassifier.experiments._compare_options import COMMAND as COMPARE
 from ebmclassifier.experiments.models import ModelSpec, default_models
 
 # A fast run, when it gets that far: small splits, one epoch, few attacked samples.
@@ -133,6 +135,68 @@ def test_a_cuda_index_beyond_the_gpus_is_refused(capsys, no_training, monkeypatc
     assert "argument --device: " in err and "'cuda:1'" in err and "1 CUDA device(s)" in err
 
 
+#: What must answer without importing torch: every --help, --version, and an error argparse
+#: finds in each kind of option (a range, a list, a choice, an unknown option, a missing value).
+WITHOUT_TORCH = [
+    ["--help"],
+    ["--version"],
+    *([command, "--help"] for command in ("demo", "compare", "bench", "continual")),
+    ["compare", "--seeds", "0"],
+    ["compare", "--epsilons", "0,-1"],
+    ["compare", "--norm", "l3"],
+    ["compare", "--bogus"],
+    ["compare", "--out"],
+    ["demo", "--epochs", "x"],
+    ["bench", "--threads", "0"],
+    ["continual", "--seeds", "0"],
+    ["continual", "--network", "cnn"],
+]
+
+
+def test_help_and_option_errors_answer_without_importing_torch():
+    # the issue (#50): `python -m ebmclassifier --help` imported torch and the estimators
+    # before reading its arguments (23-27 s of wall time on the busy machine)
+    code = f"""
+import contextlib, io, runpy, sys
+for argv in {WITHOUT_TORCH!r}:
+    sys.argv = ["ebmclassifier", *argv]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            runpy.run_module("ebmclassifier", run_name="__main__")
+        except SystemExit as exit:
+            status = exit.code
+    heavy = sorted(m for m in ("torch", "sklearn", "skorch") if m in sys.modules)
+    print(" ".join(argv), status, *heavy)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    for argv, line in zip(WITHOUT_TORCH, lines, strict=True):
+        expected = 0 if argv[-1] in ("--help", "--version") else 2
+        assert line == f"{' '.join(argv)} {expected}", line  # nothing heavy after the status
+
+
+def test_the_auto_device_is_probed_when_the_command_starts(capsys, no_training, monkeypatch):
+    # parsing "auto" (every command's default) imports no torch; the probe moved to the start
+    from ebmclassifier.experiments import _command
+
+    monkeypatch.setattr(_command, "_allocation_problem", lambda torch, device: "it is broken")
+    status, out, err = _run(capsys, "compare", "--no-progress")
+    assert status == 2 and out == ""
+    message = _one_error_line(err)
+    assert message == (
+        "argument --device: cannot compute on device 'auto': it is broken; use 'auto', 'cpu' "
+        "or 'cuda[:N]'"
+    )
+
+
+def test_the_detector_names_of_the_options_are_the_detectors():
+    from ebmclassifier.detectors import DETECTORS
+    from ebmclassifier.experiments._compare_options import DETECTOR_NAMES
+
+    assert DETECTOR_NAMES == tuple(DETECTORS)
+
+
 def test_an_unknown_option_is_one_error_line_not_a_usage_dump(capsys):
     status, out, err = _run(capsys, "compare", "--epochz", "3")
     assert status == 2 and out == ""
@@ -144,7 +208,7 @@ def test_the_reproducing_command_line_is_unchanged_by_the_checks():
         ["compare", "--lr", "0.003", "--batch-size", "-1", "--epsilons", "0,0.05", "--seeds", "2"]
     )
     assert (args.lr, args.batch_size, args.epsilons, args.seeds) == (0.003, -1, [0.0, 0.05], 2)
-    line = compare.COMMAND.command_line(args)
+    line = COMPARE.command_line(args)
     assert "--seeds 2 " in line and "--lr 0.003 --batch-size -1" in line
     assert "--epsilons 0,0.05" in line
 
@@ -224,7 +288,7 @@ def test_data_free_checks_come_before_out_is_made(capsys, no_training, tmp_path,
 def test_data_names_are_stripped_of_blanks(capsys, no_training, tmp_path):
     args = cli.build_parser().parse_args(["compare", "--data", " digits , mnist1d "])
     assert args.data == ["digits", "mnist1d"]
-    assert "--data digits,mnist1d " in compare.COMMAND.command_line(args)
+    assert "--data digits,mnist1d " in COMPARE.command_line(args)
     # both are loaded under their names ("Unknown data ' mnist1d'" before): the OOD file's
     # shape is checked against the second one's
     np.savez(tmp_path / "flat64.npz", X=np.zeros((5, 64), dtype=np.float32))
@@ -519,10 +583,10 @@ def test_help_text_is_flush_left_and_a_legend_entry_hangs(command, capsys):
 
 def test_the_commands_default_output_folders_are_ignored_by_git():
     # the issue: a default `continual` run left continual/ untracked in the checkout
-    from ebmclassifier.experiments import continual as continual_command
+    from ebmclassifier.experiments._continual_options import COMMAND as CONTINUAL
 
     lines = (Path(__file__).resolve().parents[2] / ".gitignore").read_text().splitlines()
-    for command in (compare.COMMAND, continual_command.COMMAND):
+    for command in (COMPARE, CONTINUAL):
         out = next(o for o in command.options if o.flag == "--out").default.strip("/")
         assert f"{out}/" in lines or f"/{out}/" in lines, command.name
     # a folder of the same name inside the package must stay tracked: the entry is anchored

@@ -69,7 +69,7 @@ def test_every_option_of_a_command_is_in_its_docs_page(name, page):
 
 
 def test_the_reproducing_command_line_spells_every_given_option():
-    from ebmclassifier.experiments.compare import COMMAND
+    from ebmclassifier.experiments._compare_options import COMMAND
 
     args = cli.build_parser().parse_args(
         ["compare", "--epsilons", "0,0.05", "--lr", "0.003", "--no-standardize", "--no-progress",

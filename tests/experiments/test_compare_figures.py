@@ -9,7 +9,7 @@ from matplotlib.colors import to_hex
 
 import ebmclassifier.experiments._report_figures as figures_module
 import ebmclassifier.experiments.report as report
-from ebmclassifier.experiments._tables import headline_detector, headline_score, summarise
+from ebmclassifier.experiments._tables import _fmt, headline_detector, headline_score, summarise
 from ebmclassifier.plotting import model_style
 
 
@@ -115,9 +115,12 @@ def test_the_detector_the_table_pairs_with_ce_has_its_histogram(results, tmp_pat
     assert kwargs["model"] == "ce" and kwargs["title"] == "ce / knn, seed 0"
     sets = list(results["data"]["ood_sets"])
     worst = headline_detector(results, summarise(results)["ce"], sets)[1]
+    worst_set = next(s for s in sets if summarise(results)["ce"]["ood"]["knn"][s]["auroc"] == worst)
+    values = ", ".join(f"{worst['per_seed'][s]:.3f}" for s in (0, 1))
     assert captions["ood_ce_knn.png"] == (
-        "`ce / knn`, the detector the summary table pairs with it; its AUROC on the worst "
-        f"far-OOD set over seeds: {worst['median']:.3f}."
+        "`ce / knn`, the detector the summary table pairs with it, seed 0, the seed of the "
+        f"median AUROC over seeds on its worst far-OOD set, {worst_set}: "
+        f"{_fmt(worst)} (seeds 0, 1: {values})."
     )
     assert "ood_ce_knn.png" in (tmp_path / "report.md").read_text()
 

@@ -1,6 +1,6 @@
 """The ``continual`` command (``ebmclassifier.experiments.continual``) and its methods
-(``experiments/_continual_methods.py``): the report, the methods' names and descriptions, the
-LwF baseline's loss (issues #24, #32, #34)."""
+(``experiments/_continual_options.py``, ``_continual_methods.py``): the report, the methods'
+names and descriptions, the LwF baseline's loss (issues #24, #32, #34)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,8 @@ from sklearn.datasets import make_blobs
 
 from ebmclassifier import NGEBMClassifier
 from ebmclassifier.cli import build_parser, main
-from ebmclassifier.experiments._continual_methods import (
-    METHODS,
-    LwFClassifier,
-    distillation_loss,
-)
+from ebmclassifier.experiments._continual_methods import LwFClassifier, distillation_loss
+from ebmclassifier.experiments._continual_options import METHODS
 from ebmclassifier.experiments.continual import run_continual, summarize_runs
 
 X, Y = make_blobs(300, n_features=4, centers=6, random_state=0)
