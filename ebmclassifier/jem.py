@@ -521,7 +521,7 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        # the SGLD forward passes in the estimator's precision
-        with threads_for(self.n_threads, self.module_, x0, len(x0)), self._autocast():
-            samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
+        # the SGLD forward passes as inference runs them (the estimator's precision)
+        with threads_for(self.n_threads, self.module_, x0, len(x0)):
+            samples = self._as_inference(self._sample)(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

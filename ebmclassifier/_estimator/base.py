@@ -248,7 +248,7 @@ class EBMClassifierBase(
 
     def _network(self):
         """``module_`` in the estimator's precision (inference's map from a batch to logits)."""
-        return self._in_precision(self.module_)
+        return self._as_inference(self.module_)
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         return check_X(self, X, reset=reset)

@@ -59,17 +59,19 @@ skorch attribute.
   ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
   and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
   ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
-- ``_step_optimizer``: in ``precision="float16"`` a ``torch.amp.GradScaler`` steps the
-  optimizers; it takes no closure, so the step runs first and the scaler steps after it, as
-  skorch's ``AccelerateMixin`` does. Every other precision keeps skorch's closure step.
+- ``_step_optimizer``: the precision object's step; in ``precision="float16"`` a
+  ``torch.amp.GradScaler`` steps the optimizers; it takes no closure, so the step runs first
+  and the scaler steps after it, as skorch's ``AccelerateMixin`` does. Every other precision
+  keeps skorch's closure step.
 - ``torch_compile``: a no-op; ``compile=True`` compiles the networks in place when training
   starts (``_train``, :mod:`~ebmclassifier._utils.compile`), so ``module_`` stays the class it was
   built as.
 
 Precision: ``train_step_single``, ``validation_step`` and ``infer`` run their forward passes
-under :meth:`SkorchNet._autocast` (:mod:`~ebmclassifier._utils.precision`; nothing for float32) and
-hand skorch float32 logits; the loss it records per batch is a CPU tensor of the value the
-divergence check read, so that skorch's ``.item()`` does not wait for a GPU a second time.
+under the autocast of :meth:`SkorchNet._precision` (a
+:class:`~ebmclassifier._utils.precision.Precision`) and hand skorch float32 logits; the loss
+it records per batch is a CPU tensor of the value the divergence check read, so that skorch's
+``.item()`` does not wait for a GPU a second time.
 
 The examples of the hooks use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -99,7 +101,7 @@ from .._utils.generators import (
     global_rng,
     seed_global_rng,
 )
-from .._utils.precision import autocast, full_precision, grad_scaler
+from .._utils.precision import Precision, full_precision
 from .._utils.streamed import reads_user_code
 from ..augment import takes_generator
 from ..exceptions import DivergenceError
@@ -143,15 +145,9 @@ class SkorchNet(NeuralNetClassifier):
     #: ``batch -> batch`` that :meth:`augment_batch` applies to each training batch, or None.
     augmentation = None
 
-    #: The estimators' ``precision`` parameter (``"float32"``, ``"bfloat16"``, ``"float16"``):
-    #: the forward passes of the step run under :meth:`_autocast` (see
-    #: :mod:`~ebmclassifier._utils.precision`).
-    precision = "float32"
-
-    #: float16's :class:`torch.amp.GradScaler` while a fit trains; None otherwise.
-    _grad_scaler = None
-    #: Whether the step's gradients were scaled (and unscaled): the scaler must then step.
-    _scaled_step = False
+    #: The training call's :class:`~ebmclassifier._utils.precision.Precision` (autocast, loss
+    #: scaling, the optimizer step), while a fit trains; None otherwise (see :meth:`_precision`).
+    _training_precision: Precision | None = None
 
     #: The generators of the call, reseeded at each epoch, while a fit trains; None
     #: otherwise (see :meth:`_generator`).
@@ -297,7 +293,7 @@ class SkorchNet(NeuralNetClassifier):
         """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
         x, _ = split_weights(x)
         x = self._as_network_input(to_tensor(x, device=self.device_))
-        return self._in_precision(self.module_)(x, **fit_params)
+        return self._as_inference(self.module_)(x, **fit_params)
 
     def _as_network_input(self, x: torch.Tensor) -> torch.Tensor:
         """A batch as the network takes it: on ``device_``, float32.
@@ -319,22 +315,21 @@ class SkorchNet(NeuralNetClassifier):
 
     # ------------------------------------------------------------------ precision, compilation
 
-    def _autocast(self):
-        """The context of every forward pass: autocast in ``precision`` (nothing for float32)."""
-        return autocast(self.precision, self.device_)
+    def _precision(self) -> Precision:
+        """The :class:`~ebmclassifier._utils.precision.Precision` of the ``precision`` parameter
+        on ``device_``: the training call's (with float16's loss scaling), else one for the
+        forward passes alone."""
+        training = self._training_precision
+        if training is not None:
+            return training
+        return Precision(self.precision, self.device_, training=False)
 
-    def _in_precision(self, fn):
-        """``fn`` (a network or a method of one) under :meth:`_autocast`, its result in float32
-        (not what follows it: a softmax of bfloat16 logits does not sum to 1). The one way a
-        network runs outside the training step: skorch's ``infer`` and every inference call."""
-        if self.precision == "float32":
-            return fn
-
-        def run(*args, **kwargs) -> torch.Tensor:
-            with self._autocast():
-                return full_precision(fn(*args, **kwargs))
-
-        return run
+    def _as_inference(self, fn):
+        """``fn`` (a network, or a function that runs one) as inference runs it: in the
+        estimator's precision, its result in float32 (not what follows it: a softmax of bfloat16
+        logits does not sum to 1). The one way a network runs outside the training step:
+        skorch's ``infer``, every inference call, JEM's ``sample``."""
+        return self._precision().run(fn)
 
     def torch_compile(self, module, name):
         """skorch's hook, which would wrap every module: here a no-op.
@@ -402,16 +397,14 @@ class SkorchNet(NeuralNetClassifier):
             self._reads_user_code = False
 
     def _train_in_precision(self, X, y, sample_weight) -> None:
-        self._grad_scaler = grad_scaler(
-            self.precision, self.device_, getattr(self, "loss_scale_", None)
-        )
-        self._scaled_step = False  # a fit that raised mid-step left nothing to step
+        precision = Precision(self.precision, self.device_, getattr(self, "loss_scale_", None))
+        self._training_precision = precision
         try:
             super().partial_fit(with_weights(X, sample_weight), y)
         finally:
-            if self._grad_scaler is not None:
-                self.loss_scale_ = float(self._grad_scaler.get_scale())
-            self._grad_scaler = None
+            self._training_precision = None
+            if precision.state_dict():  # float16: the next call starts from this scale
+                self.loss_scale_ = precision.state_dict()["scale"]
         self._raise_if_interrupted()
 
     def _raise_if_interrupted(self) -> None:
@@ -726,12 +719,13 @@ class SkorchNet(NeuralNetClassifier):
         Xi, weights = split_weights(Xi)
         Xi, yi, weights = self._on_device(Xi, yi, weights)
         Xi = self.augment_batch(Xi)
-        with self._autocast():
+        precision = self._precision()
+        with precision.autocast():
             loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
-            self._backward(loss)
+            precision.backward(loss, self._optimizers_of_net())
         # Read after the backward pass and before the optimizer step, so the weights are still
         # good: on a GPU a read waits for the device, and here that wait no longer holds back
         # the queueing of the backward kernels. One read per step: the loss, and with weights
@@ -753,40 +747,15 @@ class SkorchNet(NeuralNetClassifier):
         loss = loss.detach() if loss.device.type == "cpu" else torch.tensor(value)
         return {"loss": loss, "y_pred": full_precision(logits.detach())}
 
-    def _backward(self, loss: torch.Tensor) -> None:
-        """``loss.backward()``; in float16 scaled, then unscaled for the optimizer's step.
-
-        The gradients are unscaled here, so that skorch's ``on_grad_computed`` callbacks
-        (gradient clipping) see them at their true scale, as torch's AMP guide does it.
-        """
-        scaler = self._grad_scaler
-        if scaler is None:
-            loss.backward()
-            return
-        scaler.scale(loss).backward()
-        for name in self._optimizers:
-            scaler.unscale_(getattr(self, name + "_"))
-        self._scaled_step = True
+    def _optimizers_of_net(self) -> list:
+        """skorch's optimizers of the net (``optimizer_``, and any other it registered)."""
+        return [getattr(self, name + "_") for name in self._optimizers]
 
     def _step_optimizer(self, step_fn):
-        """skorch's optimizer step; with float16's scaler, the scaler's step instead.
-
-        A ``GradScaler`` cannot step with a closure: the step is run first, then the scaler
-        steps each optimizer (skipping a step whose gradients overflowed) and updates its
-        scale, as skorch's ``AccelerateMixin`` does. A step without gradients (a rejected JEM
-        step) leaves the optimizers and the scale alone.
-        """
-        scaler = self._grad_scaler
-        if scaler is None:
-            super()._step_optimizer(step_fn)
-            return
-        step_fn()
-        if not self._scaled_step:
-            return
-        self._scaled_step = False
-        for name in self._optimizers:
-            scaler.step(getattr(self, name + "_"))
-        scaler.update()
+        """skorch's optimizer step, through the precision's
+        (:meth:`~ebmclassifier._utils.precision.Precision.step`: float16's scaler steps the
+        optimizers instead, a step without a scaled backward pass leaves them alone)."""
+        self._precision().step(step_fn, self._optimizers_of_net(), super()._step_optimizer)
 
     def validation_step(self, batch, **fit_params):
         """The loss of one validation batch, in evaluation mode, without a backward pass."""
@@ -796,6 +765,6 @@ class SkorchNet(NeuralNetClassifier):
         Xi, weights = split_weights(Xi)
         Xi, yi, weights = self._on_device(Xi, yi, weights)
         # The energy terms need input gradients, also when validating.
-        with torch.enable_grad(), self._autocast():
+        with torch.enable_grad(), self._precision().autocast():
             loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
         return {"loss": loss.detach(), "y_pred": full_precision(logits.detach())}

@@ -445,7 +445,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         True
         """
         check_is_fitted(self)
-        return self._map_batches(X, self._in_precision(self.module_.predict_latent))
+        return self._map_batches(X, self._as_inference(self.module_.predict_latent))
 
     def transform(self, X) -> np.ndarray:
         """Latent marginals ``softmax(s(x))``: usable as a feature step of a Pipeline.
@@ -475,7 +475,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         ((60, 3), dtype('float32'), True)
         """
         check_is_fitted(self)
-        return self._map_batches(X, self._in_precision(self.module_.latent_features))
+        return self._map_batches(X, self._as_inference(self.module_.latent_features))
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the columns of :meth:`transform`, for ``set_output`` and pipelines.
