@@ -201,6 +201,7 @@ SKORCH_HOOKS = {
     "get_iterator",
     "infer",
     "initialize",
+    "initialize_callbacks",
     "initialize_module",
     "load_params",
     "on_batch_begin",

@@ -69,7 +69,12 @@ from ..nn import (
     network_kwargs,
 )
 from ..saving._files import SavedEstimatorMixin
-from .early_stopping import EarlyStoppingMixin
+from .early_stopping import (
+    SklearnEarlyStopping,
+    check_early_stopping_params,
+    holds_out,
+    stopping_call,
+)
 from .inference import InferenceMixin, OODDecisionMixin
 from .net import SkorchNet
 from .parameter_docs import PARAMETER_DOCS
@@ -98,7 +103,6 @@ class EBMClassifierBase(
     OODDecisionMixin,
     SavedEstimatorMixin,
     ResumableMixin,
-    EarlyStoppingMixin,
     SkorchNet,
 ):
     """Shared base of the energy-based classifiers (not to be used directly).
@@ -212,7 +216,7 @@ class EBMClassifierBase(
             "None or a callable mapping a training batch to a batch of the same shape",
         )
         check_training_params(check, self)
-        self._check_early_stopping_params(check)
+        check_early_stopping_params(check, self)
         problem = device_problem(self.device)
         expected = f"'auto', 'cpu' or a device this machine has ({problem})"
         check.satisfies("device", problem is None, expected)
@@ -551,7 +555,7 @@ class EBMClassifierBase(
             self._keep_call_start(reset=new_network)  # for a state saved during the call
             record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
-            held_out = self._held_out(mode, y)
+            held_out = holds_out(self, mode, y)
             # what takes no generator (reset_parameters; a user's Dataset read in this
             # process) draws from torch's global generator, forked and seeded for it
             with global_rng(self._fit_seed(), self.device_):
@@ -567,7 +571,7 @@ class EBMClassifierBase(
             self._forget_ood_threshold()  # calibrated on the scores training changes
             with (
                 threads_for(self.n_threads, self.module_, first[:1], self.batch_size, len(y)),
-                self._early_stopping(held_out),
+                stopping_call(self, self._capability(SklearnEarlyStopping), held_out),
             ):
                 self._train(
                     X_t,

@@ -87,7 +87,7 @@ from contextlib import contextmanager, nullcontext
 import numpy as np
 import torch
 from skorch import NeuralNetClassifier
-from skorch.callbacks import EarlyStopping, EpochScoring
+from skorch.callbacks import Callback, EarlyStopping, EpochScoring
 from skorch.dataset import unpack_data
 from skorch.utils import to_numpy, to_tensor
 from torch import nn
@@ -106,6 +106,7 @@ from .._utils.streamed import reads_user_code
 from ..augment import takes_generator
 from ..exceptions import DivergenceError
 from ..losses import criterion_mean
+from .early_stopping import SklearnEarlyStopping
 from .progress import with_progress
 
 __all__ = ["SkorchNet"]
@@ -175,10 +176,14 @@ class SkorchNet(NeuralNetClassifier):
         del self.classes
 
     def get_default_callbacks(self) -> list:
-        """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
-        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation
-        accuracy, ``valid_acc``, compares the predicted labels with the held-out labels
-        (:func:`_valid_accuracy`), whatever the labels are.
+        """skorch's default callbacks, then the estimator's training capabilities.
+
+        skorch's epoch table prints at ``verbose >= 2``, and a progress bar shows at
+        ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation accuracy,
+        ``valid_acc``, compares the predicted labels with the held-out labels
+        (:func:`_valid_accuracy`), whatever the labels are. The capabilities
+        (:meth:`_capabilities`) are callbacks that act from the estimator's parameters; one
+        network keeps the same ones, also when ``set_params`` rebuilds the callbacks.
 
         Returns
         -------
@@ -187,8 +192,8 @@ class SkorchNet(NeuralNetClassifier):
         Examples
         --------
         >>> from ebmclassifier import NGEBMClassifier
-        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
-        ['print_log', 'progress_bar']
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-3:]
+        ['print_log', 'progress_bar', 'sklearn_early_stopping']
         """
         callbacks = [
             (name, EpochScoring(_valid_accuracy, name=name, lower_is_better=False))
@@ -196,7 +201,42 @@ class SkorchNet(NeuralNetClassifier):
             else (name, callback)
             for name, callback in super().get_default_callbacks()
         ]
-        return with_progress(callbacks)
+        return with_progress(callbacks) + self._held_capabilities()
+
+    def _capabilities(self) -> list[tuple[str, Callback]]:
+        """The training capabilities, new: ``(name, callback)`` pairs that act from the
+        estimator's parameters and keep their own state (a subclass adds its own): here
+        scikit-learn's early stopping (:mod:`~ebmclassifier._estimator.early_stopping`)."""
+        return [("sklearn_early_stopping", SklearnEarlyStopping())]
+
+    def _held_capabilities(self) -> list[tuple[str, Callback]]:
+        """:meth:`_capabilities`, those the network already holds kept (their state with them)."""
+        held = {type(cb): cb for _, cb in vars(self).get("callbacks_", [])}
+        return [(name, held.get(type(cb), cb)) for name, cb in self._capabilities()]
+
+    def _capability(self, kind: type):
+        """The capability of class ``kind`` among ``callbacks_`` (None before ``initialize``)."""
+        for _, callback in vars(self).get("callbacks_", []):
+            if type(callback) is kind:
+                return callback
+        return None
+
+    def initialize_callbacks(self):
+        """skorch's, with scikit-learn's early stopping last: a stopping callback ends the
+        epoch once every other callback has seen it (skorch puts its epoch table last, then
+        this moves the stop after it)."""
+        super().initialize_callbacks()
+        self.callbacks_.sort(key=lambda item: isinstance(item[1], SklearnEarlyStopping))
+        return self
+
+    def _initialize_callbacks(self):
+        """skorch's; ``callbacks="disable"`` turns off skorch's and the user's callbacks, and the
+        capabilities stay: they are the estimator's parameters at work."""
+        if self.callbacks != "disable":
+            return super()._initialize_callbacks()
+        self.callbacks_ = [(name, cb.initialize()) for name, cb in self._held_capabilities()]
+        self.callbacks_.sort(key=lambda item: isinstance(item[1], SklearnEarlyStopping))
+        return self
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping
@@ -228,6 +268,7 @@ class SkorchNet(NeuralNetClassifier):
         which ``fit`` seeds there with the fit's seed, and the caller's is left as it was.
         """
         device = getattr(self, "device_", torch.device("cpu"))
+        vars(self).pop("callbacks_", None)  # a new network: new capabilities
         with self._device_shown_to_skorch(), global_rng(None, device):
             return super().initialize()
 
@@ -505,6 +546,38 @@ class SkorchNet(NeuralNetClassifier):
         # skorch sets the modes on every batch, which walks all submodules; they change only
         # between phases (training, validation, inference), so set them then.
         self._set_mode(True)
+
+    def get_split_datasets(self, X, y=None, **fit_params):
+        """skorch's split of the training data; in a call that stops early, the held-out split
+        of :class:`~ebmclassifier._estimator.early_stopping.SklearnEarlyStopping`, stratified by
+        the encoded labels ``y`` and drawn from the fit's seed.
+
+        Parameters
+        ----------
+        X : the training data as skorch holds them (tensors, or a dataset)
+        y : Tensor of shape (n_samples,) or None
+        **fit_params
+            Passed to ``train_split`` (skorch's split only).
+
+        Returns
+        -------
+        dataset_train, dataset_valid : torch Datasets (``dataset_valid`` None without a split)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(early_stopping=True, validation_fraction=0.25, max_epochs=5,
+        ...                       module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> len(clf.history[:, "valid_loss"]) == clf.n_iter_  # the loss on 10 held-out samples
+        True
+        >>> _, valid = clf.get_split_datasets(X, y)  # outside a fit: train_split=None's
+        >>> valid is None
+        True
+        """
+        stopping = self._capability(SklearnEarlyStopping)
+        if stopping is None or not stopping.holds_out:
+            return super().get_split_datasets(X, y, **fit_params)
+        return stopping.split(self, X, y, random_state=self._fit_seed())
 
     def get_iterator(self, dataset, training: bool = False):
         """skorch's iterator; in training it shuffles with the epoch's generator.
