@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ._divergence import (
-    Divergence,
-    RollbackMixin,
-    diagnose_step,
-)
+from ._divergence import Divergence, Rollback, diagnose_step
 from ._estimator.base import EBMClassifierBase
 from ._estimator.parameter_docs import PARAMETER_DOCS
 from ._utils.data import split_weights
@@ -40,7 +38,7 @@ GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
 @fill_docstring(PARAMETER_DOCS)
-class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
+class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
     The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the
@@ -300,7 +298,6 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             self.replay_buffer_ = ReplayBuffer(
                 start, self.buffer_size, generator=self._generator("buffer", start.means.device)
             ).to(self.device_)
-        self._start_rollback()
         # the diagonal of the input box of the divergence check, fixed for the fit: read once
         self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
 
@@ -328,10 +325,6 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             X, y, n_classes, covariance=self.informative_covariance, rank=self.informative_rank
         )
 
-    def _rollback_objects(self) -> dict:
-        """What a roll-back restores together: the network, the optimizer and the buffer."""
-        return {"module": self.module_, "optimizer": self.optimizer_, "buffer": self.replay_buffer_}
-
     def _load_module_states(self, states: dict[str, dict]) -> None:
         """Rebuild a buffer with an informative start for the saved state, then load it all."""
         buffer = states.get("replay_buffer_", {})
@@ -355,6 +348,59 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             grown[rows] = old
             setattr(start, name, grown)
         start.log_priors = start.log_priors - start.log_priors.logsumexp(0)
+
+    # ------------------------------------------------------------------ divergences
+
+    def _capabilities(self) -> list:
+        """The engine's capabilities and the divergence roll-back (:class:`Rollback`)."""
+        return [*super()._capabilities(), ("divergence_rollback", Rollback())]
+
+    def _rollback(self) -> Rollback:
+        return self._capability(Rollback)
+
+    def train_step(self, batch, **fit_params):
+        """skorch's optimizer step on ``batch``, rolled back and retried when it diverges.
+
+        With ``on_divergence="recover"`` a diverged step restores the last snapshot, halves
+        the SGLD step (and the learning rate when the weights ran away) and is retried, up to
+        30 times in a row; with ``"raise"`` it raises :class:`~ebmclassifier.DivergenceError`
+        (:meth:`Rollback.retried`).
+        """
+        return self._rollback().retried(self, partial(super().train_step, batch, **fit_params))
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        """Hand a non-finite loss to the ``on_divergence`` policy of :meth:`train_step`.
+
+        :meth:`compute_loss` checks every step first; this only catches a non-finite loss
+        that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
+        once, as the other estimators do, it notes the divergence, which :meth:`train_step`
+        turns into a roll-back (``"recover"``) or the error (``"raise"``) once the step is over.
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from ebmclassifier import JEMClassifier
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> clf.handle_divergence(torch.tensor(float("nan"))) is None  # noted, not raised
+        True
+        """
+        self._rollback().note(Divergence("non-finite loss", "model"))
+
+    def _resume_state(self) -> dict:
+        return {**super()._resume_state(), **self._rollback().state_dict(self)}
+
+    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
+        super()._load_resume_state(state, in_fit=in_fit)
+        self._rollback().load_state_dict(self, state, in_fit=in_fit)
 
     # ------------------------------------------------------------------ the loss
 
@@ -433,7 +479,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             logits = self.module_(X)
             loss = self.classification_loss(logits, y, sample_weight)
             if training and not torch.isfinite(loss):
-                return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
+                return self._rollback().diverged(
+                    Divergence("non-finite loss", "model"), loss, logits
+                )
             return loss, logits
         generator = self._generator("sampler")  # the buffer's draws and SGLD's noise
         x0, indices = self.replay_buffer_.draw(n_chains, self.reinit_freq, generator)
@@ -458,9 +506,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             diagonal=self._box_diagonal_,
         )
         if divergence is not None:
-            return self._diverged(divergence, loss, logits)
+            return self._rollback().diverged(divergence, loss, logits)
         self.replay_buffer_.update(indices, samples)
-        self._rollback_.note(None, probe=X)  # for the health check before the next snapshot
+        self._rollback().note(None, probe=X)  # for the health check before the next snapshot
         return loss, logits
 
     # ------------------------------------------------------------------ sampling for users
