@@ -19,7 +19,7 @@ from ._utils.parameters import ParamChecker
 from ._utils.streamed import CHUNK_ELEMENTS, StreamedDataset
 from ._utils.threads import threads_for
 from ._utils.validation import check_known_labels
-from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from .continual._mixin import CONTINUAL_ATTRIBUTES, RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy, joint_energy
 from .losses import jem_loss
 from .sampling import (
@@ -157,6 +157,7 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         "n_divergences_",
         *CONTINUAL_ATTRIBUTES,
     )
+    _call_start_attributes = (*EBMClassifierBase._call_start_attributes, *RESERVOIR_ATTRIBUTES)
 
     def __init__(
         self,
@@ -394,13 +395,6 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         True
         """
         self._rollback().note(Divergence("non-finite loss", "model"))
-
-    def _resume_state(self) -> dict:
-        return {**super()._resume_state(), **self._rollback().state_dict(self)}
-
-    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        super()._load_resume_state(state, in_fit=in_fit)
-        self._rollback().load_state_dict(self, state, in_fit=in_fit)
 
     # ------------------------------------------------------------------ the loss
 

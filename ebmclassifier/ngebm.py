@@ -12,7 +12,7 @@ from ._estimator.parameter_docs import PARAMETER_DOCS
 from ._utils.docstrings import fill_docstring
 from ._utils.parameters import ParamChecker, is_int
 from ._utils.precision import FD_STEPS
-from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from .continual._mixin import CONTINUAL_ATTRIBUTES, RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -219,6 +219,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         "fd_step_size_",
         *CONTINUAL_ATTRIBUTES,
     )
+    _call_start_attributes = (*EBMClassifierBase._call_start_attributes, *RESERVOIR_ATTRIBUTES)
 
     def __init__(
         self,
@@ -413,11 +414,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         if training:
             self.train_steps_ += 1
 
-    def _resume_state(self) -> dict:
-        return {**super()._resume_state(), "train_steps": self.train_steps_}
+    def _own_training_state(self) -> dict:
+        return {"train_steps": self.train_steps_}
 
-    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        super()._load_resume_state(state, in_fit=in_fit)
+    def _load_own_training_state(self, state: dict) -> None:
         steps = state.get("train_steps", 0)  # a file from before the count: 0
         if not is_int(steps) or steps < 0:
             raise ValueError(

@@ -492,4 +492,5 @@ def test_the_roll_back_is_the_estimators_own_with_callbacks_disabled(small_blobs
     with pytest.warns(RuntimeWarning, match=r"recovered from 1 divergence"):
         clf.fit(X, y)
     assert clf.n_divergences_ == 1 and isinstance(_rollback(clf), Rollback)
-    assert [name for name, _ in clf.callbacks_] == ["divergence_rollback", "sklearn_early_stopping"]
+    names = [name for name, _ in clf.callbacks_]
+    assert names == ["resume", "divergence_rollback", "sklearn_early_stopping"]

@@ -79,7 +79,6 @@ from .inference import InferenceMixin, OODDecisionMixin
 from .net import SkorchNet
 from .parameter_docs import PARAMETER_DOCS
 from .repr import ParamsReprMixin
-from .resume import ResumableMixin
 
 __all__ = ["EBMClassifierBase"]
 
@@ -102,7 +101,6 @@ class EBMClassifierBase(
     InferenceMixin,
     OODDecisionMixin,
     SavedEstimatorMixin,
-    ResumableMixin,
     SkorchNet,
 ):
     """Shared base of the energy-based classifiers (not to be used directly).
@@ -138,6 +136,9 @@ class EBMClassifierBase(
         "best_epoch_",
         "best_validation_loss_",
     )
+    #: What a call sets from its data before its first epoch, kept as the call found it for a
+    #: training state saved during the call (:meth:`_keep_call_start`); a subclass adds its own.
+    _call_start_attributes: tuple[str, ...] = ("class_count_", "class_prior_")
 
     def __init__(
         self,
@@ -582,6 +583,16 @@ class EBMClassifierBase(
             if new_network and not training:
                 self.initialized_ = False
         return self
+
+    def _keep_call_start(self, *, reset: bool) -> None:
+        """Keep :attr:`_call_start_attributes` as the call found them (before it sets them),
+        so that a state saved during the call resumes it: with epochs left, ``partial_fit`` on
+        the call's data sets them again from there; ``reset``: a new network, whose class
+        counts start from zero."""
+        start = {name: getattr(self, name, None) for name in self._call_start_attributes}
+        if reset:
+            start["class_count_"] = np.zeros(len(self.classes_))
+        self._call_start = start
 
     def _accept_new_classes(self, y, classes) -> tuple[bool, np.ndarray | None]:
         """Before a continuing fit: grow ``classes_`` by new labels, if the estimator can.

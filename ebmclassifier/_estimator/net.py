@@ -83,6 +83,7 @@ import inspect
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from functools import partial
 
 import numpy as np
 import torch
@@ -106,8 +107,10 @@ from .._utils.streamed import reads_user_code
 from ..augment import takes_generator
 from ..exceptions import DivergenceError
 from ..losses import criterion_mean
+from .checkpoint import files_to_load, write_files
 from .early_stopping import SklearnEarlyStopping
 from .progress import with_progress
+from .resume import Resume, TrainingState
 
 __all__ = ["SkorchNet"]
 
@@ -192,8 +195,8 @@ class SkorchNet(NeuralNetClassifier):
         Examples
         --------
         >>> from ebmclassifier import NGEBMClassifier
-        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-3:]
-        ['print_log', 'progress_bar', 'sklearn_early_stopping']
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-4:]
+        ['print_log', 'progress_bar', 'resume', 'sklearn_early_stopping']
         """
         callbacks = [
             (name, EpochScoring(_valid_accuracy, name=name, lower_is_better=False))
@@ -206,8 +209,9 @@ class SkorchNet(NeuralNetClassifier):
     def _capabilities(self) -> list[tuple[str, Callback]]:
         """The training capabilities, new: ``(name, callback)`` pairs that act from the
         estimator's parameters and keep their own state (a subclass adds its own): here
+        the resume of interrupted calls (:mod:`~ebmclassifier._estimator.resume`) and
         scikit-learn's early stopping (:mod:`~ebmclassifier._estimator.early_stopping`)."""
-        return [("sklearn_early_stopping", SklearnEarlyStopping())]
+        return [("resume", Resume()), ("sklearn_early_stopping", SklearnEarlyStopping())]
 
     def _held_capabilities(self) -> list[tuple[str, Callback]]:
         """:meth:`_capabilities`, those the network already holds kept (their state with them)."""
@@ -269,6 +273,7 @@ class SkorchNet(NeuralNetClassifier):
         """
         device = getattr(self, "device_", torch.device("cpu"))
         vars(self).pop("callbacks_", None)  # a new network: new capabilities
+        vars(self).pop("_resumed_call_seed", None)  # ... and a new schedule
         with self._device_shown_to_skorch(), global_rng(None, device):
             return super().initialize()
 
@@ -288,15 +293,148 @@ class SkorchNet(NeuralNetClassifier):
         with self._device_shown_to_skorch():
             return super().set_params(**params)
 
-    def load_params(self, *args, **kwargs):
-        """skorch's ``load_params``, mapping the loaded tensors to ``device_``; before the
-        network exists, an error naming the two routes that build it (:meth:`_no_network_yet`)."""
+    def save_params(self, use_safetensors: bool = False, **files) -> None:
+        """skorch's ``save_params``, every file given by its path written whole or not at all.
+
+        A full disk or a process killed while it writes leaves each file the old one or the
+        new one (see :mod:`ebmclassifier._utils.atomic`). The files of a ``Checkpoint`` that
+        saves the training state, which calls this once per file, and the files of one call
+        that holds the training state, are replaced together once all are written
+        (:mod:`ebmclassifier._estimator.checkpoint`): a kill leaves the previous set or the
+        new one, never a mix.
+
+        Parameters
+        ----------
+        use_safetensors : bool, default=False
+            As in skorch.
+        **files
+            ``f_params``, ``f_optimizer``, ``f_criterion``, ``f_history``, and ``f_<name>``
+            for a module ``<name>_`` or the ``training_state_``: paths or file objects.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> state = io.BytesIO()  # or a path
+        >>> clf.fit(X, y).save_params(f_training_state=state)
+        >>> saved = torch.load(io.BytesIO(state.getvalue()), weights_only=True)
+        >>> saved["epochs"], saved["seed"] == clf.seed_
+        (1, True)
+        """
+        resume = self._capability(Resume)
+        fitting, sets = (False, {}) if resume is None else (resume.fitting_, resume.staged_sets_)
+        save = partial(super().save_params, use_safetensors=use_safetensors)
+        write_files(self, files, save, fitting=fitting, sets=sets)
+
+    def load_params(
+        self,
+        f_params=None,
+        f_optimizer=None,
+        f_criterion=None,
+        f_history=None,
+        checkpoint=None,
+        use_safetensors: bool = False,
+        **kwargs,
+    ) -> None:
+        """skorch's ``load_params``: the files of one complete set, the training state last.
+
+        The loaded tensors go to ``device_``; before the network exists, an error names the
+        two routes that build it (:meth:`_no_network_yet`). With a ``checkpoint``
+        (``LoadInitState``), its files. Files of a set written together (a ``Checkpoint`` that
+        saves the training state) are read as that set stands whole, also after a process was
+        killed while replacing it. The training state (``f_training_state``) is loaded last,
+        and checked against the history, the network, the criterion and the optimizer loaded
+        with it (a ``ValueError`` if they were written at other epochs).
+
+        Parameters
+        ----------
+        f_params, f_optimizer, f_criterion, f_history, checkpoint, use_safetensors
+            As skorch's ``load_params`` takes them.
+        **kwargs
+            ``f_training_state`` for a file that ``save_params`` or a ``Checkpoint`` wrote,
+            ``f_<name>`` for a module ``<name>_``.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from ebmclassifier import JEMClassifier
+        >>> clf = JEMClassifier(max_epochs=2, sgld_steps=2, buffer_size=20, random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> fresh = JEMClassifier(max_epochs=0, sgld_steps=2, buffer_size=20, random_state=0)
+        >>> fresh = fresh.fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     files = {"f_params": Path(folder, "params.pt"),
+        ...              "f_history": Path(folder, "history.json"),
+        ...              "f_training_state": Path(folder, "training_state.pt")}
+        ...     clf.save_params(**files)
+        ...     fresh.load_params(**files)
+        >>> bool(torch.equal(fresh.replay_buffer_.samples, clf.replay_buffer_.samples))
+        True
+        """
+        given = {"f_params": f_params, "f_optimizer": f_optimizer}
+        given.update(f_criterion=f_criterion, f_history=f_history, **kwargs)
+        files = files_to_load(self, given, checkpoint)
+        state = files.pop("f_training_state", None)
         if not getattr(self, "initialized_", False):
             from skorch.exceptions import NotInitializedError
 
             raise NotInitializedError(self._no_network_yet("load_params"))
         with self._device_shown_to_skorch():
-            return super().load_params(*args, **kwargs)
+            super().load_params(use_safetensors=use_safetensors, **files)
+        if state is not None:
+            device = getattr(self, "device_", torch.device("cpu"))
+            state = torch.load(state, map_location=device, weights_only=True)
+            self.training_state_.load_state_dict(state, loaded=set(files))
+
+    @property
+    def training_state_(self) -> TrainingState:
+        """What a resumed fit needs besides the network, optimizer and history.
+
+        For skorch's ``Checkpoint(f_training_state=...)`` and ``LoadInitState`` (see
+        :mod:`ebmclassifier._estimator.resume`).
+        """
+        return TrainingState(self)
+
+    def _own_training_state(self) -> dict:
+        """The estimator's own part of the training state (plain values and tensors), beside
+        its capabilities' parts; here nothing."""
+        return {}
+
+    def _load_own_training_state(self, state: dict) -> None:
+        """Restore :meth:`_own_training_state`'s part from ``state`` (every part's keys)."""
+
+    def _seed_state(self, fitting: bool) -> dict:
+        """The fit's seed in a training state: ``seed_``, and during a fit the call's own."""
+        return {
+            "seed": getattr(self, "seed_", None),
+            "call_seed": self._call_seed if fitting else None,
+        }
+
+    def _load_seed_state(self, seed: int | None, call_seed: int | None) -> None:
+        """Restore :meth:`_seed_state`; ``call_seed`` (of a call saved during it) seeds the call
+        that resumes it (:meth:`_begin_call`, or the next epoch's generators)."""
+        if seed is not None:
+            self.seed_ = seed
+        self._resumed_call_seed = call_seed
+
+    def _begin_call(self, *, new_network: bool) -> None:
+        """Before a call draws anything: an unseeded call that resumes an interrupted one
+        (loaded from a state saved during it) takes that call's seed, any other a new one."""
+        resumed = vars(self).pop("_resumed_call_seed", None)
+        self._call_seed = None if new_network else resumed
+        resume = self._capability(Resume)
+        if resume is not None:
+            resume.begin_call(self, new_network=new_network)
 
     def _no_network_yet(self, call: str) -> str:
         """Why ``call`` (``"initialize()"``, ``"load_params"``) cannot run before ``fit``, and
@@ -537,6 +675,9 @@ class SkorchNet(NeuralNetClassifier):
         that generator, forked for the call, is seeded from ``(seed, epoch)`` too.
         """
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
+        resumed = vars(self).pop("_resumed_call_seed", None)  # loaded in on_train_begin
+        if resumed is not None:
+            self._call_seed = resumed
         generators = self._generators or FitGenerators(self._fit_seed(), len(self.history))
         generators.seed = self._fit_seed()  # a resumed call's, set since on_train_begin
         generators.begin(len(self.history))

@@ -29,7 +29,7 @@ from .generated import generate_class_samples
 from .output_layer import grow_output_layer, output_layer
 from .reservoir import class_reservoirs, replay_weights
 
-__all__ = ["AUTO", "CONTINUAL_ATTRIBUTES", "ClassIncrementalMixin"]
+__all__ = ["AUTO", "CONTINUAL_ATTRIBUTES", "RESERVOIR_ATTRIBUTES", "ClassIncrementalMixin"]
 
 #: The fitted attributes of the reservoir, saved with the estimator.
 RESERVOIR_ATTRIBUTES = ("reservoir_X_", "reservoir_y_", "reservoir_seen_")
@@ -249,20 +249,6 @@ class ClassIncrementalMixin:
         if old_rows is not None:
             self._warn_energy_term_alone()
         return X, y, weights
-
-    def _call_start_names(self) -> tuple[str, ...]:
-        """The base's, and the reservoir, which a call updates from its data as it begins."""
-        return (*super()._call_start_names(), *RESERVOIR_ATTRIBUTES)
-
-    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        """A state written before the call's start was kept generically: its reservoir."""
-        super()._load_resume_state(state, in_fit=in_fit)
-        if "reservoir_before" in state and not self._fitting:  # not yet mixed into the data
-            for name in RESERVOIR_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.__dict__.update(
-                {k: v for k, v in state["reservoir_before"].items() if k in RESERVOIR_ATTRIBUTES}
-            )
 
     def _update_reservoir(self, X: np.ndarray, y: np.ndarray, counted: np.ndarray):
         """The samples stored before this call; the chunk's counted samples then enter."""
