@@ -337,7 +337,15 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             self.replay_buffer_ = ReplayBuffer(start, len(buffer["samples"])).to(self.device_)
         super()._load_module_states(states)
 
-    def _grow_class_state(self, old_rows: np.ndarray, n_classes: int) -> None:
+    def _accept_new_classes(self, y, classes) -> tuple[bool, np.ndarray | None]:
+        """Class-incremental learning's growth of ``classes_``; the informative start grows
+        a Gaussian per new class, the old ones' mean."""
+        incremental, old_rows = super()._accept_new_classes(y, classes)
+        if old_rows is not None:
+            self._grow_chain_start(old_rows, len(self.classes_))
+        return incremental, old_rows
+
+    def _grow_chain_start(self, old_rows: np.ndarray, n_classes: int) -> None:
         """Give the informative start a Gaussian per new class: the old ones' mean."""
         start = self.replay_buffer_.start
         if not isinstance(start, GaussianStart):
@@ -487,7 +495,7 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             samples,
             px_weight=self.px_weight,
             sample_weight=sample_weight,
-            **self._classification(),
+            **self._classification_term(),
         )
         divergence = diagnose_step(
             loss,

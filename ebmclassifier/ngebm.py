@@ -287,30 +287,6 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
                 "grad_norm='finite_difference' (first-order only), or compile=False."
             )
 
-    def _data_parallel_problems(self) -> list[str]:
-        # Cross-entropy and the gradient norms are means of per-sample terms, which the
-        # shards of a batch reproduce exactly; the batch variance of the energy is not.
-        problems = []
-        if self.energy_var_weight:
-            problems.append(
-                f"energy_var_weight={self.energy_var_weight!r} penalises the variance of the "
-                "energy over a batch, which data-parallel training would compute per shard; "
-                "use energy_var_weight=0 for data-parallel training."
-            )
-        if self.penalty_fraction != 1:
-            problems.append(
-                f"penalty_fraction={self.penalty_fraction!r} takes the penalty from the first "
-                "rows of each shard, not of the batch; use penalty_fraction=1 (penalty_every "
-                "works) for data-parallel training."
-            )
-        negatives = self._resolved("negatives")
-        if negatives != "all":  # the classes present in a batch are not per-sample
-            problems.append(
-                f"negatives={negatives!r} draws the negatives from the batch's classes, "
-                "which data-parallel training would see per shard; use negatives='all'."
-            )
-        return problems
-
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)
         relative = FD_STEPS[self.precision] if self.fd_step == "auto" else self.fd_step
@@ -397,7 +373,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             create_graph=training,
             sample_weight=sample_weight,
             penalty_fraction=self.penalty_fraction if training else 1.0,
-            **self._classification(),
+            **self._classification_term(),
         )
 
     # ------------------------------------------------------------------ the step count

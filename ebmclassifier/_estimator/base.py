@@ -28,15 +28,9 @@ from torch import nn
 
 from .._utils.compile import compile_problem
 from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
-from .._utils.device import (
-    available_memory,
-    device_problem,
-    draw_seed,
-    network_bytes,
-    resolve_device,
-)
+from .._utils.device import available_memory, device_problem, network_bytes, resolve_device
 from .._utils.docstrings import fill_docstring
-from .._utils.generators import global_rng
+from .._utils.generators import draw_seed, global_rng
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
 from .._utils.precision import PRECISIONS, precision_problem
 from .._utils.statistics import column_min_max
@@ -531,6 +525,7 @@ class EBMClassifierBase(
         try:
             self._check_params()
             self._check_platform()
+            self._resolve_auto_params()
             self._begin_call(new_network=new_network)
             incremental, old_rows = False, None
             if not new_network:  # labels of a dataset given with y=None read first
@@ -583,6 +578,11 @@ class EBMClassifierBase(
             if new_network and not training:
                 self.initialized_ = False
         return self
+
+    def _resolve_auto_params(self) -> None:
+        """Resolve the parameters a call reads as ``"auto"`` into fitted attributes, before
+        the call validates its data (here none; class-incremental estimators resolve
+        ``negatives``, ``replay_per_class`` and ``generated_per_class``)."""
 
     def _keep_call_start(self, *, reset: bool) -> None:
         """Keep :attr:`_call_start_attributes` as the call found them (before it sets them),

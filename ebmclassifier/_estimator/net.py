@@ -95,9 +95,10 @@ from torch import nn
 
 from .._utils.compile import compile_in_place, no_donated_buffers
 from .._utils.data import split_weights, with_weights
-from .._utils.device import draw_seed, pickled_tensor_device
+from .._utils.device import pickled_tensor_device
 from .._utils.generators import (
     FitGenerators,
+    draw_seed,
     draws_from_global_rng,
     global_rng,
     seed_global_rng,
@@ -106,7 +107,7 @@ from .._utils.precision import Precision, full_precision
 from .._utils.streamed import reads_user_code
 from ..augment import takes_generator
 from ..exceptions import DivergenceError
-from ..losses import criterion_mean
+from ..losses import criterion_mean, negatives_cross_entropy
 from .checkpoint import files_to_load, write_files
 from .early_stopping import SklearnEarlyStopping
 from .progress import with_progress
@@ -646,6 +647,12 @@ class SkorchNet(NeuralNetClassifier):
             return None
         return generators(purpose, self.device_ if device is None else device)
 
+    def _call_generators(self) -> FitGenerators:
+        """The generators of what a call draws before training starts (class growth,
+        generated replay, the reservoir's stream): from the call's seed and epoch, in the
+        phase ``"call"``, one stream per purpose (before a first fit, at epoch 0)."""
+        return FitGenerators(self._fit_seed(), len(self.history or ()))
+
     def _draws_from_global_rng(self) -> bool:
         """Whether training draws from torch's global generator, which no seed of ours
         reaches otherwise: a network with dropout, or an augmentation without a ``generator``
@@ -718,7 +725,7 @@ class SkorchNet(NeuralNetClassifier):
         stopping = self._capability(SklearnEarlyStopping)
         if stopping is None or not stopping.holds_out:
             return super().get_split_datasets(X, y, **fit_params)
-        return stopping.split(self, X, y, random_state=self._fit_seed())
+        return stopping.split(self, X, y, random_state=self._generators.seed_for("split"))
 
     def get_iterator(self, dataset, training: bool = False):
         """skorch's iterator; in training it shuffles with the epoch's generator.
@@ -804,11 +811,13 @@ class SkorchNet(NeuralNetClassifier):
     ) -> torch.Tensor:
         """The classification term, ``criterion_(logits, y)``, optionally weighted.
 
-        :func:`ebmclassifier.losses.criterion_mean` of the estimator's ``criterion_``: the
-        term that the default :meth:`compute_loss` trains. NG-EBM and JEM weigh the same term
-        against their energy terms, built inside their losses from ``criterion_`` and
-        ``negatives`` (:func:`~ebmclassifier.losses.ngebm_loss`); to change it there, pass
-        another ``criterion``.
+        :func:`~ebmclassifier.losses.negatives_cross_entropy` of the arguments of
+        :meth:`_classification_term`: :func:`ebmclassifier.losses.criterion_mean` of the
+        estimator's ``criterion_``, over the classes that the estimator's ``negatives``
+        chooses (every class here). The term that the default :meth:`compute_loss` trains;
+        NG-EBM and JEM weigh the same term against their energy terms, built inside their
+        losses from the same arguments (:func:`~ebmclassifier.losses.ngebm_loss`); to change
+        it there, pass another ``criterion``.
 
         Parameters
         ----------
@@ -837,8 +846,38 @@ class SkorchNet(NeuralNetClassifier):
         >>> w = torch.tensor([1.0, 0.0])
         >>> clf.classification_loss(logits, torch.tensor([0, 2]), w) < 0.01
         tensor(True)
+
+        With ``negatives="batch"`` the classes absent from the batch are left out:
+
+        >>> clf = NGEBMClassifier(negatives="batch", max_epochs=1, module__hidden_sizes=(8,))
+        >>> clf = clf.fit(X, y)
+        >>> logits = torch.tensor([[0.0, 0.0, 9.0]])  # class 2 is not in this batch
+        >>> round(float(clf.classification_loss(logits, torch.tensor([0]))), 4)
+        0.0
         """
-        return criterion_mean(self.criterion_, logits, y, sample_weight)
+        return negatives_cross_entropy(
+            logits, y, sample_weight=sample_weight, **self._classification_term()
+        )
+
+    def _classification_term(self) -> dict:
+        """How the losses build the classification term: the arguments ``criterion``,
+        ``negatives`` and ``generator`` of :func:`~ebmclassifier.losses.negatives_cross_entropy`,
+        which :meth:`classification_loss`, :func:`~ebmclassifier.losses.ngebm_loss` and
+        :func:`~ebmclassifier.losses.jem_loss` take alike: ``criterion_`` averaged per sample
+        (:func:`~ebmclassifier.losses.criterion_mean`), over the classes of :meth:`_negatives`;
+        with ``negatives=k`` the epoch's generator draws them."""
+        negatives = self._negatives()
+        return {
+            "criterion": partial(criterion_mean, self.criterion_),
+            "negatives": negatives,
+            "generator": None if isinstance(negatives, str) else self._generator("negatives"),
+        }
+
+    def _negatives(self) -> str | int:
+        """The classes the classification term's normalisation covers
+        (:func:`~ebmclassifier.losses.negatives_cross_entropy`): ``"all"`` here; a
+        class-incremental estimator's resolved ``negatives_``."""
+        return "all"
 
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
         """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
