@@ -5,8 +5,9 @@ sampler falls behind the model, the energies of the samples run off, the loss he
 infinity and the weights follow. The tools: a health check on one training step
 (:func:`diagnose_step`) and on a state worth keeping (:func:`state_is_healthy`), a snapshot of
 everything that must be rolled back together (the module, the optimizer's moments, the replay
-buffer), and :class:`RollbackPolicy`, which decides what to roll back to and how much to slow
-down after a divergence.
+buffer), :class:`RollbackPolicy`, which decides what to roll back to and how much to slow
+down after a divergence, and :class:`Rollback`, the skorch callback through which a
+``JEMClassifier`` holds the policy for each fit (its part of a training state included).
 """
 
 from __future__ import annotations

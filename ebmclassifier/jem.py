@@ -91,8 +91,8 @@ class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         start trains poorly on standardized data, where rare features span tens of units:
         the chains start far from the data, 20 steps of SGLD do not bring them near it, and
         the network spends its updates raising the energy of those easy, far-away points
-        instead of classifying (8x8 digits, default ConvNet, 10 epochs: 58-72% test accuracy
-        against 97% with the informative start; see benchmarks/jem_stability.py).
+        instead of classifying (the accuracies are in :doc:`/user_guide/jem`, "JEM++
+        options").
     informative_covariance : {"diag", "lowrank"}, default="diag"
         Covariance of the informative start; ``"lowrank"`` adds the top
         ``informative_rank`` principal directions of each class (affordable for images).

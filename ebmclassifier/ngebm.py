@@ -79,10 +79,9 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         that a stream of calls of fewer than ``k`` batches each does not run the penalty at
         every call), and the count is part of the training state (``save``, skorch's
         ``Checkpoint``), so a resumed fit keeps the rhythm. ``1``: every step, the paper's
-        loss. Measured (:doc:`/user_guide/ngebm`): a fit costs 1.3x cross-entropy at
-        ``k=4`` and 1.1x at ``k=8`` on the default ConvNet, against 2.1x, but with Adam the
-        calibration is not always kept (kept up to ``k=4`` on MNIST-1D's MLP, lost from
-        ``k=2`` on its ConvNet): check it on held-out data.
+        loss. What a larger ``k`` saves, and the calibration it can cost with Adam, are
+        measured in :doc:`/user_guide/ngebm` ("What it costs, and what it keeps"): check the
+        calibration on held-out data.
     penalty_fraction : float in (0, 1], default=1.0
         The gradient-norm term's mean over the batch estimated from its first
         ``m = ceil(penalty_fraction * n)`` rows (:func:`~ebmclassifier.energy.penalty_rows`):
@@ -307,10 +306,8 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             warnings.warn(
                 f"grad_norm='finite_difference' is inaccurate on this network: its "
                 f"{', '.join(kinked)} activation(s) have kinks, and a finite difference across "
-                "a kink is not the derivative. On the default MLP at fd_step=0.01 the "
-                "parameter gradient of the penalty had a cosine of about 0.55 (ReLU) and 0.65 "
-                "(leaky ReLU) to the exact one, against 1.000 for SiLU, GELU, Softplus and "
-                "tanh (benchmarks/fd_kinks.py). Use grad_norm='exact', or a smooth "
+                "a kink is not the derivative (how far its gradient strays: the NG-EBM user "
+                "guide, 'Not on ReLU-family networks'). Use grad_norm='exact', or a smooth "
                 "activation (e.g. WideResNet's module__activation='silu').",
                 FiniteDifferenceWarning,
                 stacklevel=2,

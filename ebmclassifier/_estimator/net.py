@@ -1,77 +1,23 @@
 """The training engine of the estimators: skorch's loop, the training step and its hooks.
 
-:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. The
-training of one batch reads here from top to bottom: :meth:`SkorchNet.train_step_single`
-takes the batch apart, calls :meth:`~SkorchNet.augment_batch` and
-:meth:`~SkorchNet.compute_loss`, back-propagates, and hands a non-finite loss to
-:meth:`~SkorchNet.handle_divergence`. These hooks of the template are declared here with
-their defaults, so that the step and everything it calls are in one file;
-:class:`~ebmclassifier._estimator.base.EBMClassifierBase` (``_estimator/base.py``) is the
-scikit-learn face (parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows
-nothing of batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py``
-override ``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here,
-by the step and the skorch loop that runs it, rather than the step moving to
-``_estimator/base.py``: a newcomer who wants to know what one batch does reads one class, and the
-estimator face stays free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
+:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` every estimator builds on, and the
+one module that touches skorch's internals (``tests/_estimator/test_net.py`` pins the skorch
+range its overrides follow). The training of one batch reads here from top to bottom:
+:meth:`~SkorchNet.train_step_single` takes the batch apart, calls the hooks
+:meth:`~SkorchNet.augment_batch` and :meth:`~SkorchNet.compute_loss` in the estimator's
+precision, back-propagates, and hands a non-finite loss to :meth:`~SkorchNet.handle_divergence`;
+the hooks are declared here with their defaults, beside the step, as skorch's ``NeuralNet``
+declares every hook its loop calls. The scikit-learn face (parameters, validation, ``fit`` /
+``partial_fit``) is :class:`~ebmclassifier._estimator.base.EBMClassifierBase`, which knows
+nothing of batches.
 
-Which hooks to override
------------------------
-As skorch's customization guide says of its own:
-
-- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
-  fitting with weights raises a ``TypeError``), ``augment_batch`` (the batch the loss sees),
-  ``handle_divergence`` (what to do when a loss stops being finite), ``classification_loss``
-  (the criterion's term of the default ``compute_loss``), and on the estimator face
-  ``_validate_own_params`` and ``initialize_module`` (call ``super()`` first, then add modules
-  ending in ``_``).
-- Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
-  ``partial_fit`` and the inference methods: they hold the weights, the modes, the
-  validation and the seeding that make the estimators behave as scikit-learn estimators.
-
-skorch's hooks used, as its customization guide documents them
-----------------------------------------------------------------
-- ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
-  norms, sampling), so ``compute_loss(X, y, training)`` takes the place of skorch's
-  ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the dict of
-  :func:`~ebmclassifier._utils.data.with_weights`, as skorch lets inputs travel together) and are
-  passed on as ``compute_loss(..., sample_weight=w)``.
-- ``check_data``: nothing; the public methods validate with scikit-learn first.
-- ``on_train_begin`` / ``on_epoch_begin``: the fit's own generators
-  (:mod:`~ebmclassifier._utils.generators`), and the training mode of every module.
-- ``get_iterator``: the training iterator shuffles with the epoch's generator.
-- ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
-- ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
-  progress bar added for ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
-
-Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
-(``tests/_estimator/test_net.py`` fails on any other installed version)
-------------------------------------------------------------------------------------------
-This is the one module that touches skorch's internals; no other module names a private
-skorch attribute.
-
-- ``_get_param_names``: skorch lists its private ``_params_to_validate`` as a parameter.
-- ``initialize``, ``set_params``, ``load_params``: skorch moves modules and maps loaded tensors
-  to ``self.device``, and ``"auto"`` is no torch device, so these show skorch the resolved
-  ``device_`` for the duration of the call (and only then).
-- ``__setstate__``: skorch maps the pickled tensors to ``state["device"]``; it is given the
-  device they were trained on.
-- ``_train``: skorch's ``partial_fit`` on validated tensors, called past the estimator's own
-  ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
-  and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
-  ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
-- ``_step_optimizer``: the precision object's step; in ``precision="float16"`` a
-  ``torch.amp.GradScaler`` steps the optimizers; it takes no closure, so the step runs first
-  and the scaler steps after it, as skorch's ``AccelerateMixin`` does. Every other precision
-  keeps skorch's closure step.
-- ``torch_compile``: a no-op; ``compile=True`` compiles the networks in place when training
-  starts (``_train``, :mod:`~ebmclassifier._utils.compile`), so ``module_`` stays the class it was
-  built as.
-
-Precision: ``train_step_single``, ``validation_step`` and ``infer`` run their forward passes
-under the autocast of :meth:`SkorchNet._precision` (a
-:class:`~ebmclassifier._utils.precision.Precision`) and hand skorch float32 logits; the loss
-it records per batch is a CPU tensor of the value the divergence check read, so that skorch's
-``.item()`` does not wait for a GPU a second time.
+Two decisions shape it. The training capabilities are collaborators, not bases: skorch
+callbacks that the engine adds from the parameters in ``get_default_callbacks`` (the resume
+of interrupted calls, scikit-learn's early stopping; JEM adds its divergence roll-back), each
+with its own state, and precision is one object built from the parameter
+(:class:`~ebmclassifier._utils.precision.Precision`). And every random draw of a fit comes
+from the fit's own generators (:mod:`~ebmclassifier._utils.generators`), seeded from the fit's
+seed by purpose and epoch.
 
 The examples of the hooks use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -142,8 +88,33 @@ def _valid_accuracy(net, X, y) -> float:
 class SkorchNet(NeuralNetClassifier):
     """skorch's classifier with the training step, its hooks and the overrides all share.
 
-    Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public face
-    (see the module's notes on which hooks to override).
+    Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public
+    face. As skorch's customization guide says of its own hooks:
+
+    - Fairly safe to override: ``compute_loss`` (the training objective; take
+      ``sample_weight=None`` too, or fitting with weights raises a ``TypeError``),
+      ``augment_batch`` (the batch the loss sees), ``handle_divergence`` (what to do when a
+      loss stops being finite), ``classification_loss`` (the criterion's term of the default
+      ``compute_loss``), and on the face ``_validate_own_params`` and ``initialize_module``
+      (call ``super()`` first, then add modules ending in ``_``).
+    - Hooks a subclass fills, declared here with their defaults: ``_capabilities`` (the
+      training capabilities it holds as callbacks), ``_compiled_modules`` (what
+      ``compile=True`` compiles), ``_negatives`` (the classes the classification term
+      contrasts), ``_own_training_state`` / ``_load_own_training_state`` (its part of a
+      training state).
+    - Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
+      ``partial_fit`` and the inference methods: they hold the weights, the modes, the
+      validation and the seeding that make the estimators behave as scikit-learn estimators.
+
+    skorch's methods overridden here follow its code for the range of ``pyproject.toml``:
+    ``_get_param_names`` (skorch's private bookkeeping is no parameter), ``initialize``,
+    ``set_params``, ``load_params`` and ``__setstate__`` (``"auto"`` is no torch device: skorch
+    is shown ``device_`` for the call), ``_initialize_callbacks`` / ``initialize_callbacks``
+    (the capabilities stay with ``callbacks="disable"``; the early stop comes last),
+    ``_step_optimizer`` (the precision's step: float16's scaler takes no closure, as in skorch's
+    ``AccelerateMixin``), ``torch_compile`` (compiling in place when training starts),
+    ``_train`` (skorch's ``partial_fit`` on validated tensors, so that its notifications,
+    ``fit_loop`` and Ctrl-C handling run unchanged).
     """
 
     #: The estimators' ``augmentation`` parameter, which their ``__init__`` sets: a callable

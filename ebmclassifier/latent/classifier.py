@@ -62,10 +62,10 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         did not see is read as one reserved out-of-vocabulary token, whose embedding ``fit``
         never trains (it keeps its initial value).
     gradient : str, default="spigot_ce"
-        ``"ste"``, ``"spigot"``, ``"spigot_ce"``, ``"spigot_eg"``, ``"softmax"``,
-        ``"sparsemax"``, ``"gumbel"``, ``"gumbel_st"`` or ``"sfe"``; see
-        :mod:`ebmclassifier.latent.methods`. ``"marginals"`` and ``"sparsemap"`` (the SPIGOT
-        paper's names for trees) are the same methods as ``"softmax"`` and ``"sparsemax"``.
+        One of :data:`~ebmclassifier.latent.methods.GRADIENTS` (the surrogates and relaxations
+        named above), or one of their aliases
+        (:data:`~ebmclassifier.latent.methods.GRADIENT_ALIASES`: the SPIGOT paper's names for
+        trees); see :mod:`ebmclassifier.latent.methods`.
     step_size : float, default=1.0
         ``eta``, the step of the surrogates' inner updates of ``z``.
     inner_steps : int, default=1
