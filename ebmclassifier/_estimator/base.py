@@ -1,13 +1,14 @@
 """The estimator face that every estimator of the library shares.
 
 :class:`EBMClassifierBase` is what a user calls: ``fit``, ``partial_fit``, the ``predict``
-family, ``energy``, ``score_ood``, ``score_samples`` and ``save``. It validates the input
-once, with scikit-learn's own validation (:mod:`~ebmclassifier._utils.validation`), encodes the
-labels, resolves the device and the seed (:mod:`~ebmclassifier._utils.device`), builds the default
-network, and runs inference in batches. The training step and the hooks it calls (``compute_loss``,
-``augment_batch``, ``handle_divergence``), with their defaults and which of them to override, are in
-:mod:`~ebmclassifier._estimator.net`, on :class:`~.net.SkorchNet`; the objective of an estimator is
-its ``compute_loss``, composed from :mod:`.losses`.
+family, ``energy``, ``score_ood``, ``score_samples`` and ``save``. It validates the input once,
+with scikit-learn's own validation (:mod:`~ebmclassifier._utils.validation`), encodes the
+labels, resolves the device and the seed (:mod:`~ebmclassifier._utils.generators`), builds the
+default network, and runs inference in batches. The training step and the hooks it calls
+(``compute_loss``, ``augment_batch``, ``handle_divergence``), with their defaults and which of
+them to override, are in :mod:`~ebmclassifier._estimator.engine`, on
+:class:`~.engine.TrainingEngine`; the objective of an estimator is its ``compute_loss``,
+composed from :mod:`.losses`.
 
 The examples of the methods use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -69,8 +70,8 @@ from .early_stopping import (
     holds_out,
     stopping_call,
 )
+from .engine import TrainingEngine
 from .inference import InferenceMixin, OODDecisionMixin
-from .net import SkorchNet
 from .parameter_docs import PARAMETER_DOCS
 from .repr import ParamsReprMixin
 
@@ -95,7 +96,7 @@ class EBMClassifierBase(
     InferenceMixin,
     OODDecisionMixin,
     SavedEstimatorMixin,
-    SkorchNet,
+    TrainingEngine,
 ):
     """Shared base of the energy-based classifiers (not to be used directly).
 

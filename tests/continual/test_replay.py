@@ -260,7 +260,7 @@ def test_new_labels_without_class_incremental_name_the_option():
 
 
 def test_random_state_none_after_a_seeded_fit_leaves_no_stale_seed():
-    """The one seed rule (SkorchNet._fit_seed): class growth, the reservoir and generated
+    """The one seed rule (TrainingEngine._fit_seed): class growth, the reservoir and generated
     replay are unseeded once random_state is None, as the epochs are; two copies continued
     alike then draw differently. With the stale seed they drew the same samples."""
     seeded = _ngebm(replay_per_class=3, generated_per_class=5).partial_fit(*_task(0, 1))

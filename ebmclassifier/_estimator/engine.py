@@ -1,15 +1,15 @@
 """The training engine of the estimators: skorch's loop, the training step and its hooks.
 
-:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` every estimator builds on, and the
-one module that touches skorch's internals (``tests/_estimator/test_net.py`` pins the skorch
-range its overrides follow). The training of one batch reads here from top to bottom:
-:meth:`~SkorchNet.train_step_single` takes the batch apart, calls the hooks
-:meth:`~SkorchNet.augment_batch` and :meth:`~SkorchNet.compute_loss` in the estimator's
-precision, back-propagates, and hands a non-finite loss to :meth:`~SkorchNet.handle_divergence`;
-the hooks are declared here with their defaults, beside the step, as skorch's ``NeuralNet``
-declares every hook its loop calls. The scikit-learn face (parameters, validation, ``fit`` /
-``partial_fit``) is :class:`~ebmclassifier._estimator.base.EBMClassifierBase`, which knows
-nothing of batches.
+:class:`TrainingEngine` is the ``skorch.NeuralNetClassifier`` every estimator builds on, and
+the one module that touches skorch's internals (``tests/_estimator/test_engine.py`` pins the
+skorch range its overrides follow). The training of one batch reads here from top to bottom:
+:meth:`~TrainingEngine.train_step_single` takes the batch apart, calls the hooks
+:meth:`~TrainingEngine.augment_batch` and :meth:`~TrainingEngine.compute_loss` in the
+estimator's precision, back-propagates, and hands a non-finite loss to
+:meth:`~TrainingEngine.handle_divergence`; the hooks are declared here with their defaults,
+beside the step, as skorch's ``NeuralNet`` declares every hook its loop calls. The scikit-learn
+face (parameters, validation, ``fit`` / ``partial_fit``) is
+:class:`~ebmclassifier._estimator.base.EBMClassifierBase`, which knows nothing of batches.
 
 Two decisions shape it. The training capabilities are collaborators, not bases: skorch
 callbacks that the engine adds from the parameters in ``get_default_callbacks`` (the resume
@@ -59,7 +59,7 @@ from .early_stopping import SklearnEarlyStopping
 from .progress import with_progress
 from .resume import Resume, TrainingState
 
-__all__ = ["SkorchNet"]
+__all__ = ["TrainingEngine"]
 
 #: Parameter prefixes that only configure how data are read: nothing to re-initialize.
 _LOADER_PREFIXES = ("iterator_train", "iterator_valid", "dataset")
@@ -74,7 +74,7 @@ def _valid_accuracy(net, X, y) -> float:
 
     Parameters
     ----------
-    net : SkorchNet
+    net : TrainingEngine
     X : the validation dataset
     y : encoded labels of ``X`` (an array or tensor)
 
@@ -85,7 +85,7 @@ def _valid_accuracy(net, X, y) -> float:
     return float(np.mean(net.classes_[to_numpy(y)] == net.predict(X)))
 
 
-class SkorchNet(NeuralNetClassifier):
+class TrainingEngine(NeuralNetClassifier):
     """skorch's classifier with the training step, its hooks and the overrides all share.
 
     Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public
