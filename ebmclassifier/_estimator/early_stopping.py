@@ -88,11 +88,11 @@ class SklearnEarlyStopping(EarlyStopping):
         super().__init__(monitor="valid_loss", threshold_mode="abs", load_best=True)
         self.holds_out = False
 
-    def split(self, net, X, y, random_state: int):
+    def split(self, net, X, y, generator: np.random.RandomState):
         """The held-out split of the training data: skorch's ``ValidSplit(validation_fraction,
-        stratified=True, random_state=random_state)`` of ``net.get_dataset(X, y)``, stratified
-        by the encoded labels ``y``."""
-        split = ValidSplit(net.validation_fraction, stratified=True, random_state=random_state)
+        stratified=True)`` of ``net.get_dataset(X, y)``, stratified by the encoded labels
+        ``y``, drawn from ``generator`` (the fit's ``"split"`` stream)."""
+        split = ValidSplit(net.validation_fraction, stratified=True, random_state=generator)
         return split(net.get_dataset(X, y), y)
 
     def on_train_begin(self, net, **kwargs) -> None:

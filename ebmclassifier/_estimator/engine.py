@@ -385,19 +385,23 @@ class TrainingEngine(NeuralNetClassifier):
     def _load_own_training_state(self, state: dict) -> None:
         """Restore :meth:`_own_training_state`'s part from ``state`` (every part's keys)."""
 
-    def _seed_state(self, fitting: bool) -> dict:
-        """The fit's seed in a training state: ``seed_``, and during a fit the call's own."""
+    def _engine_state(self, fitting: bool) -> dict:
+        """The engine's part of a training state: the fit's seed (``seed_``, and during a fit
+        the call's own)."""
         return {
             "seed": getattr(self, "seed_", None),
             "call_seed": self._call_seed if fitting else None,
         }
 
-    def _load_seed_state(self, seed: int | None, call_seed: int | None) -> None:
-        """Restore :meth:`_seed_state`; ``call_seed`` (of a call saved during it) seeds the call
-        that resumes it (:meth:`_begin_call`, or the next epoch's generators)."""
-        if seed is not None:
-            self.seed_ = seed
-        self._resumed_call_seed = call_seed
+    def _load_engine_state(self, state: dict, *, in_fit: bool) -> None:
+        """Restore :meth:`_engine_state`'s part of ``state``; a call saved during it
+        (``in_fit``) gives its seed to the call that resumes it (:meth:`_begin_call`, or the
+        next epoch's generators). A state written before the fit's own generators held
+        torch's (``"generators"``): the streams have changed since, and a resumed call draws a
+        seed of its own."""
+        if state["seed"] is not None:
+            self.seed_ = state["seed"]
+        self._resumed_call_seed = state.get("call_seed") if in_fit else None
 
     def _begin_call(self, *, new_network: bool) -> None:
         """Before a call draws anything: an unseeded call that resumes an interrupted one
@@ -696,7 +700,7 @@ class TrainingEngine(NeuralNetClassifier):
         stopping = self._capability(SklearnEarlyStopping)
         if stopping is None or not stopping.holds_out:
             return super().get_split_datasets(X, y, **fit_params)
-        return stopping.split(self, X, y, random_state=self._generators.seed_for("split"))
+        return stopping.split(self, X, y, self._generators.random_state("split"))
 
     def get_iterator(self, dataset, training: bool = False):
         """skorch's iterator; in training it shuffles with the epoch's generator.

@@ -6,8 +6,8 @@ optimizer and the history, training depends on the *training state*: one dict of
 plain values that :class:`TrainingState` collects from the parts that own them, without a chain
 of overrides:
 
-- the engine's seed (``seed_``; with ``random_state=None`` the seed drawn for the interrupted
-  call), from which each epoch's generators are derived;
+- the engine's part: the fit's seed (with ``random_state=None`` the one drawn for the
+  interrupted call), from which each epoch's generators are derived;
 - this module's :class:`Resume`, a callback every estimator holds: the position of each skorch
   ``LRScheduler`` and the learning rates in use, and what the running call found before its
   first epoch (the class counts, a class-incremental reservoir) with the epochs it has left;
@@ -157,7 +157,7 @@ class TrainingState:
         state = {
             "format": FORMAT,
             "in_fit": fitting,
-            **est._seed_state(fitting),
+            **est._engine_state(fitting),
             "schedulers": (
                 {name: cb.lr_scheduler_.state_dict() for name, cb in _schedulers(est)}
                 if fitting
@@ -199,9 +199,7 @@ class TrainingState:
         # a call saved in its last epoch had done its work: the next call is a new one
         call = _checked_call(est, state.get("call"))
         in_fit = state["in_fit"] and (call is None or call["epochs_left"] > 0)
-        # a state written before the fit's own generators held torch's ("generators"): the
-        # streams have changed since, and a resumed call draws a seed of its own
-        est._load_seed_state(state["seed"], state.get("call_seed") if in_fit else None)
+        est._load_engine_state(state, in_fit=in_fit)
         own = state["estimator"]
         est._load_own_training_state(own)
         for part in _parts(est):

@@ -59,7 +59,7 @@ PURPOSES = (
     "grow",  # the rows of the output layer that class-incremental learning adds
     "reservoir",  # the class reservoir's Algorithm R (a numpy stream, by the stream's position)
     "generated",  # generated replay's chains
-    "split",  # early stopping's held-out split (skorch's ValidSplit takes an int seed)
+    "split",  # early stopping's held-out split (a numpy RandomState, as skorch's ValidSplit)
 )
 #: When a generator draws: in an epoch, when a call begins (before its first epoch), or at a
 #: position of a stream of calls (the class reservoir's count of samples seen).
@@ -202,6 +202,12 @@ class FitGenerators:
             return self.seed
         key = (self.epoch, PHASES.index(self.phase), PURPOSES.index(purpose))
         return derived_seed(self.seed, *key)
+
+    def random_state(self, purpose: str) -> np.random.RandomState:
+        """A numpy ``RandomState`` of ``purpose`` now, for what scikit-learn draws (skorch's
+        ``ValidSplit``): early stopping's held-out split draws from ``RandomState(seed)``,
+        as an int seed made it draw before."""
+        return np.random.RandomState(self.seed_for(purpose) % 2**32)
 
     def at_position(self, purpose: str, position: int) -> np.random.Generator:
         """A numpy generator of ``purpose`` seeded from ``(seed, position)``: for a stream of

@@ -185,7 +185,9 @@ def test_the_fit_seed_reads_random_state_as_scikit_learn_does():
 
 def test_the_calls_purposes_keep_their_streams_apart_and_by_position():
     generators = FitGenerators(seed=5, epoch=2)
-    assert generators.seed_for("split") == 5  # early stopping's split: the fit's seed
+    assert generators.seed_for("split") == 5  # early stopping's split: the fit's seed, as
+    ours, theirs = generators.random_state("split"), np.random.RandomState(5)  # an int made it
+    assert ours.randint(1 << 30, size=3).tolist() == theirs.randint(1 << 30, size=3).tolist()
     seeds = {generators.seed_for(p) for p in ("grow", "generated", "buffer", "sampler")}
     assert len(seeds) == 4
     a = generators.at_position("reservoir", 40).integers(1 << 30, size=4)
