@@ -101,6 +101,13 @@ class EBMClassifierBase(
     """Shared base of the energy-based classifiers (not to be used directly).
 
     The estimators document these parameters with the same text (:data:`PARAMETER_DOCS`).
+    ``_fit`` calls the hooks a subclass fills, declared here with their defaults:
+    ``_validate_own_params`` (its parameters' problems), ``_resolve_auto_params`` (its
+    ``"auto"`` parameters, before the data are read), ``_accept_new_classes`` and
+    ``_add_replay`` (class-incremental learning), ``_input_of_weighted_rows`` (input whose
+    validation learns from the rows that count: the latent classifier's vocabulary),
+    ``_prepare_fit`` (what training derives from the data), and the declarations
+    ``_saved_attributes`` and ``_call_start_attributes``.
 
     Parameters
     ----------
