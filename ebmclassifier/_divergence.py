@@ -5,8 +5,9 @@ sampler falls behind the model, the energies of the samples run off, the loss he
 infinity and the weights follow. The tools: a health check on one training step
 (:func:`diagnose_step`) and on a state worth keeping (:func:`state_is_healthy`), a snapshot of
 everything that must be rolled back together (the module, the optimizer's moments, the replay
-buffer), and :class:`RollbackPolicy`, which decides what to roll back to and how much to slow
-down after a divergence.
+buffer), :class:`RollbackPolicy`, which decides what to roll back to and how much to slow
+down after a divergence, and :class:`Rollback`, the skorch callback through which a
+``JEMClassifier`` holds the policy for each fit (its part of a training state included).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
+from skorch.callbacks import Callback
 from torch import Tensor, nn
 
 from .energy import energy
@@ -24,7 +26,7 @@ from .exceptions import DivergenceError
 
 __all__ = [
     "Divergence",
-    "RollbackMixin",
+    "Rollback",
     "RollbackPolicy",
     "Snapshot",
     "diagnose_step",
@@ -400,164 +402,150 @@ def _shared(saved, current):
     return saved
 
 
-class RollbackMixin:
-    """JEM's roll-back: a diverged step is undone and retried, or raises, as the policy says.
+class Rollback(Callback):
+    """JEM's roll-back, a skorch callback: a diverged step is undone and retried, or raises.
 
-    For an estimator with ``module_``, ``optimizer_``, ``replay_buffer_``, ``sgld_step_size_``,
-    ``n_divergences_``, ``max_energy`` and ``on_divergence``: :meth:`_start_rollback` gives
-    each fit a fresh :class:`RollbackPolicy` (called once the fit's state is built, in
-    ``on_train_begin``), :meth:`train_step` retries a diverged step from the last snapshot,
-    ``on_epoch_end`` snapshots a healthy state, ``on_train_end`` undoes a last step that broke
-    the weights. The policy is part of a training state
-    (:mod:`ebmclassifier._estimator.resume`): a fit resumed from a state saved during a fit
-    keeps the policy that the interrupted fit had, its snapshots included, so that a
-    divergence after the resumption rolls back as it would have without the interruption.
+    ``JEMClassifier`` holds one (added in ``get_default_callbacks``). Each fit gets a fresh
+    :class:`RollbackPolicy` with a snapshot of the state it starts from (``on_train_begin``, once
+    the estimator has built its replay buffer), and a snapshot of each epoch's end state that
+    passes a health probe (``on_epoch_end``); the estimator's ``train_step`` runs each step
+    through :meth:`retried`, which restores the last snapshot and retries a diverged step, or
+    raises, as ``on_divergence`` says; ``on_train_end`` undoes a last step that broke the
+    weights. A roll-back restores the network, the optimizer and the replay buffer together
+    (``module_``, ``optimizer_``, ``replay_buffer_``) and halves the estimator's
+    ``sgld_step_size_``.
+
+    Its part of a training state (:meth:`state_dict`) holds the SGLD step, the count of
+    divergences and, saved during a fit, the policy with its snapshots: a fit resumed from it
+    rolls back as the interrupted fit would have.
+
+    Attributes
+    ----------
+    policy_ : RollbackPolicy or None
+        The running (or last) fit's policy.
     """
 
-    def _rollback_objects(self) -> dict:
-        """The objects a roll-back restores together, by :meth:`RollbackPolicy.recover`'s
-        argument names (``module``, ``optimizer``, ``buffer``)."""
-        raise NotImplementedError
+    def __init__(self) -> None:
+        self.policy_: RollbackPolicy | None = None
+        self.fitting_ = False
+        self._resumed: RollbackPolicy | None = None
 
-    def _start_rollback(self) -> None:
+    @staticmethod
+    def _objects(net) -> dict:
+        """What a roll-back restores together, by :meth:`RollbackPolicy.recover`'s names."""
+        return {"module": net.module_, "optimizer": net.optimizer_, "buffer": net.replay_buffer_}
+
+    def on_train_begin(self, net, **kwargs) -> None:
         """A fresh policy for this fit, with a snapshot of the state it starts from: a
         divergence rolls back to this fit's snapshots, never to a previous fit's."""
-        self._rollback_ = RollbackPolicy()
-        self._take_snapshot()
+        self.fitting_ = True
+        self.policy_ = RollbackPolicy()
+        self.policy_.take_snapshot(**self._objects(net))
 
-    def _diverged(self, divergence: Divergence, loss, logits):
-        """Tell the policy, and return the loss without a graph: no gradient, no update."""
-        self._rollback_.note(divergence)
-        return loss.detach(), logits.detach()
+    def on_epoch_begin(self, net, **kwargs) -> None:
+        """In the first epoch of a resumed fit, the interrupted fit's policy takes over."""
+        if self._resumed is not None:
+            self.policy_, self._resumed = self._resumed, None
 
-    # ------------------------------------------------------------------ divergence policy
-
-    def handle_divergence(self, loss: torch.Tensor) -> None:
-        """Hand a non-finite loss to the ``on_divergence`` policy of :meth:`train_step`.
-
-        :meth:`compute_loss` checks every step first; this only catches a non-finite loss
-        that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
-        once, as the other estimators do, it notes the divergence, which :meth:`train_step`
-        turns into a roll-back (``"recover"``) or the error (``"raise"``) once the step is over.
-
-        Parameters
-        ----------
-        loss : scalar Tensor
-            The non-finite training loss.
-
-        Returns
-        -------
-        None
-
-        Examples
-        --------
-        >>> from ebmclassifier import JEMClassifier
-        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
-        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> clf.handle_divergence(torch.tensor(float("nan"))) is None  # noted, not raised
-        True
-        """
-        self._rollback_.note(Divergence("non-finite loss", "model"))
-
-    def _take_snapshot(self) -> None:
-        self._rollback_.take_snapshot(**self._rollback_objects())
-
-    def train_step(self, batch, **fit_params):
-        """skorch's optimizer step on ``batch``, rolled back and retried when it diverges.
-
-        With ``on_divergence="recover"`` a diverged step restores the last snapshot, halves
-        the SGLD step (and the learning rate when the weights ran away) and is retried, up to
-        30 times in a row; with ``"raise"`` it raises :class:`~ebmclassifier.DivergenceError`.
-        """
-        for _ in range(self._rollback_.max_retries):
-            step = super().train_step(batch, **fit_params)
-            divergence = self._rollback_.step_done()
-            if divergence is None:
-                return step
-            self._roll_back_or_raise(divergence)
-        raise DivergenceError(
-            f"{type(self).__name__} kept diverging after {self._rollback_.max_retries} "
-            f"roll-backs in a row in epoch {len(self.history)}, each with a halved SGLD step "
-            f"(now {self.sgld_step_size_:g}). Check the input for extreme values, lower lr"
-            f"{untried_settings(self, ', or use ')}."
-        )
-
-    def _roll_back_or_raise(self, divergence: Divergence) -> None:
-        """Raise, or roll back, halve the SGLD step and record the event in ``history``."""
-        epoch, batch = len(self.history), len(self.history[-1]["batches"])
-        if self.on_divergence == "raise":
-            raise DivergenceError(
-                f"{type(self).__name__} diverged in epoch {epoch}, batch {batch}: "
-                f"{divergence.reason}. Lower sgld_step_size (now {self.sgld_step_size_!r}) or lr "
-                f"(now {self.lr!r}){untried_settings(self, ', try ')}, or pass "
-                "on_divergence='recover' to roll back and continue automatically."
-            )
-        generator = self._generator("sampler", self.replay_buffer_.samples.device)
-        self._rollback_.recover(divergence, generator=generator, **self._rollback_objects())
-        self.sgld_step_size_ *= 0.5
-        self.n_divergences_ += 1
-        event = {
-            "epoch": epoch,
-            "batch": batch,
-            "reason": divergence.reason,
-            "sgld_step_size": self.sgld_step_size_,
-            "lr": self.optimizer_.param_groups[0]["lr"],
-        }
-        self.history.record("divergences", self.history[-1].get("divergences", []) + [event])
-        if self.verbose:
-            print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
-
-    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
+    def on_epoch_end(self, net, **kwargs) -> None:
         """Snapshot the network, optimizer and buffer if they pass a health probe."""
-        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
-        module, buffer = self.module_, self.replay_buffer_
-        generator = self._generator("sampler", buffer.samples.device)
-        if state_is_healthy(module, buffer, self.max_energy, self._rollback_.probe, generator):
-            self._take_snapshot()
+        buffer = net.replay_buffer_
+        generator = net._generator("sampler", buffer.samples.device)
+        if state_is_healthy(net.module_, buffer, net.max_energy, self.policy_.probe, generator):
+            self.policy_.take_snapshot(**self._objects(net))
 
-    def on_train_end(self, net, X=None, y=None, **kwargs) -> None:
+    def on_train_end(self, net, **kwargs) -> None:
         """Undo a last step that broke the weights, and warn about the fit's recoveries.
 
         Every step is checked before its optimizer update, so only the last update of a fit
         can leave non-finite weights unnoticed: they are rolled back to the last snapshot.
         """
-        super().on_train_end(net, X=X, y=y, **kwargs)
-        if not parameters_finite(self.module_):
-            # the very last step blew the weights up: fall back to the last good state
-            self._roll_back_or_raise(Divergence("non-finite weights after the last step", "model"))
-        recoveries = self._rollback_.recoveries
-        self._rollback_.end_fit()
+        self.fitting_ = False
+        if not parameters_finite(net.module_):
+            self._roll_back_or_raise(
+                net, Divergence("non-finite weights after the last step", "model")
+            )
+        recoveries = self.policy_.recoveries
+        self.policy_.end_fit()
         if recoveries:
             warnings.warn(
-                f"{type(self).__name__} recovered from {recoveries} divergence(s) "
+                f"{type(net).__name__} recovered from {recoveries} divergence(s) "
                 "during fit (see history[:, 'divergences']); the SGLD step is now "
-                f"{self.sgld_step_size_:g}.",
+                f"{net.sgld_step_size_:g}.",
                 RuntimeWarning,
                 stacklevel=2,
             )
 
-    def _resume_state(self) -> dict:
-        policy = getattr(self, "_rollback_", None) if self._fitting else None
+    # ------------------------------------------------------------------ the estimator's step
+
+    def note(self, divergence: Divergence | None, probe: Tensor | None = None) -> None:
+        """How the step went (:meth:`RollbackPolicy.note`): diverged, or healthy on ``probe``."""
+        self.policy_.note(divergence, probe)
+
+    def diverged(self, divergence: Divergence, loss: Tensor, logits: Tensor):
+        """Note ``divergence``; the loss and logits without a graph: no gradient, no update."""
+        self.policy_.note(divergence)
+        return loss.detach(), logits.detach()
+
+    def retried(self, net, step):
+        """``step()`` (skorch's optimizer step on a batch), rolled back and retried while it
+        diverges, up to the policy's ``max_retries`` times in a row; or the error, with
+        ``on_divergence="raise"``."""
+        for _ in range(self.policy_.max_retries):
+            result = step()
+            divergence = self.policy_.step_done()
+            if divergence is None:
+                return result
+            self._roll_back_or_raise(net, divergence)
+        raise DivergenceError(
+            f"{type(net).__name__} kept diverging after {self.policy_.max_retries} "
+            f"roll-backs in a row in epoch {len(net.history)}, each with a halved SGLD step "
+            f"(now {net.sgld_step_size_:g}). Check the input for extreme values, lower lr"
+            f"{untried_settings(net, ', or use ')}."
+        )
+
+    def _roll_back_or_raise(self, net, divergence: Divergence) -> None:
+        """Raise, or roll back, halve the SGLD step and record the event in ``history``."""
+        epoch, batch = len(net.history), len(net.history[-1]["batches"])
+        if net.on_divergence == "raise":
+            raise DivergenceError(
+                f"{type(net).__name__} diverged in epoch {epoch}, batch {batch}: "
+                f"{divergence.reason}. Lower sgld_step_size (now {net.sgld_step_size_!r}) or lr "
+                f"(now {net.lr!r}){untried_settings(net, ', try ')}, or pass "
+                "on_divergence='recover' to roll back and continue automatically."
+            )
+        generator = net._generator("sampler", net.replay_buffer_.samples.device)
+        self.policy_.recover(divergence, generator=generator, **self._objects(net))
+        net.sgld_step_size_ *= 0.5
+        net.n_divergences_ += 1
+        event = {
+            "epoch": epoch,
+            "batch": batch,
+            "reason": divergence.reason,
+            "sgld_step_size": net.sgld_step_size_,
+            "lr": net.optimizer_.param_groups[0]["lr"],
+        }
+        net.history.record("divergences", net.history[-1].get("divergences", []) + [event])
+        if net.verbose:
+            print(f"Divergence in epoch {epoch}, batch {batch} ({divergence.reason}): rolled back.")
+
+    # ------------------------------------------------------------------ the training state
+
+    def state_dict(self, net) -> dict:
+        """Its part of a training state: the SGLD step, the count of divergences, and during a
+        fit the policy with its snapshots (a snapshot tensor equal to the live one given as
+        it, so that a file stores it once)."""
+        policy = self.policy_ if self.fitting_ else None
         return {
-            **super()._resume_state(),
-            "sgld_step_size": self.sgld_step_size_,
-            "n_divergences": self.n_divergences_,
-            "rollback": None if policy is None else policy.state_dict(**self._rollback_objects()),
+            "sgld_step_size": net.sgld_step_size_,
+            "n_divergences": net.n_divergences_,
+            "rollback": None if policy is None else policy.state_dict(**self._objects(net)),
         }
 
-    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        super()._load_resume_state(state, in_fit=in_fit)
-        self.sgld_step_size_ = state["sgld_step_size"]
-        self.n_divergences_ = state["n_divergences"]
+    def load_state_dict(self, net, state: dict, *, in_fit: bool) -> None:
+        """Restore :meth:`state_dict`'s part; ``in_fit``: it was saved during a fit, whose
+        policy takes over when the next epoch begins."""
+        net.sgld_step_size_ = state["sgld_step_size"]
+        net.n_divergences_ = state["n_divergences"]
         if in_fit and state["rollback"] is not None:  # the interrupted call's policy
-            self._resumed_rollback = RollbackPolicy.from_state_dict(state["rollback"])
-
-    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs) -> None:
-        """In the first epoch of a resumed fit, the interrupted fit's policy takes over.
-
-        After ``on_train_begin``, which gives every fit a fresh policy.
-        """
-        super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
-        resumed = self.__dict__.pop("_resumed_rollback", None)
-        if resumed is not None:
-            self._rollback_ = resumed
+            self._resumed = RollbackPolicy.from_state_dict(state["rollback"])

@@ -35,6 +35,7 @@ from contextlib import nullcontext
 
 import numpy as np
 import torch
+from skorch.callbacks import Callback
 from torch import distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
@@ -146,17 +147,19 @@ class DataParallelMixin:
     def _data_parallel_problems(self) -> list[str]:
         """Why this estimator, as configured, cannot be trained data-parallel (empty: it can).
 
-        An estimator opts in by overriding this; the default refuses, so that an estimator
+        A data-parallel estimator class opts in by overriding this (as
+        :class:`DataParallelNGEBMClassifier` does); the default refuses, so that an estimator
         whose loss couples the samples of a batch (or samples from a shared buffer, as JEM
         does) is never silently trained with a different objective.
         """
-        problems = getattr(super(), "_data_parallel_problems", None)
-        if problems is None:
-            return [
-                f"{type(self).__name__} has not been made ready for data-parallel training "
-                "(its loss may not be a mean of per-sample terms)."
-            ]
-        return problems()
+        return [
+            f"{type(self).__name__} has not been made ready for data-parallel training "
+            "(its loss may not be a mean of per-sample terms)."
+        ]
+
+    def _capabilities(self) -> list:
+        """The estimator's capabilities, and the record of the global batch's size."""
+        return [*super()._capabilities(), ("global_batch_size", _GlobalBatchSize())]
 
     def _prepare_fit(self, X: np.ndarray) -> None:
         problems = self._data_parallel_problems()
@@ -303,15 +306,6 @@ class DataParallelMixin:
         # the weighted local one.
         return weighted + (global_loss - weighted).detach(), logits
 
-    def on_batch_end(self, net, batch=None, training=None, **kwargs) -> None:
-        """Record the global batch's size, not the shard's, in data-parallel training."""
-        super().on_batch_end(net, batch=batch, training=training, **kwargs)
-        if training and self._data_parallel():
-            # skorch weighs the batch losses by the batch sizes when it averages them over an
-            # epoch; with the shard sizes, the processes would disagree on the epoch's loss
-            # (and callbacks such as EarlyStopping on when to stop).
-            self.history.record_batch("train_batch_size", self._global_batch_size)
-
     def validation_step(self, batch, **fit_params):
         """The estimator's validation step, without DDP's gradient synchronisation.
 
@@ -321,6 +315,19 @@ class DataParallelMixin:
         sync = self.module_.no_sync() if self._data_parallel() else nullcontext()
         with sync:
             return super().validation_step(batch, **fit_params)
+
+
+class _GlobalBatchSize(Callback):
+    """Records the global batch's size, not the shard's, in data-parallel training.
+
+    skorch weighs the batch losses by the batch sizes when it averages them over an epoch;
+    with the shard sizes, the processes would disagree on the epoch's loss (and callbacks such
+    as EarlyStopping on when to stop).
+    """
+
+    def on_batch_end(self, net, batch=None, training=None, **kwargs) -> None:
+        if training and net._data_parallel():
+            net.history.record_batch("train_batch_size", net._global_batch_size)
 
 
 class DataParallelNGEBMClassifier(DataParallelMixin, NGEBMClassifier):
@@ -367,3 +374,26 @@ torch_load_kwargs, **kwargs
     >>> np.allclose(clf.predict_proba(X), single.predict_proba(X), atol=1e-6)
     True
     """
+
+    def _data_parallel_problems(self) -> list[str]:
+        # Cross-entropy and the gradient norms are means of per-sample terms, which the
+        # shards of a batch reproduce exactly; the batch variance of the energy is not.
+        problems = []
+        if self.energy_var_weight:
+            problems.append(
+                f"energy_var_weight={self.energy_var_weight!r} penalises the variance of the "
+                "energy over a batch, which data-parallel training would compute per shard; "
+                "use energy_var_weight=0 for data-parallel training."
+            )
+        if self.penalty_fraction != 1:
+            problems.append(
+                f"penalty_fraction={self.penalty_fraction!r} takes the penalty from the first "
+                "rows of each shard, not of the batch; use penalty_fraction=1 (penalty_every "
+                "works) for data-parallel training."
+            )
+        if self.negatives_ != "all":  # the classes present in a batch are not per-sample
+            problems.append(
+                f"negatives={self.negatives_!r} draws the negatives from the batch's classes, "
+                "which data-parallel training would see per shard; use negatives='all'."
+            )
+        return problems

@@ -222,11 +222,10 @@ def energy_grad_norm_finite_difference(
     error is ``O(h)``. It is not exact for ReLU networks: their activations have kinks
     (:func:`nonsmooth_activations`), the segment ``[x, x + h v]`` often crosses one, and across a
     kink the difference measures something else than the derivative at ``x``, an error that a
-    smaller ``h`` does not remove (fewer crossings, each weighing ``1 / h``). On the default
-    MLP and ConvNet and on a WideResNet at ``fd_step=0.01``, the cosine between this parameter
-    gradient and the exact one is about 0.3-0.55 for ReLU and 0.4-0.7 for leaky ReLU, against
-    1.000 for the smooth activations (``benchmarks/fd_kinks.py``); use
-    :func:`energy_grad_norm` there.
+    smaller ``h`` does not remove (fewer crossings, each weighing ``1 / h``): the cosine between
+    this parameter gradient and the exact one, per activation and network, is measured in
+    :doc:`/user_guide/ngebm` ("Not on ReLU-family networks"); use :func:`energy_grad_norm`
+    there.
 
     Parameters
     ----------
@@ -306,8 +305,8 @@ def nonsmooth_activations(module: nn.Module) -> list[str]:
     energy that crosses a kink is not the derivative at its start, which makes
     :func:`energy_grad_norm_finite_difference` inaccurate on such a network. The search is by
     module type: an activation called as a function inside ``forward`` (``F.relu``) is not seen.
-    Max-pooling also has kinks but moved the cosine of ``benchmarks/fd_kinks.py`` by 0.01 only,
-    and is not listed.
+    Max-pooling also has kinks but barely moves the finite difference's gradient
+    (``benchmarks/fd_kinks.py``), and is not listed.
 
     Parameters
     ----------

@@ -41,14 +41,13 @@ class FiniteDifferenceWarning(UserWarning):
     activations whose derivative jumps (ReLU, leaky ReLU, ...; see
     :func:`~ebmclassifier.energy.nonsmooth_activations`): the difference
     ``[E(x + h v) - E(x)] / h`` often crosses such a kink, and its parameter gradient then
-    points elsewhere than the exact one (a cosine of about 0.55 for ReLU and 0.65 for leaky
-    ReLU on the default MLP, ``benchmarks/fd_kinks.py``). Use ``grad_norm="exact"`` or a
-    smooth activation.
+    points elsewhere than the exact one (measured in :doc:`/user_guide/ngebm`, "Not on
+    ReLU-family networks"). Use ``grad_norm="exact"`` or a smooth activation.
 
     Parameters
     ----------
     message : str
-        Which activations, what was measured, and what to change.
+        Which activations, where the error is measured, and what to change.
 
     Examples
     --------

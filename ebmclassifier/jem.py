@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ._divergence import (
-    Divergence,
-    RollbackMixin,
-    diagnose_step,
-)
+from ._divergence import Divergence, Rollback, diagnose_step
 from ._estimator.base import EBMClassifierBase
 from ._estimator.parameter_docs import PARAMETER_DOCS
 from ._utils.data import split_weights
@@ -21,7 +19,7 @@ from ._utils.parameters import ParamChecker
 from ._utils.streamed import CHUNK_ELEMENTS, StreamedDataset
 from ._utils.threads import threads_for
 from ._utils.validation import check_known_labels
-from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from .continual._mixin import CONTINUAL_ATTRIBUTES, RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import energy, joint_energy
 from .losses import jem_loss
 from .sampling import (
@@ -40,7 +38,7 @@ GAUSSIAN_START_STATE = ("means", "factors", "stds", "log_priors", "low", "high")
 
 
 @fill_docstring(PARAMETER_DOCS)
-class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
+class JEMClassifier(ClassIncrementalMixin, EBMClassifierBase):
     """Classifier trained as a Joint Energy Model of p(x, y) (Grathwohl et al., 2020).
 
     The logits ``f(x)`` define ``p(y|x) = softmax(f(x))`` and an energy-based model of the
@@ -93,8 +91,8 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         start trains poorly on standardized data, where rare features span tens of units:
         the chains start far from the data, 20 steps of SGLD do not bring them near it, and
         the network spends its updates raising the energy of those easy, far-away points
-        instead of classifying (8x8 digits, default ConvNet, 10 epochs: 58-72% test accuracy
-        against 97% with the informative start; see benchmarks/jem_stability.py).
+        instead of classifying (the accuracies are in :doc:`/user_guide/jem`, "JEM++
+        options").
     informative_covariance : {"diag", "lowrank"}, default="diag"
         Covariance of the informative start; ``"lowrank"`` adds the top
         ``informative_rank`` principal directions of each class (affordable for images).
@@ -159,6 +157,7 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
         "n_divergences_",
         *CONTINUAL_ATTRIBUTES,
     )
+    _call_start_attributes = (*EBMClassifierBase._call_start_attributes, *RESERVOIR_ATTRIBUTES)
 
     def __init__(
         self,
@@ -300,7 +299,6 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             self.replay_buffer_ = ReplayBuffer(
                 start, self.buffer_size, generator=self._generator("buffer", start.means.device)
             ).to(self.device_)
-        self._start_rollback()
         # the diagonal of the input box of the divergence check, fixed for the fit: read once
         self._box_diagonal_ = float((self.input_max_ - self.input_min_).norm())
 
@@ -328,10 +326,6 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             X, y, n_classes, covariance=self.informative_covariance, rank=self.informative_rank
         )
 
-    def _rollback_objects(self) -> dict:
-        """What a roll-back restores together: the network, the optimizer and the buffer."""
-        return {"module": self.module_, "optimizer": self.optimizer_, "buffer": self.replay_buffer_}
-
     def _load_module_states(self, states: dict[str, dict]) -> None:
         """Rebuild a buffer with an informative start for the saved state, then load it all."""
         buffer = states.get("replay_buffer_", {})
@@ -343,7 +337,15 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             self.replay_buffer_ = ReplayBuffer(start, len(buffer["samples"])).to(self.device_)
         super()._load_module_states(states)
 
-    def _grow_class_state(self, old_rows: np.ndarray, n_classes: int) -> None:
+    def _accept_new_classes(self, y, classes) -> tuple[bool, np.ndarray | None]:
+        """Class-incremental learning's growth of ``classes_``; the informative start grows
+        a Gaussian per new class, the old ones' mean."""
+        incremental, old_rows = super()._accept_new_classes(y, classes)
+        if old_rows is not None:
+            self._grow_chain_start(old_rows, len(self.classes_))
+        return incremental, old_rows
+
+    def _grow_chain_start(self, old_rows: np.ndarray, n_classes: int) -> None:
         """Give the informative start a Gaussian per new class: the old ones' mean."""
         start = self.replay_buffer_.start
         if not isinstance(start, GaussianStart):
@@ -355,6 +357,52 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             grown[rows] = old
             setattr(start, name, grown)
         start.log_priors = start.log_priors - start.log_priors.logsumexp(0)
+
+    # ------------------------------------------------------------------ divergences
+
+    def _capabilities(self) -> list:
+        """The engine's capabilities and the divergence roll-back (:class:`Rollback`)."""
+        return [*super()._capabilities(), ("divergence_rollback", Rollback())]
+
+    def _rollback(self) -> Rollback:
+        return self._capability(Rollback)
+
+    def train_step(self, batch, **fit_params):
+        """skorch's optimizer step on ``batch``, rolled back and retried when it diverges.
+
+        With ``on_divergence="recover"`` a diverged step restores the last snapshot, halves
+        the SGLD step (and the learning rate when the weights ran away) and is retried, up to
+        30 times in a row; with ``"raise"`` it raises :class:`~ebmclassifier.DivergenceError`
+        (:meth:`Rollback.retried`).
+        """
+        return self._rollback().retried(self, partial(super().train_step, batch, **fit_params))
+
+    def handle_divergence(self, loss: torch.Tensor) -> None:
+        """Hand a non-finite loss to the ``on_divergence`` policy of :meth:`train_step`.
+
+        :meth:`compute_loss` checks every step first; this only catches a non-finite loss
+        that slipped past it. Instead of raising :class:`~ebmclassifier.DivergenceError` at
+        once, as the other estimators do, it notes the divergence, which :meth:`train_step`
+        turns into a roll-back (``"recover"``) or the error (``"raise"``) once the step is over.
+
+        Parameters
+        ----------
+        loss : scalar Tensor
+            The non-finite training loss.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from ebmclassifier import JEMClassifier
+        >>> clf = JEMClassifier(max_epochs=1, sgld_steps=5, buffer_size=50,
+        ...                     module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> clf.handle_divergence(torch.tensor(float("nan"))) is None  # noted, not raised
+        True
+        """
+        self._rollback().note(Divergence("non-finite loss", "model"))
 
     # ------------------------------------------------------------------ the loss
 
@@ -433,7 +481,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             logits = self.module_(X)
             loss = self.classification_loss(logits, y, sample_weight)
             if training and not torch.isfinite(loss):
-                return self._diverged(Divergence("non-finite loss", "model"), loss, logits)
+                return self._rollback().diverged(
+                    Divergence("non-finite loss", "model"), loss, logits
+                )
             return loss, logits
         generator = self._generator("sampler")  # the buffer's draws and SGLD's noise
         x0, indices = self.replay_buffer_.draw(n_chains, self.reinit_freq, generator)
@@ -445,7 +495,7 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             samples,
             px_weight=self.px_weight,
             sample_weight=sample_weight,
-            **self._classification(),
+            **self._classification_term(),
         )
         divergence = diagnose_step(
             loss,
@@ -458,9 +508,9 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             diagonal=self._box_diagonal_,
         )
         if divergence is not None:
-            return self._diverged(divergence, loss, logits)
+            return self._rollback().diverged(divergence, loss, logits)
         self.replay_buffer_.update(indices, samples)
-        self._rollback_.note(None, probe=X)  # for the health check before the next snapshot
+        self._rollback().note(None, probe=X)  # for the health check before the next snapshot
         return loss, logits
 
     # ------------------------------------------------------------------ sampling for users
@@ -521,7 +571,7 @@ class JEMClassifier(ClassIncrementalMixin, RollbackMixin, EBMClassifierBase):
             x0 = self.replay_buffer_.start.sample(int(n), y=labels)  # the classes' Gaussians
         else:
             x0, _ = self.replay_buffer_.draw(int(n), 0.0)
-        # the SGLD forward passes in the estimator's precision
-        with threads_for(self.n_threads, self.module_, x0, len(x0)), self._autocast():
-            samples = self._sample(x0, self._energy_fn(labels), int(n_steps))
+        # the SGLD forward passes as inference runs them (the estimator's precision)
+        with threads_for(self.n_threads, self.module_, x0, len(x0)):
+            samples = self._as_inference(self._sample)(x0, self._energy_fn(labels), int(n_steps))
         return samples.cpu().numpy()

@@ -12,7 +12,7 @@ from ._estimator.parameter_docs import PARAMETER_DOCS
 from ._utils.docstrings import fill_docstring
 from ._utils.parameters import ParamChecker, is_int
 from ._utils.precision import FD_STEPS
-from .continual._mixin import CONTINUAL_ATTRIBUTES, ClassIncrementalMixin
+from .continual._mixin import CONTINUAL_ATTRIBUTES, RESERVOIR_ATTRIBUTES, ClassIncrementalMixin
 from .energy import nonsmooth_activations
 from .exceptions import FiniteDifferenceWarning
 from .losses import GRAD_NORMS, fd_step_size, ngebm_loss
@@ -79,10 +79,9 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         that a stream of calls of fewer than ``k`` batches each does not run the penalty at
         every call), and the count is part of the training state (``save``, skorch's
         ``Checkpoint``), so a resumed fit keeps the rhythm. ``1``: every step, the paper's
-        loss. Measured (:doc:`/user_guide/ngebm`): a fit costs 1.3x cross-entropy at
-        ``k=4`` and 1.1x at ``k=8`` on the default ConvNet, against 2.1x, but with Adam the
-        calibration is not always kept (kept up to ``k=4`` on MNIST-1D's MLP, lost from
-        ``k=2`` on its ConvNet): check it on held-out data.
+        loss. What a larger ``k`` saves, and the calibration it can cost with Adam, are
+        measured in :doc:`/user_guide/ngebm` ("What it costs, and what it keeps"): check the
+        calibration on held-out data.
     penalty_fraction : float in (0, 1], default=1.0
         The gradient-norm term's mean over the batch estimated from its first
         ``m = ceil(penalty_fraction * n)`` rows (:func:`~ebmclassifier.energy.penalty_rows`):
@@ -219,6 +218,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         "fd_step_size_",
         *CONTINUAL_ATTRIBUTES,
     )
+    _call_start_attributes = (*EBMClassifierBase._call_start_attributes, *RESERVOIR_ATTRIBUTES)
 
     def __init__(
         self,
@@ -286,30 +286,6 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
                 "grad_norm='finite_difference' (first-order only), or compile=False."
             )
 
-    def _data_parallel_problems(self) -> list[str]:
-        # Cross-entropy and the gradient norms are means of per-sample terms, which the
-        # shards of a batch reproduce exactly; the batch variance of the energy is not.
-        problems = []
-        if self.energy_var_weight:
-            problems.append(
-                f"energy_var_weight={self.energy_var_weight!r} penalises the variance of the "
-                "energy over a batch, which data-parallel training would compute per shard; "
-                "use energy_var_weight=0 for data-parallel training."
-            )
-        if self.penalty_fraction != 1:
-            problems.append(
-                f"penalty_fraction={self.penalty_fraction!r} takes the penalty from the first "
-                "rows of each shard, not of the batch; use penalty_fraction=1 (penalty_every "
-                "works) for data-parallel training."
-            )
-        negatives = self._resolved("negatives")
-        if negatives != "all":  # the classes present in a batch are not per-sample
-            problems.append(
-                f"negatives={negatives!r} draws the negatives from the batch's classes, "
-                "which data-parallel training would see per shard; use negatives='all'."
-            )
-        return problems
-
     def _prepare_fit(self, X: np.ndarray) -> None:
         super()._prepare_fit(X)
         relative = FD_STEPS[self.precision] if self.fd_step == "auto" else self.fd_step
@@ -330,10 +306,8 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             warnings.warn(
                 f"grad_norm='finite_difference' is inaccurate on this network: its "
                 f"{', '.join(kinked)} activation(s) have kinks, and a finite difference across "
-                "a kink is not the derivative. On the default MLP at fd_step=0.01 the "
-                "parameter gradient of the penalty had a cosine of about 0.55 (ReLU) and 0.65 "
-                "(leaky ReLU) to the exact one, against 1.000 for SiLU, GELU, Softplus and "
-                "tanh (benchmarks/fd_kinks.py). Use grad_norm='exact', or a smooth "
+                "a kink is not the derivative (how far its gradient strays: the NG-EBM user "
+                "guide, 'Not on ReLU-family networks'). Use grad_norm='exact', or a smooth "
                 "activation (e.g. WideResNet's module__activation='silu').",
                 FiniteDifferenceWarning,
                 stacklevel=2,
@@ -396,7 +370,7 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
             create_graph=training,
             sample_weight=sample_weight,
             penalty_fraction=self.penalty_fraction if training else 1.0,
-            **self._classification(),
+            **self._classification_term(),
         )
 
     # ------------------------------------------------------------------ the step count
@@ -413,11 +387,10 @@ class NGEBMClassifier(ClassIncrementalMixin, EBMClassifierBase):
         if training:
             self.train_steps_ += 1
 
-    def _resume_state(self) -> dict:
-        return {**super()._resume_state(), "train_steps": self.train_steps_}
+    def _own_training_state(self) -> dict:
+        return {"train_steps": self.train_steps_}
 
-    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        super()._load_resume_state(state, in_fit=in_fit)
+    def _load_own_training_state(self, state: dict) -> None:
         steps = state.get("train_steps", 0)  # a file from before the count: 0
         if not is_int(steps) or steps < 0:
             raise ValueError(

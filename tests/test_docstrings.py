@@ -193,7 +193,7 @@ def missing_sections(obj) -> list[str]:
 NOT_DOCUMENTED_METHODS = {"forward", "backward", "setup_context", "extra_repr"}
 
 
-# skorch's hooks and the skorch methods that ebmclassifier/_estimator/net.py extends: skorch
+# skorch's hooks and the skorch methods that ebmclassifier/_estimator/engine.py extends: skorch
 # documents their parameters and results, ours say in a summary what they add, and tests/ tests
 # them (issue #13: no doctests on internal skorch hooks).
 SKORCH_HOOKS = {
@@ -201,6 +201,7 @@ SKORCH_HOOKS = {
     "get_iterator",
     "infer",
     "initialize",
+    "initialize_callbacks",
     "initialize_module",
     "load_params",
     "on_batch_begin",
@@ -226,7 +227,7 @@ def is_skorch_hook(method) -> bool:
 def own_methods(cls, package: str = "ebmclassifier") -> list:
     """The public methods of ``cls`` defined in ``package``, on ``cls`` or any of its bases.
 
-    Overridden definitions count too (``SkorchNet.compute_loss`` under
+    Overridden definitions count too (``TrainingEngine.compute_loss`` under
     ``NGEBMClassifier.compute_loss``): each is a documented hook of its own class. Methods
     that ``cls`` inherits from torch, skorch or scikit-learn are theirs to document.
     """
@@ -278,7 +279,7 @@ def test_own_methods_walks_our_bases_and_skips_the_frameworks():
     assert {
         "DataParallelMixin.compute_loss",
         "NGEBMClassifier.compute_loss",
-        "SkorchNet.compute_loss",
+        "TrainingEngine.compute_loss",
         "InferenceMixin.predict_proba",  # the batched inference the base inherits
     } <= names
     # skorch's and scikit-learn's own methods, private ones and forward are not ours to check

@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV
 
 import ebmclassifier.jem as jem_module
 from ebmclassifier import DivergenceError, JEMClassifier
-from ebmclassifier._divergence import Divergence, diagnose_step
+from ebmclassifier._divergence import Divergence, Rollback, diagnose_step
 from ebmclassifier.sampling import GaussianStart, sgld
 
 # Small and quick: tiny buffer, few SGLD steps, few epochs.
@@ -226,18 +226,32 @@ def test_healthy_fit_records_no_divergence(fitted):
     assert fitted.sgld_step_size_ == fitted.sgld_step_size
 
 
+def _rollback(clf) -> Rollback:
+    """The estimator's roll-back callback, which skorch notifies after the estimator."""
+    (rollback,) = [cb for _, cb in clf.callbacks_ if isinstance(cb, Rollback)]
+    return rollback
+
+
+def _notify(clf, hook: str, **kwargs) -> None:
+    """``hook`` of the estimator, then of its roll-back, as skorch's notify calls them."""
+    getattr(clf, hook)(clf, **kwargs)
+    getattr(_rollback(clf), hook)(clf, **kwargs)
+
+
 def test_roll_back_restores_the_last_snapshot(small_blobs):
     X, y = small_blobs
     clf = JEMClassifier(**{**FAST, "max_epochs": 1}).fit(X, y)
-    clf._take_snapshot()
+    rollback = _rollback(clf)
+    rollback.policy_.take_snapshot(
+        module=clf.module_, optimizer=clf.optimizer_, buffer=clf.replay_buffer_
+    )
     weights = [p.detach().clone() for p in clf.module_.parameters()]
     with torch.no_grad():
         for p in clf.module_.parameters():
             p.fill_(float("nan"))
     clf.history.new_epoch()
     clf.history.new_batch()
-    clf._recoveries_this_fit = 0
-    clf._roll_back_or_raise(Divergence("provoked", "model"))
+    rollback._roll_back_or_raise(clf, Divergence("provoked", "model"))
     for p, w in zip(clf.module_.parameters(), weights, strict=True):
         assert torch.equal(p, w)
     assert clf.history[-1, "divergences"][0]["reason"] == "provoked"
@@ -372,7 +386,7 @@ def test_on_train_begin_replaces_the_placeholder_by_the_informative_start(blobs4
 def test_train_step_steps_and_the_raise_policy_keeps_the_weights(blobs40):
     X, y, Xt, yt = blobs40
     clf = JEMClassifier(**SMALL).fit(X, y)
-    clf.on_train_begin(clf, X=Xt, y=yt)
+    _notify(clf, "on_train_begin", X=Xt, y=yt)
     before = [p.detach().clone() for p in clf.module_.parameters()]
     step = clf.train_step((Xt, yt))
     assert sorted(step) == ["loss", "y_pred"]
@@ -388,15 +402,15 @@ def test_train_step_steps_and_the_raise_policy_keeps_the_weights(blobs40):
 def test_on_epoch_end_snapshots_a_healthy_state_that_on_train_end_restores(blobs40):
     X, y, Xt, yt = blobs40
     clf = JEMClassifier(**SMALL).fit(X, y)
-    clf.on_train_begin(clf, X=Xt, y=yt)  # as fit does: the first snapshot
+    _notify(clf, "on_train_begin", X=Xt, y=yt)  # as fit does: the first snapshot
     bias = clf.module_.net[-1].bias
     with torch.no_grad():
         bias.fill_(1.0)  # an epoch of training changed the weights
-    clf.on_epoch_end(clf)  # healthy: the new roll-back target
+    _notify(clf, "on_epoch_end")  # healthy: the new roll-back target
     with torch.no_grad():
         bias.fill_(float("nan"))  # the next epoch blew them up
     with pytest.warns(RuntimeWarning, match=r"recovered from 1 divergence\(s\)"):
-        clf.on_train_end(clf, X=Xt, y=yt)
+        _notify(clf, "on_train_end", X=Xt, y=yt)
     assert clf.module_.net[-1].bias.tolist() == [1.0, 1.0, 1.0]
     assert clf.n_divergences_ == 1
     assert clf.history[-1, "divergences"][0]["reason"] == "non-finite weights after the last step"
@@ -406,23 +420,23 @@ def test_on_epoch_end_snapshots_a_healthy_state_that_on_train_end_restores(blobs
 def test_on_epoch_end_refuses_to_snapshot_an_unhealthy_state(blobs40):
     X, y, Xt, yt = blobs40
     clf = JEMClassifier(**SMALL).fit(X, y)
-    clf.on_train_begin(clf, X=Xt, y=yt)
+    _notify(clf, "on_train_begin", X=Xt, y=yt)
     first = [p.detach().clone() for p in clf.module_.parameters()]
     with torch.no_grad():
         clf.module_.net[-1].bias.fill_(1e6)  # finite, but energies far beyond max_energy
-    clf.on_epoch_end(clf)
+    _notify(clf, "on_epoch_end")
     with torch.no_grad():
         clf.module_.net[-1].bias.fill_(float("nan"))
     with pytest.warns(RuntimeWarning):
-        clf.on_train_end(clf, X=Xt, y=yt)
+        _notify(clf, "on_train_end", X=Xt, y=yt)
     for p, f in zip(clf.module_.parameters(), first, strict=True):
         assert torch.equal(p, f)
 
 
 def test_handle_divergence_notes_instead_of_raising(fitted):
     assert fitted.handle_divergence(torch.tensor(float("nan"))) is None
-    assert fitted._rollback_.step_done() == Divergence("non-finite loss", "model")
-    assert fitted._rollback_.step_done() is None  # handed over once
+    assert _rollback(fitted).policy_.step_done() == Divergence("non-finite loss", "model")
+    assert _rollback(fitted).policy_.step_done() is None  # handed over once
 
 
 def _policy_state():
@@ -460,3 +474,23 @@ def test_rollback_policy_falls_back_to_an_older_snapshot_and_halves_the_lr():
     assert policy.recoveries == 3
     policy.end_fit()
     assert policy.probe is None and policy.step_done() is None
+
+
+class _NanOnce(JEMClassifier):
+    """JEM whose third training loss is not finite."""
+
+    def compute_loss(self, X, y, training, sample_weight=None):
+        loss, logits = super().compute_loss(X, y, training, sample_weight)
+        self.calls_ = getattr(self, "calls_", 0) + training
+        return (loss * float("nan") if training and self.calls_ == 3 else loss), logits
+
+
+def test_the_roll_back_is_the_estimators_own_with_callbacks_disabled(small_blobs):
+    # callbacks="disable" turns off skorch's and the user's callbacks, not on_divergence
+    X, y = small_blobs
+    clf = _NanOnce(**{**FAST, "max_epochs": 1}, callbacks="disable")
+    with pytest.warns(RuntimeWarning, match=r"recovered from 1 divergence"):
+        clf.fit(X, y)
+    assert clf.n_divergences_ == 1 and isinstance(_rollback(clf), Rollback)
+    names = [name for name, _ in clf.callbacks_]
+    assert names == ["resume", "divergence_rollback", "sklearn_early_stopping"]

@@ -21,7 +21,16 @@
   files importing from it or named after one of its modules (``_estimator/test_repr.py``); no
   flat test file named after a package folder or a module that lives in one
   (``test_saving.py``, ``test_matfile.py``), only after a root module or a concern that crosses
-  the package (``test_hostile_inputs.py``).
+  the package (``test_hostile_inputs.py``);
+- the training capabilities are collaborators: in every estimator's MRO at most two classes
+  of the package override skorch's training hooks (``HOOKS``), the engine and one estimator
+  class, never a mixin; the bases of the face besides the engine are user-facing mixins
+  (``USER_FACING``); no module reads a private attribute that only a training capability
+  (``CAPABILITIES``) defines, other than that capability's own module;
+- the random draws of a fit have one owner: no ``default_rng(``, ``SeedSequence(`` or
+  arithmetic of a seed with a literal outside ``_utils/generators.py`` (``datasets/`` and
+  ``experiments/`` draw their own data);
+- no module docstring longer than 50 lines.
 
 Each rule is a function of a package directory, so that a test can show it flags a synthetic bad
 package written to ``tmp_path``.
@@ -71,6 +80,30 @@ CROSS_CUTTING = {
     # every public name's docstring, not the text that _utils/docstrings.py fills in
     "test_docstrings.py",
 }
+#: The training engine (the one class that overrides skorch's hooks for every estimator), the
+#: face built on it, and the modules of the face's user-facing bases (scikit-learn's kind of
+#: mixin: methods users call).
+ENGINE = "_estimator.engine.TrainingEngine"
+FACE = "_estimator.base.EBMClassifierBase"
+USER_FACING = ("_estimator.inference", "_estimator.repr", "saving._files")
+#: skorch's training hooks (and every ``on_*``, ``train_step*``).
+HOOKS = ("initialize", "get_split_datasets", "save_params", "load_params", "handle_divergence")
+#: The modules of the training capabilities: their private names are their own.
+CAPABILITIES = (
+    "_estimator.resume",
+    "_estimator.checkpoint",
+    "_estimator.early_stopping",
+    "_estimator.training_loss_stopping",
+    "_divergence",
+    "_utils.precision",
+    "continual._mixin",
+)
+#: The modules the capabilities plug into: their private names are hooks for all.
+TEMPLATES = ("_estimator.engine", "_estimator.base")
+#: The home of a fit's seeds and generators, and the folders that draw data of their own.
+GENERATORS = "_utils.generators"
+OWN_DRAWS = ("datasets", "experiments")
+MAX_MODULE_DOCSTRING = 50
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -428,6 +461,164 @@ def flat_test_families(tests: Path, root: Path, cross_cutting=CROSS_CUTTING) -> 
     return found
 
 
+def _classes(root: Path) -> dict[str, tuple[list[str], set[str]]]:
+    """``module.Class`` -> (its bases among the package's classes, the names it defines)."""
+    modules = _modules(root)
+    found, imported = {}, {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        names = {}
+        for base, alias, _ in _imports(name, path):
+            if alias is not None:
+                names[alias] = f"{base}.{alias}"
+        imported[name] = names
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                defined = {
+                    item.name
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                }
+                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                found[f"{name}.{node.name}"] = (bases, defined)
+    resolved = {}
+    for qualname, (bases, defined) in found.items():
+        module = qualname.rsplit(".", 1)[0]
+        full = [
+            f"{module}.{b}" if f"{module}.{b}" in found else imported[module].get(b, b)
+            for b in bases
+        ]
+        resolved[qualname] = ([b for b in full if b in found], defined)
+    return resolved
+
+
+def _ancestors(classes: dict, name: str) -> list[str]:
+    """``name`` and its bases among the package's classes, each once."""
+    seen, stack = [], [name]
+    while stack:
+        current = stack.pop(0)
+        if current not in seen:
+            seen.append(current)
+            stack.extend(classes[current][0])
+    return seen
+
+
+def _overrides_a_hook(defined: set[str]) -> list[str]:
+    return sorted(n for n in defined if n.startswith(("on_", "train_step")) or n in HOOKS)
+
+
+def hook_overriders(root: Path, engine: str = ENGINE) -> list[str]:
+    """Estimators (the package's classes built on the engine) in whose MRO a mixin overrides
+    skorch's training hooks, or more than two classes do (the engine and one estimator)."""
+    classes, engine = _classes(root), f"{root.name}.{engine}"
+    estimators = [c for c in classes if c != engine and engine in _ancestors(classes, c)]
+    found = []
+    for estimator in sorted(estimators):
+        overriding = [c for c in _ancestors(classes, estimator) if _overrides_a_hook(classes[c][1])]
+        mixins = [c for c in overriding if c != engine and c not in estimators]
+        if mixins or len(overriding) > 2:
+            shown = ", ".join(
+                f"{c} ({', '.join(_overrides_a_hook(classes[c][1]))})" for c in overriding
+            )
+            found.append(f"{estimator}: {shown}")
+    return found
+
+
+def face_bases(root: Path, face: str = FACE, engine: str = ENGINE) -> list[str]:
+    """Bases of the face besides the engine that are not user-facing mixins."""
+    classes = _classes(root)
+    allowed = tuple(f"{root.name}.{m}" for m in USER_FACING)
+    return [
+        base
+        for base in classes.get(f"{root.name}.{face}", ([], set()))[0]
+        if base != f"{root.name}.{engine}" and base.rsplit(".", 1)[0] not in allowed
+    ]
+
+
+def _private_definitions(path: Path) -> set[str]:
+    """Private names a module defines on its classes: methods, class attributes, ``self._x``."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Assign):
+                    names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def capability_privates_read(root: Path) -> list[str]:
+    """Reads of a private attribute that only a training capability's module defines, from
+    any other module (a template's names, which the capabilities fill, are every module's)."""
+    modules = _modules(root)
+    defined = {name: _private_definitions(path) for name, path in modules.items()}
+    shared = set().union(*(defined.get(f"{root.name}.{t}", set()) for t in TEMPLATES))
+    owners: dict[str, set[str]] = {}
+    for capability in CAPABILITIES:
+        for private in defined.get(f"{root.name}.{capability}", set()) - shared:
+            owners.setdefault(private, set()).add(f"{root.name}.{capability}")
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                homes = owners.get(node.attr, set())
+                if homes and name not in homes and node.attr not in defined[name]:
+                    found.append(
+                        f"{name}:{node.lineno} reads {node.attr} of {', '.join(sorted(homes))}"
+                    )
+    return found
+
+
+def _mentions_seed(node: ast.AST) -> bool:
+    return any(
+        "seed" in (getattr(n, "id", None) or getattr(n, "attr", None) or "").lower()
+        for n in ast.walk(node)
+    )
+
+
+def seed_arithmetic(root: Path) -> list[str]:
+    """``default_rng(``, ``SeedSequence(`` and a seed combined with a literal number, outside
+    the home of the fit's generators and the folders that draw data of their own."""
+    home = f"{root.name}.{GENERATORS}"
+    own = tuple(f"{root.name}.{folder}" for folder in OWN_DRAWS)
+    found = []
+    for name, path in _modules(root).items():
+        if name == home or _in(name, own):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if called in ("default_rng", "SeedSequence"):
+                    found.append(f"{name}:{node.lineno} {called}(")
+            elif isinstance(node, ast.BinOp):
+                sides = (node.left, node.right)
+                literal = any(
+                    isinstance(s, ast.Constant) and isinstance(s.value, int) for s in sides
+                )
+                if literal and any(_mentions_seed(s) for s in sides):
+                    found.append(f"{name}:{node.lineno} seed arithmetic")
+    return found
+
+
+def long_module_docstrings(root: Path, most: int = MAX_MODULE_DOCSTRING) -> list[str]:
+    found = []
+    for name, path in _modules(root).items():
+        body = ast.parse(path.read_text()).body
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            if isinstance(first.value.value, str):
+                lines = first.end_lineno - first.lineno + 1
+                if lines > most:
+                    found.append(f"{name}: {lines} lines")
+    return found
+
+
 # ---------------------------------------------------------------- the package
 
 
@@ -485,6 +676,23 @@ def test_the_tests_mirror_the_package():
     assert unmirrored_test_folders(TESTS, PACKAGE) == []
     assert misplaced_test_files(TESTS, PACKAGE) == []
     assert flat_test_families(TESTS, PACKAGE) == []
+
+
+def test_only_the_engine_and_the_estimators_override_skorchs_training_hooks():
+    assert hook_overriders(PACKAGE) == []
+    assert face_bases(PACKAGE) == []
+
+
+def test_no_module_reads_a_training_capabilitys_private_attributes():
+    assert capability_privates_read(PACKAGE) == []
+
+
+def test_no_seed_is_derived_outside_the_fits_generators():
+    assert seed_arithmetic(PACKAGE) == []
+
+
+def test_no_module_docstring_over_50_lines():
+    assert long_module_docstrings(PACKAGE) == []
 
 
 # ---------------------------------------------------------------- each rule can fail
@@ -688,3 +896,119 @@ def test_the_checker_flags_tests_that_do_not_mirror_the_package(tmp_path):
         "test_sampling.py belongs in tests/sampling/",
         "test_trees_0.py belongs in tests/latent/trees/",
     ]
+
+
+_ENGINE = """
+    class TrainingEngine(NeuralNet):
+        def on_epoch_begin(self, net, **kwargs):
+            pass
+
+        def initialize(self):
+            return self
+"""
+
+
+def test_the_checker_flags_a_mixin_overriding_a_training_hook(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "_estimator/engine.py": "from skorch import NeuralNet\n" + textwrap.dedent(_ENGINE),
+            "_estimator/resume.py": """
+                class ResumableMixin:
+                    def on_train_begin(self, net, **kwargs):
+                        pass
+            """,
+            "_estimator/inference.py": """
+                class InferenceMixin:
+                    def predict(self, X):
+                        pass
+            """,
+            "_estimator/base.py": """
+                from .engine import TrainingEngine
+                from .inference import InferenceMixin
+                from .resume import ResumableMixin
+
+                class EBMClassifierBase(InferenceMixin, ResumableMixin, TrainingEngine):
+                    pass
+            """,
+            "good.py": """
+                from ._estimator.engine import TrainingEngine
+                from ._estimator.inference import InferenceMixin
+
+                class Good(InferenceMixin, TrainingEngine):
+                    def on_batch_end(self, net, **kwargs):
+                        pass
+
+                class Special(Good):
+                    def train_step(self, batch):
+                        pass
+            """,
+        },
+    )
+    found = hook_overriders(package)
+    assert [line.split(":")[0] for line in found] == [
+        "pkg._estimator.base.EBMClassifierBase",
+        "pkg.good.Special",
+    ]
+    assert "pkg._estimator.resume.ResumableMixin (on_train_begin)" in found[0]
+    assert face_bases(package) == ["pkg._estimator.resume.ResumableMixin"]
+
+
+def test_the_checker_flags_a_capability_reading_anothers_private_attribute(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "_estimator/engine.py": """
+                class TrainingEngine:
+                    def _generator(self):
+                        pass
+            """,
+            "_estimator/resume.py": """
+                class Resume:
+                    def on_train_begin(self, net):
+                        self._fitting = True
+                        net._generator()  # a template's hook: every module's
+            """,
+            "_divergence.py": """
+                class Rollback:
+                    def on_epoch_end(self, net):
+                        return net._fitting
+            """,
+        },
+    )
+    assert capability_privates_read(package) == [
+        "pkg._divergence:4 reads _fitting of pkg._estimator.resume"
+    ]
+
+
+def test_the_checker_flags_seeds_derived_outside_the_generators(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "_utils/generators.py": "import numpy as np\nrng = np.random.default_rng([1, 2])\n",
+            "datasets/named.py": "import numpy as np\nrng = np.random.default_rng(0)\n",
+            "continual/_mixin.py": """
+                import numpy as np
+
+                def draws(self, seen):
+                    a = np.random.default_rng([self._fit_seed(), seen])
+                    b = np.random.SeedSequence([self.seed_, 1])
+                    c = self._fit_seed() * 7919 + len(seen)
+                    d = len(seen) + 2**31
+                    return a, b, c, d
+            """,
+        },
+    )
+    assert seed_arithmetic(package) == [
+        "pkg.continual._mixin:5 default_rng(",
+        "pkg.continual._mixin:6 SeedSequence(",
+        "pkg.continual._mixin:7 seed arithmetic",
+    ]
+
+
+def test_the_checker_flags_a_long_module_docstring(tmp_path):
+    def essay(lines: int) -> str:  # a docstring of this many lines, its quotes included
+        return '"""Title.\n' + "More.\n" * (lines - 2) + '"""\n'
+
+    package = _write(tmp_path, {"at.py": essay(50), "past.py": essay(51)})
+    assert long_module_docstrings(package) == ["pkg.past: 51 lines"]

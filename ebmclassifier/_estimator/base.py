@@ -1,13 +1,14 @@
 """The estimator face that every estimator of the library shares.
 
 :class:`EBMClassifierBase` is what a user calls: ``fit``, ``partial_fit``, the ``predict``
-family, ``energy``, ``score_ood``, ``score_samples`` and ``save``. It validates the input
-once, with scikit-learn's own validation (:mod:`~ebmclassifier._utils.validation`), encodes the
-labels, resolves the device and the seed (:mod:`~ebmclassifier._utils.device`), builds the default
-network, and runs inference in batches. The training step and the hooks it calls (``compute_loss``,
-``augment_batch``, ``handle_divergence``), with their defaults and which of them to override, are in
-:mod:`~ebmclassifier._estimator.net`, on :class:`~.net.SkorchNet`; the objective of an estimator is
-its ``compute_loss``, composed from :mod:`.losses`.
+family, ``energy``, ``score_ood``, ``score_samples`` and ``save``. It validates the input once,
+with scikit-learn's own validation (:mod:`~ebmclassifier._utils.validation`), encodes the
+labels, resolves the device and the seed (:mod:`~ebmclassifier._utils.generators`), builds the
+default network, and runs inference in batches. The training step and the hooks it calls
+(``compute_loss``, ``augment_batch``, ``handle_divergence``), with their defaults and which of
+them to override, are in :mod:`~ebmclassifier._estimator.engine`, on
+:class:`~.engine.TrainingEngine`; the objective of an estimator is its ``compute_loss``,
+composed from :mod:`.losses`.
 
 The examples of the methods use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -28,15 +29,9 @@ from torch import nn
 
 from .._utils.compile import compile_problem
 from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, record_class_counts
-from .._utils.device import (
-    available_memory,
-    device_problem,
-    draw_seed,
-    network_bytes,
-    resolve_device,
-)
+from .._utils.device import available_memory, device_problem, network_bytes, resolve_device
 from .._utils.docstrings import fill_docstring
-from .._utils.generators import global_rng
+from .._utils.generators import draw_seed, global_rng
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
 from .._utils.precision import PRECISIONS, precision_problem
 from .._utils.statistics import column_min_max
@@ -69,13 +64,17 @@ from ..nn import (
     network_kwargs,
 )
 from ..saving._files import SavedEstimatorMixin
-from .early_stopping import EarlyStoppingMixin
+from .early_stopping import (
+    SklearnEarlyStopping,
+    check_early_stopping_params,
+    holds_out,
+    stopping_call,
+)
+from .engine import TrainingEngine
 from .inference import InferenceMixin, OODDecisionMixin
-from .net import SkorchNet
 from .parameter_docs import PARAMETER_DOCS
 from .repr import ParamsReprMixin
-from .resume import ResumableMixin
-from .training_loss_stopping import stopping_on_training_loss
+from .training_loss_stopping import TrainingLossStopping, stopping_on_training_loss
 
 __all__ = ["EBMClassifierBase"]
 
@@ -98,13 +97,18 @@ class EBMClassifierBase(
     InferenceMixin,
     OODDecisionMixin,
     SavedEstimatorMixin,
-    ResumableMixin,
-    EarlyStoppingMixin,
-    SkorchNet,
+    TrainingEngine,
 ):
     """Shared base of the energy-based classifiers (not to be used directly).
 
     The estimators document these parameters with the same text (:data:`PARAMETER_DOCS`).
+    ``_fit`` calls the hooks a subclass fills, declared here with their defaults:
+    ``_validate_own_params`` (its parameters' problems), ``_resolve_auto_params`` (its
+    ``"auto"`` parameters, before the data are read), ``_accept_new_classes`` and
+    ``_add_replay`` (class-incremental learning), ``_input_of_weighted_rows`` (input whose
+    validation learns from the rows that count: the latent classifier's vocabulary),
+    ``_prepare_fit`` (what training derives from the data), and the declarations
+    ``_saved_attributes`` and ``_call_start_attributes``.
 
     Parameters
     ----------
@@ -135,6 +139,9 @@ class EBMClassifierBase(
         "best_epoch_",
         "best_validation_loss_",
     )
+    #: What a call sets from its data before its first epoch, kept as the call found it for a
+    #: training state saved during the call (:meth:`_keep_call_start`); a subclass adds its own.
+    _call_start_attributes: tuple[str, ...] = ("class_count_", "class_prior_")
 
     def __init__(
         self,
@@ -213,7 +220,7 @@ class EBMClassifierBase(
             "None or a callable mapping a training batch to a batch of the same shape",
         )
         check_training_params(check, self)
-        self._check_early_stopping_params(check)
+        check_early_stopping_params(check, self)
         problem = device_problem(self.device)
         expected = f"'auto', 'cpu' or a device this machine has ({problem})"
         check.satisfies("device", problem is None, expected)
@@ -249,7 +256,7 @@ class EBMClassifierBase(
 
     def _network(self):
         """``module_`` in the estimator's precision (inference's map from a batch to logits)."""
-        return self._in_precision(self.module_)
+        return self._as_inference(self.module_)
 
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
         return check_X(self, X, reset=reset)
@@ -527,6 +534,7 @@ class EBMClassifierBase(
         try:
             self._check_params()
             self._check_platform()
+            self._resolve_auto_params()
             self._begin_call(new_network=new_network)
             incremental, old_rows = False, None
             if not new_network:  # labels of a dataset given with y=None read first
@@ -552,7 +560,7 @@ class EBMClassifierBase(
             self._keep_call_start(reset=new_network)  # for a state saved during the call
             record_class_counts(self, y, sample_weight, reset=new_network)
             X, y, weights = self._add_replay(X, y, weights, reset=new_network, old_rows=old_rows)
-            held_out = self._held_out(mode, y)
+            held_out = holds_out(self, mode, y)
             # what takes no generator (reset_parameters; a user's Dataset read in this
             # process) draws from torch's global generator, forked and seeded for it
             with global_rng(self._fit_seed(), self.device_):
@@ -568,8 +576,8 @@ class EBMClassifierBase(
             self._forget_ood_threshold()  # calibrated on the scores training changes
             with (
                 threads_for(self.n_threads, self.module_, first[:1], self.batch_size, len(y)),
-                self._early_stopping(held_out),
-                stopping_on_training_loss(self, mode),
+                stopping_call(self, self._capability(SklearnEarlyStopping), held_out),
+                stopping_on_training_loss(self, self._capability(TrainingLossStopping), mode),
             ):
                 self._train(
                     X_t,
@@ -580,6 +588,21 @@ class EBMClassifierBase(
             if new_network and not training:
                 self.initialized_ = False
         return self
+
+    def _resolve_auto_params(self) -> None:
+        """Resolve the parameters a call reads as ``"auto"`` into fitted attributes, before
+        the call validates its data (here none; class-incremental estimators resolve
+        ``negatives``, ``replay_per_class`` and ``generated_per_class``)."""
+
+    def _keep_call_start(self, *, reset: bool) -> None:
+        """Keep :attr:`_call_start_attributes` as the call found them (before it sets them),
+        so that a state saved during the call resumes it: with epochs left, ``partial_fit`` on
+        the call's data sets them again from there; ``reset``: a new network, whose class
+        counts start from zero."""
+        start = {name: getattr(self, name, None) for name in self._call_start_attributes}
+        if reset:
+            start["class_count_"] = np.zeros(len(self.classes_))
+        self._call_start = start
 
     def _accept_new_classes(self, y, classes) -> tuple[bool, np.ndarray | None]:
         """Before a continuing fit: grow ``classes_`` by new labels, if the estimator can.

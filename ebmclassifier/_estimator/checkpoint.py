@@ -20,17 +20,28 @@ keep such a set whole:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import torch
 from skorch.callbacks import Checkpoint
+from skorch.history import History
 from torch import nn
 
+from .._utils.atomic import atomic_write
 from .._utils.file_sets import FileSet
 
-__all__ = ["check_same_epoch", "current_sources", "digests", "file_set", "state_digest"]
+__all__ = [
+    "check_same_epoch",
+    "current_sources",
+    "digests",
+    "file_set",
+    "files_to_load",
+    "state_digest",
+    "write_files",
+]
 
 #: The fitted objects whose states the training state checks, and the files that hold them.
 CHECKED = {
@@ -154,18 +165,17 @@ def _set_of(paths: dict[str, str]) -> FileSet:
     return FileSet(paths.values(), anchor=paths["f_training_state"], first=paths.get("f_history"))
 
 
-def file_set(estimator, files: Mapping) -> FileSet | None:
+def file_set(estimator, files: Mapping, fitting: bool) -> FileSet | None:
     """The set that ``save_params(**files)`` writes into, or None (each file on its own).
 
     The files of a ``Checkpoint`` of ``callbacks_`` that saves the training state, when a fit
-    is running and ``files`` are among them; or ``files`` themselves when they hold a training
-    state given by path and another file. (Outside a fit, a ``save_params`` of one of the
-    Checkpoint's files writes that file alone, at once.)
+    is running (``fitting``) and ``files`` are among them; or ``files`` themselves when they
+    hold a training state given by path and another file. (Outside a fit, a ``save_params``
+    of one of the Checkpoint's files writes that file alone, at once.)
     """
     paths = _paths(files)
     if not paths:
         return None
-    fitting = getattr(estimator, "_fitting", False)
     for _, callback in getattr(estimator, "callbacks_", []) if fitting else []:
         if isinstance(callback, Checkpoint) and getattr(callback, "f_training_state", None):
             theirs = _paths(callback.get_formatted_files(estimator))
@@ -187,3 +197,79 @@ def current_sources(files: dict) -> dict:
         return dict(files)
     sources = _set_of(paths).sources()
     return {key: sources.get(paths.get(key), value) for key, value in files.items()}
+
+
+def write_files(estimator, files: dict, save: Callable, *, fitting: bool, sets: dict) -> None:
+    """``save(**files)`` (skorch's ``save_params``), each file given by its path written whole
+    or not at all (:func:`~ebmclassifier._utils.atomic.atomic_write`); the files of a set
+    (:func:`file_set`) staged, and replaced together once the set's last file is staged.
+
+    ``sets``: the sets being written, journal -> (epoch, paths staged), kept between the calls
+    of one epoch (a new epoch, or a set left by a killed writer, starts again).
+    """
+    files_set = file_set(estimator, files, fitting)
+    write = atomic_write
+    if files_set is not None:
+        write = files_set.stage
+        epoch, staged = sets.get(files_set.journal, (None, set()))
+        if epoch != len(estimator.history):
+            files_set.finish_pending()
+            staged = set()
+            sets[files_set.journal] = (len(estimator.history), staged)
+    with contextlib.ExitStack() as stack:
+        opened = {
+            key: _Unclosed(stack.enter_context(write(f, "w" if key == "f_history" else "wb")))
+            if isinstance(f, str | os.PathLike)
+            else f
+            for key, f in files.items()
+        }
+        save(**opened)
+    if files_set is None:
+        return
+    paths = [f for f in files.values() if isinstance(f, str | os.PathLike)]
+    staged.update(os.path.abspath(os.fspath(f)) for f in paths)
+    if staged.issuperset(files_set.targets):  # the set's last file: replace them all
+        del sets[files_set.journal]
+        files_set.commit()
+
+
+def files_to_load(estimator, given: dict, checkpoint) -> dict:
+    """The ``f_*`` files that ``load_params(**given, checkpoint=checkpoint)`` reads, each where
+    its content is now (:func:`current_sources`).
+
+    With a ``checkpoint`` (``LoadInitState``), its files, those given explicitly winning (as
+    skorch's ``load_params`` does); its history is read first (the files' names may need it),
+    after ``initialize`` on an estimator that was not.
+    """
+    files = {}
+    if checkpoint is not None:
+        if not estimator.initialized_:
+            estimator.initialize()
+        if given.get("f_history") is None and checkpoint.f_history is not None:
+            estimator.history = History.from_file(_checkpoint_history(checkpoint))
+        files.update(checkpoint.get_formatted_files(estimator))
+        files.pop("f_pickle", None)
+    files.update({key: f for key, f in given.items() if f is not None})
+    return current_sources({key: f for key, f in files.items() if f is not None})
+
+
+def _checkpoint_history(checkpoint) -> str:
+    """Where a checkpoint's history is now (skorch's ``f_history_``, in its complete set)."""
+    files = {"f_history": checkpoint.f_history_}
+    state = getattr(checkpoint, "f_training_state", None)
+    if isinstance(state, str):
+        files["f_training_state"] = os.path.join(checkpoint.dirname, checkpoint.fn_prefix + state)
+    return current_sources(files)["f_history"]
+
+
+class _Unclosed:
+    """A file that its writer cannot close (skorch closes the history's file when done)."""
+
+    def __init__(self, file):
+        self._file = file
+
+    def close(self) -> None:
+        """Nothing: :func:`~ebmclassifier._utils.atomic.atomic_write` syncs and closes it."""
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)

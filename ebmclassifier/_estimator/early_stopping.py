@@ -1,14 +1,16 @@
-"""Early stopping as scikit-learn spells it, run by skorch's own callback and split.
+"""Early stopping as scikit-learn spells it: skorch's own callback, on skorch's own split.
 
 ``early_stopping=True, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4`` are the names
-and defaults of scikit-learn's ``MLPClassifier``. With it, ``fit`` holds out
-``validation_fraction`` of the training data with skorch's ``ValidSplit`` (stratified by
-class, drawn from the fit's seed, ``random_state``), the ``train_split`` that skorch's loop
-calls (:meth:`EarlyStoppingMixin.get_split_datasets`), and stops with skorch's
+and defaults of scikit-learn's ``MLPClassifier``. Every estimator holds a
+:class:`SklearnEarlyStopping` callback (added from its parameters in ``get_default_callbacks``);
+in a ``fit`` with ``early_stopping=True`` it holds out ``validation_fraction`` of the training
+data with skorch's ``ValidSplit`` (stratified by class, drawn from the fit's seed), the split
+the engine's ``get_split_datasets`` hands skorch's loop, and stops as skorch's
 ``EarlyStopping(monitor="valid_loss", patience=n_iter_no_change, threshold=tol,
-threshold_mode="abs", load_best=True)``: after ``n_iter_no_change`` epochs in a row whose
-validation loss is not ``tol`` below the best so far, and the network gets the weights of the
-best epoch back, as ``MLPClassifier`` restores its best coefficients.
+threshold_mode="abs", load_best=True)`` does: after ``n_iter_no_change`` epochs in a row whose
+validation loss is not ``tol`` below the best so far, the network getting the weights of the
+best epoch back, as ``MLPClassifier`` restores its best coefficients. It comes last among the
+callbacks, as a stopping callback does, so that every other callback sees the last epoch.
 
 Where it differs from scikit-learn, and why:
 
@@ -41,10 +43,12 @@ from skorch.dataset import ValidSplit
 
 from .._utils.parameters import ParamChecker, is_int, is_real
 
-__all__ = ["EarlyStoppingMixin"]
-
-#: The name of the early-stopping callback in ``callbacks_`` while an early-stopped fit trains.
-_CALLBACK = "sklearn_early_stopping"
+__all__ = [
+    "SklearnEarlyStopping",
+    "check_early_stopping_params",
+    "holds_out",
+    "stopping_call",
+]
 
 #: ``early_stopping``'s one value besides a bool: stop on the training loss as
 #: ``MLPClassifier`` does without early stopping (:mod:`.training_loss_stopping`), holding out
@@ -65,162 +69,148 @@ def _monitor(item, estimator) -> tuple[str, str | None]:
     return name, monitor if isinstance(monitor, str) else None
 
 
-class EarlyStoppingMixin:
-    """``early_stopping``, ``validation_fraction``, ``n_iter_no_change``, ``tol`` on the
-    estimators (see the module's notes); fitted ``n_iter_``, ``best_epoch_`` and
-    ``best_validation_loss_``."""
+class SklearnEarlyStopping(EarlyStopping):
+    """skorch's ``EarlyStopping`` with the estimator's ``n_iter_no_change`` and ``tol``, acting
+    only in the calls that hold out data (:func:`stopping_call`; see the module's notes).
 
-    #: skorch's ``ValidSplit`` of an early-stopped fit while it trains; None otherwise.
-    _early_stopping_split = None
+    Attributes
+    ----------
+    holds_out : bool
+        Whether the running call holds out ``validation_fraction`` and may stop early.
 
-    def _check_early_stopping_params(self, check: ParamChecker) -> None:
-        """Add the problems of the early-stopping parameters to ``check``."""
-        check.satisfies(
-            "early_stopping",
-            isinstance(self.early_stopping, bool | np.bool_)
-            or (isinstance(self.early_stopping, str) and self.early_stopping == TRAIN_LOSS),
-            f'a bool or "{TRAIN_LOSS}"',
+    Examples
+    --------
+    >>> from ebmclassifier import NGEBMClassifier
+    >>> clf = NGEBMClassifier(early_stopping=True, validation_fraction=0.25, max_epochs=5,
+    ...                       module__hidden_sizes=(8,), random_state=0).fit(X, y)
+    >>> [name for name, cb in clf.callbacks_ if isinstance(cb, SklearnEarlyStopping)]
+    ['sklearn_early_stopping']
+    >>> 1 <= clf.best_epoch_ <= clf.n_iter_ <= 5
+    True
+    """
+
+    def __init__(self) -> None:
+        super().__init__(monitor="valid_loss", threshold_mode="abs", load_best=True)
+        self.holds_out = False
+
+    def split(self, net, X, y, generator: np.random.RandomState):
+        """The held-out split of the training data: skorch's ``ValidSplit(validation_fraction,
+        stratified=True)`` of ``net.get_dataset(X, y)``, stratified by the encoded labels
+        ``y``, drawn from ``generator`` (the fit's ``"split"`` stream)."""
+        split = ValidSplit(net.validation_fraction, stratified=True, random_state=generator)
+        return split(net.get_dataset(X, y), y)
+
+    def on_train_begin(self, net, **kwargs) -> None:
+        super().on_train_begin(net, **kwargs)
+        self.patience, self.threshold = net.n_iter_no_change, net.tol
+
+    def on_epoch_end(self, net, **kwargs) -> None:
+        if self.holds_out:
+            super().on_epoch_end(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs) -> None:
+        if self.holds_out:
+            super().on_train_end(net, **kwargs)
+
+
+def check_early_stopping_params(check: ParamChecker, estimator) -> None:
+    """Add the problems of the early-stopping parameters of ``estimator`` to ``check``."""
+    early_stopping = estimator.early_stopping
+    check.satisfies(
+        "early_stopping",
+        isinstance(early_stopping, bool | np.bool_)
+        or (isinstance(early_stopping, str) and early_stopping == TRAIN_LOSS),
+        f'a bool or "{TRAIN_LOSS}"',
+    )
+    fraction = estimator.validation_fraction
+    ok = is_real(fraction) and 0 < fraction < 1
+    check.satisfies("validation_fraction", ok, "a float in the range (0, 1)")
+    ok = is_int(estimator.n_iter_no_change) and estimator.n_iter_no_change >= 1
+    check.satisfies("n_iter_no_change", ok, "an int >= 1")
+    check.real("tol", 0.0)
+    if (
+        isinstance(early_stopping, bool | np.bool_)
+        and early_stopping
+        and (estimator.train_split is not None)
+    ):
+        check.add(
+            f"{check.owner}(early_stopping=True) holds out validation_fraction of the data "
+            f"itself, but train_split={estimator.train_split!r} holds out data too. Use one: "
+            "train_split=None with early_stopping=True, or early_stopping=False with "
+            "skorch's EarlyStopping callback and this train_split."
         )
-        fraction = self.validation_fraction
-        ok = is_real(fraction) and 0 < fraction < 1
-        check.satisfies("validation_fraction", ok, "a float in the range (0, 1)")
-        ok = is_int(self.n_iter_no_change) and self.n_iter_no_change >= 1
-        check.satisfies("n_iter_no_change", ok, "an int >= 1")
-        check.real("tol", 0.0)
+
+
+def holds_out(estimator, mode: str, y: np.ndarray) -> bool:
+    """Whether this training call stops early; refuse before training what would fail.
+
+    ``mode`` is the estimator's ``_fit``'s: ``"fit"`` and ``"warm_start"`` stop early with
+    ``early_stopping=True``, ``partial_fit`` never (as scikit-learn's). Refused: a split of
+    ``y`` that ``ValidSplit`` cannot stratify, and callbacks that monitor a validation score
+    when the call holds out no data.
+    """
+    held_out = not isinstance(estimator.early_stopping, str) and bool(estimator.early_stopping)
+    early = held_out and mode in ("fit", "warm_start")
+    if not early and estimator.train_split is None:
+        _refuse_validation_monitors(estimator, mode)
+    if early:
+        _check_validation_split(estimator, y)
+    return early
+
+
+def _refuse_validation_monitors(estimator, mode: str) -> None:
+    """A ``ValueError`` for callbacks that read ``valid_*`` scores in a call without any."""
+    callbacks = estimator.callbacks if isinstance(estimator.callbacks, list | tuple) else []
+    for item in callbacks:
+        name, monitor = _monitor(item, estimator)
+        if monitor is None or not monitor.startswith("valid_"):
+            continue
+        where = "train_split=None"
         if (
-            isinstance(self.early_stopping, bool | np.bool_)
-            and self.early_stopping
-            and (self.train_split is not None)
+            mode.startswith("partial")
+            and estimator.early_stopping is not False
+            and not isinstance(estimator.early_stopping, str)
         ):
-            check.add(
-                f"{check.owner}(early_stopping=True) holds out validation_fraction of the data "
-                f"itself, but train_split={self.train_split!r} holds out data too. Use one: "
-                "train_split=None with early_stopping=True, or early_stopping=False with "
-                "skorch's EarlyStopping callback and this train_split."
-            )
-
-    def _held_out(self, mode: str, y: np.ndarray) -> bool:
-        """Whether this training call stops early; refuse before training what would fail.
-
-        ``mode`` is ``_fit``'s: ``"fit"`` and ``"warm_start"`` stop early with
-        ``early_stopping=True``, ``partial_fit`` never (as scikit-learn's). Refused: a split of
-        ``y`` that ``ValidSplit`` cannot stratify, and callbacks that monitor a validation
-        score when the call holds out no data.
-        """
-        held_out = not isinstance(self.early_stopping, str) and bool(self.early_stopping)
-        early = held_out and mode in ("fit", "warm_start")
-        if not early and self.train_split is None:
-            self._refuse_validation_monitors(mode)
-        if early:
-            self._check_validation_split(y)
-        return early
-
-    def _refuse_validation_monitors(self, mode: str) -> None:
-        """A ``ValueError`` for callbacks that read ``valid_*`` scores in a call without any."""
-        callbacks = self.callbacks if isinstance(self.callbacks, list | tuple) else []
-        for item in callbacks:
-            name, monitor = _monitor(item, self)
-            if monitor is None or not monitor.startswith("valid_"):
-                continue
-            where = "train_split=None"
-            if mode.startswith("partial") and self.early_stopping:
-                where += " (early_stopping=True holds out data in fit only, as in scikit-learn)"
-            raise ValueError(
-                f"The callback {name!r} monitors {monitor!r}, a score of held-out data, but "
-                f"{type(self).__name__} holds out none here ({where}); skorch would fail after "
-                f"the first epoch with KeyError: {monitor!r}. Use early_stopping=True (with "
-                "validation_fraction, n_iter_no_change, tol) instead of skorch's EarlyStopping, "
-                "or pass train_split=skorch.dataset.ValidSplit(0.1, stratified=True)."
-            )
-
-    def _check_validation_split(self, y: np.ndarray) -> None:
-        """Refuse a ``validation_fraction`` that cannot hold out every class of ``y``."""
-        split = StratifiedShuffleSplit(1, test_size=self.validation_fraction, random_state=0)
-        try:
-            next(split.split(np.zeros(len(y)), y))
-        except ValueError as err:
-            raise ValueError(
-                f"{type(self).__name__}(early_stopping=True) holds out "
-                f"validation_fraction={self.validation_fraction!r} of the {len(y)} training "
-                f"samples, stratified by class, and cannot: {str(err).rstrip('.')}. Increase "
-                "validation_fraction, give more samples of each class, or set "
-                "early_stopping=False."
-            ) from None
-
-    def _split_seed(self) -> int:
-        """The seed of the held-out split: the fit's seed (an unseeded call's is drawn for the
-        call, or the interrupted call's when it resumes one)."""
-        return self._fit_seed()
-
-    @contextmanager
-    def _early_stopping(self, enabled: bool) -> Iterator[None]:
-        """Train the block with early stopping (if ``enabled``); record ``n_iter_`` and, after an
-        early-stopped fit, ``best_epoch_`` and ``best_validation_loss_`` (other training calls
-        drop them: the weights are no longer that epoch's)."""
-        for name in ("best_epoch_", "best_validation_loss_"):
-            vars(self).pop(name, None)
-        if not enabled:
-            try:
-                yield
-            finally:
-                self.n_iter_ = len(self.history)
-            return
-        callback = EarlyStopping(
-            monitor="valid_loss",
-            patience=self.n_iter_no_change,
-            threshold=self.tol,
-            threshold_mode="abs",
-            load_best=True,
-        ).initialize()
-        split = ValidSplit(
-            self.validation_fraction, stratified=True, random_state=self._split_seed()
+            where += " (early_stopping=True holds out data in fit only, as in scikit-learn)"
+        raise ValueError(
+            f"The callback {name!r} monitors {monitor!r}, a score of held-out data, but "
+            f"{type(estimator).__name__} holds out none here ({where}); skorch would fail after "
+            f"the first epoch with KeyError: {monitor!r}. Use early_stopping=True (with "
+            "validation_fraction, n_iter_no_change, tol) instead of skorch's EarlyStopping, "
+            "or pass train_split=skorch.dataset.ValidSplit(0.1, stratified=True)."
         )
-        self._early_stopping_split = split
-        self.callbacks_.append((_CALLBACK, callback))
-        try:
-            yield
-        finally:
-            self.callbacks_ = [item for item in self.callbacks_ if item[1] is not callback]
-            self._early_stopping_split = None
-            self.n_iter_ = len(self.history)
-        if callback.best_epoch_:
-            self.best_epoch_ = int(callback.best_epoch_)
-            self.best_validation_loss_ = float(self.history[self.best_epoch_ - 1, "valid_loss"])
 
-    def get_split_datasets(self, X, y=None, **fit_params):
-        """skorch's split of the training data; in an early-stopped fit, the held-out split.
 
-        skorch's loop calls it once per training call: while an early-stopped ``fit`` trains it
-        is skorch's ``ValidSplit(validation_fraction, stratified=True, random_state=seed)`` of
-        the data by their encoded labels ``y``, the seed the fit's (``random_state``);
-        otherwise skorch's own, with ``train_split``.
+def _check_validation_split(estimator, y: np.ndarray) -> None:
+    """Refuse a ``validation_fraction`` that cannot hold out every class of ``y``."""
+    fraction = estimator.validation_fraction
+    split = StratifiedShuffleSplit(1, test_size=fraction, random_state=0)
+    try:
+        next(split.split(np.zeros(len(y)), y))
+    except ValueError as err:
+        raise ValueError(
+            f"{type(estimator).__name__}(early_stopping=True) holds out "
+            f"validation_fraction={fraction!r} of the {len(y)} training "
+            f"samples, stratified by class, and cannot: {str(err).rstrip('.')}. Increase "
+            "validation_fraction, give more samples of each class, or set "
+            "early_stopping=False."
+        ) from None
 
-        Parameters
-        ----------
-        X : the training data as skorch holds them (tensors, or a dataset)
-        y : Tensor of shape (n_samples,) or None
-            The encoded labels, by which the held-out split is stratified.
-        **fit_params
-            Passed to ``train_split`` (skorch's split only).
 
-        Returns
-        -------
-        dataset_train, dataset_valid : torch Datasets (``dataset_valid`` None without a split)
-
-        Examples
-        --------
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(early_stopping=True, validation_fraction=0.25, max_epochs=5,
-        ...                       module__hidden_sizes=(8,), random_state=0).fit(X, y)
-        >>> 1 <= clf.best_epoch_ <= clf.n_iter_ <= 5
-        True
-        >>> len(clf.history[:, "valid_loss"]) == clf.n_iter_  # the loss on 10 held-out samples
-        True
-        >>> _, valid = clf.get_split_datasets(X, y)  # outside a fit: train_split=None's
-        >>> valid is None
-        True
-        """
-        split = self._early_stopping_split
-        if split is None:
-            return super().get_split_datasets(X, y, **fit_params)
-        return split(self.get_dataset(X, y), y)
+@contextmanager
+def stopping_call(estimator, callback: SklearnEarlyStopping, enabled: bool) -> Iterator[None]:
+    """Train the block with ``callback`` holding out data (if ``enabled``); record ``n_iter_``
+    and, after an early-stopped fit, ``best_epoch_`` and ``best_validation_loss_`` (other
+    training calls drop them: the weights are no longer that epoch's)."""
+    for name in ("best_epoch_", "best_validation_loss_"):
+        vars(estimator).pop(name, None)
+    callback.holds_out = enabled
+    try:
+        yield
+    finally:
+        callback.holds_out = False
+        estimator.n_iter_ = len(estimator.history)
+    if enabled and callback.best_epoch_:
+        estimator.best_epoch_ = int(callback.best_epoch_)
+        loss = estimator.history[estimator.best_epoch_ - 1, "valid_loss"]
+        estimator.best_validation_loss_ = float(loss)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 
 from skorch.callbacks import Callback
 
@@ -69,13 +69,17 @@ class TrainingLossStopping(Callback):
     """Stop a fit once its training loss has not improved by ``tol`` for more than
     ``n_iter_no_change`` epochs in a row (:func:`no_improvement_counts`).
 
-    The estimators add it to a ``fit`` with ``early_stopping="train_loss"`` (not to
-    ``partial_fit``, which never stops early), from their ``n_iter_no_change`` and ``tol``.
+    Every estimator holds one (added from its parameters in ``get_default_callbacks``); it
+    acts in a ``fit`` with ``early_stopping="train_loss"`` (:func:`stopping_on_training_loss`),
+    never in ``partial_fit``, from the estimator's ``n_iter_no_change`` and ``tol``. Its count
+    starts again with each call, also with a call resumed from a saved training state.
 
-    Parameters
+    Attributes
     ----------
-    n_iter_no_change : int, default=10
-    tol : float, default=1e-4
+    active : bool
+        Whether the running call stops on the training loss.
+    stopped_ : bool
+        Whether it stopped the last call.
 
     Examples
     --------
@@ -88,17 +92,17 @@ class TrainingLossStopping(Callback):
     5
     """
 
-    def __init__(self, n_iter_no_change: int = 10, tol: float = 1e-4):
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-
-    def initialize(self) -> TrainingLossStopping:
-        self.best_loss_ = math.inf
-        self.no_improvement_count_ = 0
+    def __init__(self) -> None:
+        self.active = False
         self.stopped_ = False
-        return self
+
+    def on_train_begin(self, net, **kwargs) -> None:
+        self.n_iter_no_change, self.tol = net.n_iter_no_change, net.tol
+        self.best_loss_, self.no_improvement_count_, self.stopped_ = math.inf, 0, False
 
     def on_epoch_end(self, net, **kwargs) -> None:
+        if not self.active:
+            return
         self.best_loss_, self.no_improvement_count_ = _after(
             self.best_loss_, self.no_improvement_count_, net.history[-1, "train_loss"], self.tol
         )
@@ -107,37 +111,28 @@ class TrainingLossStopping(Callback):
             raise KeyboardInterrupt  # skorch's way of ending the loop, as its EarlyStopping
 
 
-def stopping_on_training_loss(net, mode: str) -> AbstractContextManager:
-    """What the training call runs in: with a :class:`TrainingLossStopping` of ``net``'s
-    ``n_iter_no_change`` and ``tol`` among its callbacks in a ``fit`` with
-    ``early_stopping="train_loss"``; as it is otherwise, after warning, in a ``fit`` without
-    early stopping that sets them, that they do nothing.
+@contextmanager
+def stopping_on_training_loss(net, callback: TrainingLossStopping, mode: str) -> Iterator[None]:
+    """Train the block with ``callback`` stopping on the training loss in a ``fit`` with
+    ``early_stopping="train_loss"``; in a ``fit`` without early stopping that sets
+    ``n_iter_no_change`` or ``tol``, warn that they do nothing.
 
     Parameters
     ----------
     net : the estimator, its parameters checked
+    callback : TrainingLossStopping
+        The one ``net`` holds.
     mode : {"fit", "warm_start", "partial_first", "partial"}
         The training call (``partial_fit`` never stops early).
-
-    Returns
-    -------
-    context manager
     """
     fits = mode in _FIT_MODES
-    if fits and isinstance(net.early_stopping, str):  # the one string: "train_loss"
-        return _with_callback(net, TrainingLossStopping(net.n_iter_no_change, net.tol))
     if fits and not net.early_stopping:
         _warn_if_set(net)
-    return nullcontext()
-
-
-@contextmanager
-def _with_callback(net, callback: TrainingLossStopping) -> Iterator[None]:
-    net.callbacks_.append(("training_loss_stopping", callback.initialize()))
+    callback.active = fits and isinstance(net.early_stopping, str)  # the one: "train_loss"
     try:
         yield
     finally:
-        net.callbacks_ = [item for item in net.callbacks_ if item[1] is not callback]
+        callback.active = False
 
 
 def _warn_if_set(net) -> None:

@@ -1,10 +1,10 @@
-"""Where an estimator computes, and the seed of its training.
+"""Where an estimator computes.
 
 ``device="auto"`` is resolved in ``fit`` only (:func:`resolve_device`), so that importing,
 constructing and pickling an estimator never touch CUDA (a parent that did could not fork
 workers that use it). The resolved device is the fitted attribute ``device_``; the parameter
-keeps the value it was given. A fit's seed comes from :func:`draw_seed`; its generators are
-those of :mod:`~ebmclassifier._utils.generators`.
+keeps the value it was given. (A fit's seed and generators are those of
+:mod:`~ebmclassifier._utils.generators`.)
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from __future__ import annotations
 import os
 
 import torch
-from sklearn.utils import check_random_state
 
 __all__ = [
     "available_memory",
     "device_problem",
-    "draw_seed",
     "module_device",
     "network_bytes",
     "pickled_tensor_device",
@@ -140,12 +138,6 @@ def network_bytes(module: type, kwargs: dict) -> int | None:
     except Exception:  # the real build says what is wrong, if anything
         return None
     return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def draw_seed(random_state) -> int:
-    """The fit's seed, drawn from ``random_state`` (an int, a RandomState, or None for numpy's
-    global generator, as scikit-learn's ``check_random_state`` reads it)."""
-    return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
 def pickled_tensor_device(state: dict) -> str:

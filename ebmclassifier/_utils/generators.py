@@ -1,12 +1,14 @@
-"""The random draws of a fit: generators of its own, never torch's global one.
+"""The random draws of a fit: its seed, and generators of its own, never torch's global one.
 
-Every random draw of a fit comes from a ``torch.Generator`` that the fit owns, seeded from
-``(seed, epoch, purpose)`` (:class:`FitGenerators`): the batch order, the augmentations,
-sampled negatives, SGLD's noise and the replay buffer's draws, the latent model's Gumbel and
-score-function samples. Two fits in two threads of one process then draw what each draws
-alone, and the caller's generators are never read or moved. A run resumed after epoch ``k``
-derives the generators of epoch ``k + 1`` from the same three numbers, so it draws what the
-uninterrupted run draws.
+The fit's seed comes from ``random_state`` (:func:`draw_seed`), and every random draw of a fit
+from a generator that the fit owns, seeded from ``(seed, epoch, purpose)``
+(:class:`FitGenerators`): the batch order, the augmentations, sampled negatives, SGLD's noise
+and the replay buffer's draws, the latent model's Gumbel and score-function samples, the held-
+out split of early stopping, and what a call draws before its first epoch (class growth,
+generated replay; the class reservoir by its position in the stream). Two fits in two threads of
+one process then draw what each draws alone, and the caller's generators are never read or
+moved. A run resumed after epoch ``k`` derives the generators of epoch ``k + 1`` from the same
+three numbers, so it draws what the uninterrupted run draws.
 
 Two things in torch draw from the process's global generator and take no other:
 ``nn.Module.reset_parameters`` (the initial weights of any network, the user's too) and
@@ -20,6 +22,7 @@ generator while a network is being built sees it seeded (the window is the build
 
 from __future__ import annotations
 
+import numbers
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +35,7 @@ __all__ = [
     "GLOBAL_RNG_LOCK",
     "FitGenerators",
     "derived_seed",
+    "draw_seed",
     "draws_from_global_rng",
     "global_rng",
     "make_generator",
@@ -52,9 +56,14 @@ PURPOSES = (
     "latent",  # Gumbel noise and score-function samples
     "buffer",  # the chains that start a replay buffer
     "global",  # torch's global generator, for the layers that draw from it (dropout)
+    "grow",  # the rows of the output layer that class-incremental learning adds
+    "reservoir",  # the class reservoir's Algorithm R (a numpy stream, by the stream's position)
+    "generated",  # generated replay's chains
+    "split",  # early stopping's held-out split (a numpy RandomState, as skorch's ValidSplit)
 )
-#: When a generator draws: in an epoch, or when a call begins (before its first epoch).
-PHASES = ("epoch", "call")
+#: When a generator draws: in an epoch, when a call begins (before its first epoch), or at a
+#: position of a stream of calls (the class reservoir's count of samples seen).
+PHASES = ("epoch", "call", "position")
 
 #: Layers whose forward pass draws from torch's global generator in training mode.
 RANDOM_LAYERS = (
@@ -66,6 +75,43 @@ RANDOM_LAYERS = (
     nn.FeatureAlphaDropout,
     nn.RReLU,
 )
+
+
+def draw_seed(random_state) -> int:
+    """The fit's seed, drawn from ``random_state`` as scikit-learn's ``check_random_state``
+    reads it: an int seeds a ``RandomState``, a ``RandomState`` is drawn from, None draws from
+    numpy's global generator.
+
+    Parameters
+    ----------
+    random_state : int, numpy.random.RandomState or None
+
+    Returns
+    -------
+    int
+        In ``[0, 2**31 - 1)``.
+
+    Raises
+    ------
+    ValueError
+        For any other ``random_state``.
+
+    Examples
+    --------
+    >>> draw_seed(0) == draw_seed(np.random.RandomState(0)) == 209652396
+    True
+    """
+    if random_state is None or random_state is np.random:
+        state = np.random  # the global RandomState's randint
+    elif isinstance(random_state, numbers.Integral):
+        state = np.random.RandomState(random_state)
+    elif isinstance(random_state, np.random.RandomState):
+        state = random_state
+    else:
+        raise ValueError(
+            f"{random_state!r} cannot be used to seed a numpy.random.RandomState instance"
+        )
+    return int(state.randint(0, 2**31 - 1))
 
 
 def derived_seed(seed: int, *key: int) -> int:
@@ -145,11 +191,31 @@ class FitGenerators:
             generator.manual_seed(self.seed_for(purpose))
 
     def seed_for(self, purpose: str) -> int:
-        """The seed of ``purpose``'s generator now."""
+        """The seed of ``purpose``'s generator now.
+
+        Two purposes keep the seeds they had before the fit's generators: the batch order
+        ``seed + epoch``, the held-out split of early stopping the fit's seed itself.
+        """
         if purpose == "shuffle" and self.phase == "epoch":
             return self.seed + self.epoch
+        if purpose == "split":
+            return self.seed
         key = (self.epoch, PHASES.index(self.phase), PURPOSES.index(purpose))
         return derived_seed(self.seed, *key)
+
+    def random_state(self, purpose: str) -> np.random.RandomState:
+        """A numpy ``RandomState`` of ``purpose`` now, for what scikit-learn draws (skorch's
+        ``ValidSplit``): early stopping's held-out split draws from ``RandomState(seed)``,
+        as an int seed made it draw before."""
+        return np.random.RandomState(self.seed_for(purpose) % 2**32)
+
+    def at_position(self, purpose: str, position: int) -> np.random.Generator:
+        """A numpy generator of ``purpose`` seeded from ``(seed, position)``: for a stream of
+        calls whose draw depends on how far the stream has come, not on the epoch (the class
+        reservoir, by the samples it has seen), so that a resumed stream draws what an
+        uninterrupted one does."""
+        key = (int(position), PHASES.index("position"), PURPOSES.index(purpose))
+        return np.random.default_rng(derived_seed(self.seed, *key))
 
     def __call__(self, purpose: str, device: torch.device | str) -> torch.Generator:
         """The generator of ``purpose`` on ``device`` (the same object all call long)."""

@@ -17,7 +17,10 @@ mixin does not wrap; the mixin needs the ``accelerate`` package, which the libra
 depend on; and skorch documents that nets wrapped by it cannot be pickled, while these
 estimators must pickle and ``save``.
 
-Everything here is a plain function of a precision name and a device.
+:class:`Precision` is the one object an estimator builds from its ``precision`` parameter: the
+forward passes' context, the loss scaling of the backward pass, the optimizer step and the
+scale's state; the functions below are its parts, each a plain function of a precision name and
+a device.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch
 __all__ = [
     "FD_STEPS",
     "PRECISIONS",
+    "Precision",
     "autocast",
     "full_precision",
     "grad_scaler",
@@ -190,3 +194,105 @@ def grad_scaler(
         return None
     kwargs = {} if init_scale is None else {"init_scale": init_scale}
     return torch.amp.GradScaler(device.type, **kwargs)
+
+
+class Precision:
+    """The precision of an estimator's networks: autocast, loss scaling, the optimizer step.
+
+    Built from the estimator's ``precision`` parameter and device. The forward passes of
+    training and of inference run under :meth:`autocast` (:meth:`run` also hands back float32);
+    in float16 the backward pass is scaled and the optimizers step through the scaler
+    (:meth:`backward`, :meth:`step`), whose scale is the object's state (:meth:`state_dict`).
+
+    Parameters
+    ----------
+    name : {"float32", "bfloat16", "float16"}, default="float32"
+    device : torch.device or str, default="cpu"
+    scale : float or None, default=None
+        The float16 scaler's scale to start from (the last fit's), None for torch's 2**16.
+    training : bool, default=True
+        False for the forward passes alone (inference): no loss scaling, skorch's plain step.
+
+    Examples
+    --------
+    >>> import torch
+    >>> precision = Precision("bfloat16", "cpu")
+    >>> layer = torch.nn.Linear(3, 2)
+    >>> precision.run(layer)(torch.ones(1, 3)).dtype  # autocast inside, float32 out
+    torch.float32
+    >>> precision.state_dict(), Precision("float16", "cpu", scale=8.0).state_dict()
+    ({}, {'scale': 8.0})
+    """
+
+    def __init__(
+        self, name: str = "float32", device="cpu", scale: float | None = None, training=True
+    ):
+        self.name = name
+        self.device = torch.device(device)
+        self.scaler = grad_scaler(name, self.device, scale) if training else None
+        self._scaled = False  # whether the last backward pass was scaled: the scaler steps
+
+    @property
+    def fd_step(self) -> float:
+        """The relative finite-difference step of this precision (:data:`FD_STEPS`)."""
+        return FD_STEPS[self.name]
+
+    def autocast(self) -> AbstractContextManager:
+        """The context of the forward passes (:func:`autocast`; nothing for float32)."""
+        return autocast(self.name, self.device)
+
+    def run(self, fn):
+        """``fn`` (a network, or a function of one) under :meth:`autocast`, its tensor result in
+        float32 (:func:`full_precision`); ``fn`` itself in float32."""
+        if self.name == "float32":
+            return fn
+
+        def run(*args, **kwargs) -> torch.Tensor:
+            with self.autocast():
+                return full_precision(fn(*args, **kwargs))
+
+        return run
+
+    def backward(self, loss: torch.Tensor, optimizers: list) -> None:
+        """``loss.backward()``; in float16 scaled, then unscaled in ``optimizers``.
+
+        Unscaled here, so that what runs between the backward pass and the step (skorch's
+        ``on_grad_computed``: gradient clipping) sees the gradients at their true scale, as
+        torch's AMP guide does it.
+        """
+        if self.scaler is None:
+            loss.backward()
+            return
+        self.scaler.scale(loss).backward()
+        for optimizer in optimizers:
+            self.scaler.unscale_(optimizer)
+        self._scaled = True
+
+    def step(self, step_fn, optimizers: list, plain_step) -> None:
+        """The optimizer step: ``plain_step(step_fn)`` (skorch's, with its closure), or in
+        float16 ``step_fn()`` then the scaler's step of each optimizer and its update.
+
+        A ``GradScaler`` takes no closure, so the step's work runs first, as skorch's
+        ``AccelerateMixin`` does; the scaler skips a step whose gradients overflowed. A step
+        without a scaled backward pass (a step the estimator rejected) leaves the optimizers
+        and the scale alone.
+        """
+        if self.scaler is None:
+            plain_step(step_fn)
+            return
+        step_fn()
+        if not self._scaled:
+            return
+        self._scaled = False
+        for optimizer in optimizers:
+            self.scaler.step(optimizer)
+        self.scaler.update()
+
+    def state_dict(self) -> dict:
+        """The scale of float16's scaler (``{"scale": ...}``); empty for the others."""
+        return {} if self.scaler is None else {"scale": float(self.scaler.get_scale())}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Start again from a :meth:`state_dict`."""
+        self.scaler = grad_scaler(self.name, self.device, state.get("scale"))
+        self._scaled = False

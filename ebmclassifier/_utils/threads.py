@@ -3,11 +3,10 @@
 torch splits each operation (a matrix product, a convolution) over its intra-op threads, by
 default one per core. On the small networks this library trains by default the pieces are too
 small to pay for the splitting, and when another process keeps a core busy the threads wait for
-each other at every operation: measured on two cores with one of them busy, a training step of
-the digits' default MLP or ConvNet took about 100 times longer with two threads than with one,
-while on a quiet machine the second thread gained 10-20 % (``benchmarks/threads.py``; the
-table is in ``docs/performance.md``). Larger networks gain more from threads on a quiet
-machine (1.7x on two cores, up to 6x on 16), and lose 6-25x when oversubscribed.
+each other at every operation, so that a second thread costs far more beside a busy core than
+it gains on a quiet machine; larger networks gain more from threads on a quiet machine, and
+lose as much when oversubscribed (measured in :doc:`/performance`, "Threads on a shared
+machine": ``benchmarks/threads.py``).
 
 So ``n_threads="auto"`` (the estimators' default) runs a call on one thread when the forward
 pass of one batch costs fewer than :data:`AUTO_ONE_THREAD_MACS` multiply-accumulates, and on
@@ -42,11 +41,9 @@ __all__ = [
 ]
 
 #: Below this many multiply-accumulates in the forward pass of one batch, ``n_threads="auto"``
-#: runs on one thread. Measured on two cores (``benchmarks/threads.py``, ``docs/performance.md``):
-#: the digits' default MLP (5.4 M per batch of 64) and ConvNet (41 M) gain 10-20 % from a
-#: second thread on a quiet machine and lose about 100x beside one busy core; a 1024x1024 MLP on
-#: 784 features (238 M per batch of 128) and the ConvNet on 3x32x32 images (694 M per batch of
-#: 64) gain 1.7-1.8x from two threads when the machine is quiet.
+#: runs on one thread: between the digits' default networks (tens of millions per batch), which
+#: a second thread barely helps, and the larger ones (hundreds of millions), which it does (the
+#: measurements are in docs/performance.md, "Threads on a shared machine").
 AUTO_ONE_THREAD_MACS = 100_000_000
 
 _CONVOLUTIONS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)

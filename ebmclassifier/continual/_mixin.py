@@ -1,11 +1,14 @@
 """The estimators' face over class-incremental learning: ``ClassIncrementalMixin``.
 
-It fills the base's hooks ``_accept_new_classes`` (a continuing fit whose labels are new grows
-``classes_`` and the output layer, :mod:`~ebmclassifier.continual.output_layer`) and
-``_add_replay`` (the per-class reservoir, :mod:`~ebmclassifier.continual.reservoir`, and
-generated replay, :mod:`~ebmclassifier.continual.generated`, mixed into each fit's data),
-resolves ``"auto"`` (:data:`AUTO`), warns when an energy term meets restricted negatives
-without replay, and validates the parameters (``class_incremental``, ``negatives``,
+A mixin, because what it changes is what the user calls: ``partial_fit`` (and a warm-started
+``fit``) accepting new labels. It fills the face's hooks: ``_resolve_auto_params`` (``"auto"``,
+:data:`AUTO`), ``_accept_new_classes`` (a continuing fit whose labels are new grows ``classes_``
+and the output layer, :mod:`~ebmclassifier.continual.output_layer`), ``_add_replay`` (the
+per-class reservoir, :mod:`~ebmclassifier.continual.reservoir`, and generated replay,
+:mod:`~ebmclassifier.continual.generated`, mixed into each fit's data) and the engine's
+``_negatives`` (the classes the classification term contrasts). Its draws come from the call's
+generators (the engine's ``_call_generators``). It warns when an energy term meets restricted
+negatives without replay, and validates the parameters (``class_incremental``, ``negatives``,
 ``replay_per_class``, ``generated_per_class``, ``generated_steps``, which are the estimators'
 own, so that scikit-learn's ``get_params`` sees them).
 """
@@ -13,23 +16,20 @@ own, so that scikit-learn's ``get_params`` sees them).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 
 import numpy as np
 import torch
 
 from .._utils.data import grow_class_counts
-from .._utils.generators import make_generator
 from .._utils.parameters import ParamChecker, is_int
 from .._utils.statistics import column_mean_std
 from .._utils.validation import as_numpy
 from .._utils.warn import warn_user
-from ..losses import criterion_mean, negatives_cross_entropy
 from .generated import generate_class_samples
 from .output_layer import grow_output_layer, output_layer
 from .reservoir import class_reservoirs, replay_weights
 
-__all__ = ["AUTO", "CONTINUAL_ATTRIBUTES", "ClassIncrementalMixin"]
+__all__ = ["AUTO", "CONTINUAL_ATTRIBUTES", "RESERVOIR_ATTRIBUTES", "ClassIncrementalMixin"]
 
 #: The fitted attributes of the reservoir, saved with the estimator.
 RESERVOIR_ATTRIBUTES = ("reservoir_X_", "reservoir_y_", "reservoir_seen_")
@@ -55,6 +55,9 @@ class ClassIncrementalMixin:
     The parameters ``negatives``, ``replay_per_class`` and ``generated_per_class`` take
     ``"auto"``, resolved at every fit from ``class_incremental`` (:data:`AUTO`) into the
     fitted attributes ``negatives_``, ``replay_per_class_`` and ``generated_per_class_``.
+    An estimator says through ``_has_energy_term()`` whether its loss has an energy term
+    besides the classification (default False): a call that adds classes warns when that
+    term meets restricted negatives without replay.
     """
 
     def _validate_own_params(self, check: ParamChecker) -> None:
@@ -70,10 +73,18 @@ class ClassIncrementalMixin:
             check.satisfies(name, ok, "'auto' or an int >= 0")
         check.integer("generated_steps", 0)
 
-    def _resolved(self, name: str):
-        """The value of the parameter ``name``, ``"auto"`` resolved (see :data:`AUTO`)."""
-        value = getattr(self, name)
-        return AUTO[bool(self.class_incremental)][name] if _is_auto(value) else value
+    def _resolve_auto_params(self) -> None:
+        """``negatives_``, ``replay_per_class_``, ``generated_per_class_``: the parameters of
+        the same names with ``"auto"`` resolved from ``class_incremental`` (:data:`AUTO`)."""
+        super()._resolve_auto_params()
+        for name, auto in AUTO[bool(self.class_incremental)].items():
+            value = getattr(self, name)
+            setattr(self, f"{name}_", auto if _is_auto(value) else value)
+
+    def _negatives(self) -> str | int:
+        """The classes the classification term contrasts: ``negatives_`` (resolved once per
+        call, with the other ``"auto"`` parameters)."""
+        return self.negatives_
 
     def _has_energy_term(self) -> bool:
         """Whether the loss has an energy term besides the classification; here none."""
@@ -86,61 +97,6 @@ class ClassIncrementalMixin:
         mean, std = column_mean_std(X)
         self.input_mean_ = torch.as_tensor(mean, device=self.device_)
         self.input_std_ = torch.as_tensor(std, device=self.device_)
-
-    def classification_loss(
-        self, logits: torch.Tensor, y: torch.Tensor, sample_weight: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """The classification term, over the classes that ``negatives`` chooses.
-
-        :func:`~ebmclassifier.losses.negatives_cross_entropy` of ``criterion_``: with
-        ``negatives="all"`` the criterion over every class (the base's
-        ``classification_loss``); ``"batch"`` and an int ``k`` leave classes out of the
-        normalising term. It is the term that :func:`~ebmclassifier.losses.ngebm_loss` and
-        :func:`~ebmclassifier.losses.jem_loss` build from the same arguments, in training and
-        validation.
-
-        Parameters
-        ----------
-        logits : Tensor of shape (n, n_classes)
-        y : Tensor of shape (n,), int64 labels in ``0..n_classes-1``
-        sample_weight : Tensor of shape (n,) or None, default=None
-
-        Returns
-        -------
-        scalar Tensor
-
-        Examples
-        --------
-        >>> import torch
-        >>> from ebmclassifier import NGEBMClassifier
-        >>> clf = NGEBMClassifier(negatives="batch", max_epochs=1, module__hidden_sizes=(8,))
-        >>> clf = clf.fit(X, y)
-        >>> logits = torch.tensor([[0.0, 0.0, 9.0]])  # class 2 is not in this batch
-        >>> round(float(clf.classification_loss(logits, torch.tensor([0]))), 4)
-        0.0
-        """
-        return negatives_cross_entropy(
-            logits, y, sample_weight=sample_weight, **self._classification()
-        )
-
-    def _classification(self) -> dict:
-        """How the losses build the classification term: ``criterion`` and ``negatives``.
-
-        ``criterion_`` averaged per sample by :func:`~ebmclassifier.losses.criterion_mean`,
-        restricted to the classes that ``negatives`` chooses: the arguments that
-        :func:`~ebmclassifier.losses.ngebm_loss`, :func:`~ebmclassifier.losses.jem_loss` and
-        :meth:`classification_loss` pass to
-        :func:`~ebmclassifier.losses.negatives_cross_entropy`, so that the whole loss is built
-        in ``losses.py`` without a call back to the estimator; with ``negatives=k`` the
-        epoch's generator draws them.
-        """
-        # resolved once per fit, with the other "auto" parameters, before training starts
-        negatives = self.negatives_
-        return {
-            "criterion": partial(criterion_mean, self.criterion_),
-            "negatives": negatives,
-            "generator": None if isinstance(negatives, str) else self._generator("negatives"),
-        }
 
     # ------------------------------------------------------------------ growing the classes
 
@@ -186,8 +142,7 @@ class ClassIncrementalMixin:
                 f"{len(old)} classes: expose the layer that computes the logits as "
                 "'last_layer'."
             )
-        # a new draw at every growth
-        generator = make_generator(self._fit_seed() * 7919 + len(self.history))
+        generator = self._call_generators()("grow", "cpu")  # a new draw at every growth
         grow_output_layer(layer, old_rows, len(classes), self.optimizer_, generator)
         self.label_encoder_.classes_ = classes
         grow_class_counts(self, old_rows, len(classes))
@@ -198,11 +153,7 @@ class ClassIncrementalMixin:
             self.reservoir_y_ = torch.as_tensor(old_rows)[self.reservoir_y_.cpu()]
         if hasattr(self, "generated_y_"):
             self.generated_y_ = torch.as_tensor(old_rows)[self.generated_y_.cpu()]
-        self._grow_class_state(old_rows, len(classes))
         return old_rows
-
-    def _grow_class_state(self, old_rows: np.ndarray, n_classes: int) -> None:
-        """Grow what else the estimator keeps per class (JEM: its chain start)."""
 
     # ------------------------------------------------------------------ replay
 
@@ -211,17 +162,15 @@ class ClassIncrementalMixin:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The fit's data with replayed samples appended: stored, then generated.
 
-        Resolves the ``"auto"`` parameters first. The reservoir's samples stored before this
-        call are appended, then the chunk's samples of positive weight enter the reservoir. A
-        call that added classes (``old_rows``, the rows of the classes known before it) draws
+        The reservoir's samples stored before this call are appended, then the chunk's
+        samples of positive weight enter the reservoir. A call that added classes
+        (``old_rows``, the rows of the classes known before it) draws
         ``generated_per_class`` samples of each of those classes from the model
-        (:meth:`_generate`), kept until the next such call and appended to every call's data.
-        Each replayed class weighs, in all, as much as an average class of the chunk (times
-        its ``class_weight``; :func:`~ebmclassifier.continual.replay_weights`), per kind of
-        replay. ``reset`` (a fresh fit) empties both memories first.
+        (:meth:`_generate`), kept until the next such call and appended to every call's
+        data. Each replayed class weighs, in all, as much as an average class of the chunk
+        (times its ``class_weight``; :func:`~ebmclassifier.continual.replay_weights`), per
+        kind of replay. ``reset`` (a fresh fit) empties both memories first.
         """
-        for name in AUTO[True]:
-            setattr(self, f"{name}_", self._resolved(name))
         if not isinstance(X, np.ndarray) and (self.replay_per_class_ or self.generated_per_class_):
             raise ValueError(
                 f"{type(self).__name__} replays stored or generated samples by mixing them into "
@@ -250,20 +199,6 @@ class ClassIncrementalMixin:
             self._warn_energy_term_alone()
         return X, y, weights
 
-    def _call_start_names(self) -> tuple[str, ...]:
-        """The base's, and the reservoir, which a call updates from its data as it begins."""
-        return (*super()._call_start_names(), *RESERVOIR_ATTRIBUTES)
-
-    def _load_resume_state(self, state: dict, *, in_fit: bool) -> None:
-        """A state written before the call's start was kept generically: its reservoir."""
-        super()._load_resume_state(state, in_fit=in_fit)
-        if "reservoir_before" in state and not self._fitting:  # not yet mixed into the data
-            for name in RESERVOIR_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.__dict__.update(
-                {k: v for k, v in state["reservoir_before"].items() if k in RESERVOIR_ATTRIBUTES}
-            )
-
     def _update_reservoir(self, X: np.ndarray, y: np.ndarray, counted: np.ndarray):
         """The samples stored before this call; the chunk's counted samples then enter."""
         n_classes = len(self.classes_)
@@ -274,8 +209,8 @@ class ClassIncrementalMixin:
         stored_X = self.reservoir_X_.cpu().numpy()
         stored_y = self.reservoir_y_.cpu().numpy()
         seen = self.reservoir_seen_.cpu().numpy()
-        # Seeded by the stream's position: a resumed stream draws what an uninterrupted one does
-        rng = np.random.default_rng([self._fit_seed(), int(seen.sum())])
+        # by the stream's position: a resumed stream draws what an uninterrupted one does
+        rng = self._call_generators().at_position("reservoir", int(seen.sum()))
         entering = np.where(counted, y, -1)  # the samples of zero weight enter no reservoir
         kept_X, kept_y, seen = class_reservoirs(
             stored_X, stored_y, seen, X, entering, self.replay_per_class_, rng
@@ -307,13 +242,11 @@ class ClassIncrementalMixin:
 
         :func:`~ebmclassifier.continual.generate_class_samples`: proximal SGLD on the
         class-conditional energy ``E(x, y) = -f(x)[y]``, ``generated_steps`` steps inside the
-        input range, from the first fit's per-feature Gaussian; seeded by ``random_state`` and
-        the stream's position, so that a resumed stream draws what an uninterrupted one does.
+        input range, from the first fit's per-feature Gaussian; drawn from the call's generator
+        (its seed and epoch), so that a resumed stream draws what an uninterrupted one does.
         Sets ``generated_X_`` (float32) and ``generated_y_``.
         """
         labels = torch.as_tensor(np.repeat(rows, self.generated_per_class_), dtype=torch.int64)
-        key = [self._fit_seed(), len(self.history), 1]
-        seed = int(np.random.SeedSequence(key).generate_state(1)[0])
         self.generated_X_ = generate_class_samples(
             self.module_,
             labels,
@@ -322,7 +255,7 @@ class ClassIncrementalMixin:
             low=self.input_min_,
             high=self.input_max_,
             n_steps=self.generated_steps,
-            generator=make_generator(seed, self.device_),
+            generator=self._call_generators()("generated", self.device_),
         )
         self.generated_y_ = labels
 

@@ -9,7 +9,11 @@ those that are not named for a kind of replay have none
 
 The regulariser baseline of the continual-learning literature, LwF's distillation (Li &
 Hoiem 2016), is :class:`LwFClassifier`: a subclass through the documented ``compute_loss``
-hook that adds :func:`distillation_loss` of the previous task's model on the new data.
+hook that adds :func:`distillation_loss` of the previous task's model on the new data. Both
+stay private to the command rather than join the continual wing: LwF is the baseline the
+library's methods are measured against (and it forgets: docs/continual.md), its task
+boundaries are the command's (``remember_model`` before each task), and ``save`` writes no
+frozen teacher.
 """
 
 from __future__ import annotations

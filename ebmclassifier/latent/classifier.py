@@ -62,10 +62,10 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         did not see is read as one reserved out-of-vocabulary token, whose embedding ``fit``
         never trains (it keeps its initial value).
     gradient : str, default="spigot_ce"
-        ``"ste"``, ``"spigot"``, ``"spigot_ce"``, ``"spigot_eg"``, ``"softmax"``,
-        ``"sparsemax"``, ``"gumbel"``, ``"gumbel_st"`` or ``"sfe"``; see
-        :mod:`ebmclassifier.latent.methods`. ``"marginals"`` and ``"sparsemap"`` (the SPIGOT
-        paper's names for trees) are the same methods as ``"softmax"`` and ``"sparsemax"``.
+        One of :data:`~ebmclassifier.latent.methods.GRADIENTS` (the surrogates and relaxations
+        named above), or one of their aliases
+        (:data:`~ebmclassifier.latent.methods.GRADIENT_ALIASES`: the SPIGOT paper's names for
+        trees); see :mod:`ebmclassifier.latent.methods`.
     step_size : float, default=1.0
         ``eta``, the step of the surrogates' inner updates of ``z``.
     inner_steps : int, default=1
@@ -445,7 +445,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         True
         """
         check_is_fitted(self)
-        return self._map_batches(X, self._in_precision(self.module_.predict_latent))
+        return self._map_batches(X, self._as_inference(self.module_.predict_latent))
 
     def transform(self, X) -> np.ndarray:
         """Latent marginals ``softmax(s(x))``: usable as a feature step of a Pipeline.
@@ -475,7 +475,7 @@ class LatentStructureClassifier(TransformerMixin, EBMClassifierBase):
         ((60, 3), dtype('float32'), True)
         """
         check_is_fitted(self)
-        return self._map_batches(X, self._in_precision(self.module_.latent_features))
+        return self._map_batches(X, self._as_inference(self.module_.latent_features))
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the columns of :meth:`transform`, for ``set_output`` and pipelines.

@@ -10,9 +10,8 @@
   ``training_state=True``), and fitted tensors such as ``input_min_``. Every tensor is saved on
   the CPU.
 
-Both writers replace a path at once (a temporary file beside it, synced, then renamed over
-it), so that the target is always the old file or the new one, never a torn one; they write
-only over a regular file, keeping its owner and mode (:mod:`ebmclassifier._utils.atomic`).
+Both writers replace a path at once, so that it is always the old file or the new one, and
+write only over a regular file, keeping its owner and mode (:mod:`ebmclassifier._utils.atomic`).
 
 :func:`load` rebuilds the estimator from these alone: no ``fit``, no data. A file may come from
 anyone, and ``load`` treats it so:
@@ -33,28 +32,21 @@ anyone, and ``load`` treats it so:
   <ebmclassifier.saving._allowed_classes.ATTRIBUTE_KINDS>`: a tuple of positive ints for
   ``input_shape_``, a tensor from ``weights.pt`` for ``input_min_``, ...); the states of the
   modules the parameters build, which must fit them.
-- **Bounded sizes** (:class:`FileLimits`), checked before anything is decompressed, parsed or
-  allocated: the archive's members (exactly the two of its format, each at most 64 MiB of JSON
-  or 2 GiB of weights, declared and read, at most 100 times their compressed size), the JSON's
-  nesting (32), an array of the metadata (64 MiB by the dtype it declares), ``weights.pt`` laid
-  out as ``torch.save`` writes it (stored records, no byte between them) and its structure (1
-  million values, counted as a tree).
+- **Bounded sizes** (:class:`FileLimits`, which lists them), checked before anything is
+  decompressed, parsed or allocated; the archive holds exactly the two members of its format,
+  and ``weights.pt`` is laid out as ``torch.save`` writes it (stored records, nothing between).
 
-Each refusal is a ``ValueError`` that names the file and the rule or limit. Parameters that are
-neither plain values nor such classes (callbacks, ``train_split``, an ``augmentation``, a
-network class of one's own) are not saved; pass them to :func:`load`. A file from anyone is
-therefore safe to *load*; what it computes is still the network of whoever trained it, and
-the parameters it sets (``max_epochs``, ``batch_size``, ...) are the cost of a later ``fit``.
+Each refusal is a ``ValueError`` naming the file and the rule or limit. Parameters that are
+neither plain values nor such classes (callbacks, ``train_split``, a network class of one's
+own) are not saved: pass them to :func:`load`. A file from anyone is safe to *load*; what it
+computes is still the network of whoever trained it.
 
-A fitted :class:`~ebmclassifier.DistributionalConstraint` (``adapted.save(path)``, through
-:func:`save_constraint`) is a zip of ``distributional.json`` (its parameters and what ``fit``
-learned) and ``estimator.ebm``, its base estimator's own file as above; :func:`load` reads both
-kinds, the constraint's parameters and fitted values also from a closed list. What JSON cannot
-hold is refused at save time: ``constraints`` (user callables) and base estimators that
-:func:`save` does not write (a scikit-learn classifier, a Pipeline).
-
-Pickle (and joblib) save everything, including such parameters, but unpickling runs code from
-the file: only unpickle files you trust. See the user guide's "Saving and deploying".
+A fitted :class:`~ebmclassifier.DistributionalConstraint` (through :func:`save_constraint`)
+is a zip of ``distributional.json`` (from a closed list too) and ``estimator.ebm``, its base
+estimator's file as above; what JSON cannot hold (``constraints``, a base estimator that
+:func:`save` does not write) is refused at save time. Pickle (and joblib) save everything, but
+unpickling runs code from the file: only unpickle files you trust (the user guide's "Saving
+and deploying").
 """
 
 from ._archive import FileLimits

@@ -13,12 +13,12 @@ from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit
 from skorch import NeuralNetClassifier
-from skorch.callbacks import Checkpoint, EarlyStopping
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 from skorch.dataset import ValidSplit
 
 import ebmclassifier
 from ebmclassifier import JEMClassifier, NGEBMClassifier
-from ebmclassifier._estimator.early_stopping import EarlyStoppingMixin
+from ebmclassifier._estimator.early_stopping import SklearnEarlyStopping
 
 PARAMS = dict(max_epochs=60, lr=0.03, module__hidden_sizes=(16,), random_state=0)
 STOP = dict(early_stopping=True, n_iter_no_change=3)
@@ -43,7 +43,8 @@ def test_fit_stops_when_the_validation_loss_stops_improving(stopped):
     # the last n_iter_no_change epochs are no better than the best by tol
     assert (losses[best:] > losses[best - 1] - stopped.tol).all()
     assert stopped.best_validation_loss_ == losses[best - 1] == losses.min()
-    assert isinstance(stopped, EarlyStoppingMixin)
+    # the estimator holds scikit-learn's early stopping as a callback of its own, last
+    assert isinstance(stopped.callbacks_[-1][1], SklearnEarlyStopping)
 
 
 def test_the_best_epochs_weights_are_restored(data, stopped):
@@ -179,3 +180,36 @@ def test_the_validation_accuracy_reads_any_labels(data):
     encoded = np.unique(y, return_inverse=True)[1]
     valid = np.asarray(split(np.arange(len(y)), encoded)[1].indices)
     assert clf.history[-1, "valid_acc"] == np.mean(clf.predict(X[valid]) == y[valid]) > 0.2
+
+
+class _Epochs(Callback):
+    """Records the epochs that reached the callback's on_epoch_end, and on_train_end's."""
+
+    def initialize(self):
+        self.seen_, self.ended_ = [], None
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        self.seen_.append(len(net.history))
+
+    def on_train_end(self, net, **kwargs):
+        self.ended_ = len(net.history)
+
+
+def test_every_callback_sees_the_epoch_that_stops(data, stopped):
+    # the stop comes last, as it came when the callback was appended for the call
+    X, y = data
+    epochs = _Epochs()
+    clf = NGEBMClassifier(**PARAMS, **STOP, callbacks=[epochs]).fit(X, y)
+    assert epochs.seen_ == list(range(1, stopped.n_iter_ + 1)) and epochs.ended_ == clf.n_iter_
+    np.testing.assert_array_equal(clf.predict_proba(X), stopped.predict_proba(X))
+
+
+def test_the_callback_is_held_once_per_network(data):
+    X, y = data
+    clf = NGEBMClassifier(**{**PARAMS, "max_epochs": 2}, **STOP).fit(X, y)
+    held = clf.callbacks_[-1][1]
+    clf.set_params(callbacks=[_Epochs()])  # rebuilds callbacks_
+    assert clf.callbacks_[-1][1] is held and not held.holds_out  # acts in a fit only
+    clf.fit(X, y)  # a new network: a new callback
+    assert clf.callbacks_[-1][1] is not held and isinstance(clf.callbacks_[-1][1], type(held))

@@ -19,7 +19,7 @@ import torch
 from skorch.callbacks import Callback, Checkpoint, LoadInitState
 
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier, load
-from ebmclassifier._divergence import Divergence
+from ebmclassifier._divergence import Divergence, Rollback
 from ebmclassifier.recipes import paper_callbacks
 
 from ..kills import Kill, SaveEachEpoch, Tell
@@ -199,7 +199,8 @@ class ForcedDivergenceJEM(JEMClassifier):
         if training and len(self.history) == 5 and len(self.history[-1]["batches"]) == 2:
             if failures < 4:
                 self._forced = failures + 1
-                return self._diverged(Divergence("forced", "model"), loss, logits)
+                (rollback,) = [cb for _, cb in self.callbacks_ if isinstance(cb, Rollback)]
+                return rollback.diverged(Divergence("forced", "model"), loss, logits)
         return loss, logits
 
 

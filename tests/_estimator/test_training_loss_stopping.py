@@ -120,7 +120,7 @@ def test_it_acts_in_fit_and_warm_start_never_in_partial_fit():
     assert len(partial.history) == 20  # partial_fit trains max_epochs, as in scikit-learn
     # it holds out nothing: every sample trains, and no validation loss is recorded
     assert "valid_loss" not in partial.history[-1] or partial.history[-1, "valid_loss"] is None
-    assert "training_loss_stopping" not in dict(partial.callbacks_)
+    assert not dict(partial.callbacks_)["training_loss_stopping"].stopped_
 
 
 def test_without_early_stopping_every_epoch_trains_and_a_changed_rule_warns(recwarn):

@@ -59,7 +59,7 @@ def test_without_the_switch_the_finite_difference_breaks(small_blobs, monkeypatc
     # the regression the switch fixes, reproduced on the dynamic-shape graph
     from contextlib import nullcontext
 
-    import ebmclassifier._estimator.net as skorch_module
+    import ebmclassifier._estimator.engine as skorch_module
     import ebmclassifier._utils.compile as compile_module
 
     X, y = small_blobs

@@ -19,6 +19,7 @@ from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassif
 from ebmclassifier._utils.generators import (
     FitGenerators,
     derived_seed,
+    draw_seed,
     draws_from_global_rng,
     global_rng,
 )
@@ -162,6 +163,37 @@ def test_each_purpose_and_epoch_has_a_stream_of_its_own():
         seeds |= {generators.seed_for(p) for p in ("shuffle", "augment", "sampler", "latent")}
     assert len(seeds) == 12
     assert derived_seed(5, 1, 2) == derived_seed(5, 1, 2) < 2**63
+
+
+def test_the_fit_seed_reads_random_state_as_scikit_learn_does():
+    from sklearn.utils import check_random_state
+
+    def theirs(random_state):
+        return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+    for random_state in (0, 7, np.int64(3), 2**31):
+        assert draw_seed(random_state) == theirs(random_state)
+        assert draw_seed(np.random.RandomState(random_state)) == theirs(random_state)
+    state = np.random.get_state()  # noqa: NPY002 (the global generator is what None reads)
+    ours = draw_seed(None)
+    np.random.set_state(state)  # noqa: NPY002
+    assert ours == theirs(None)  # numpy's global generator, as random_state=None reads it
+    for bad in (np.random.default_rng(0), "0", 1.5):
+        with pytest.raises(ValueError, match="cannot be used to seed"):
+            draw_seed(bad)
+
+
+def test_the_calls_purposes_keep_their_streams_apart_and_by_position():
+    generators = FitGenerators(seed=5, epoch=2)
+    assert generators.seed_for("split") == 5  # early stopping's split: the fit's seed, as
+    ours, theirs = generators.random_state("split"), np.random.RandomState(5)  # an int made it
+    assert ours.randint(1 << 30, size=3).tolist() == theirs.randint(1 << 30, size=3).tolist()
+    seeds = {generators.seed_for(p) for p in ("grow", "generated", "buffer", "sampler")}
+    assert len(seeds) == 4
+    a = generators.at_position("reservoir", 40).integers(1 << 30, size=4)
+    b = FitGenerators(seed=5, epoch=9).at_position("reservoir", 40).integers(1 << 30, size=4)
+    c = generators.at_position("reservoir", 41).integers(1 << 30, size=4)
+    assert (a == b).all() and not (a == c).all()  # the stream's position, not the epoch
 
 
 def test_a_generator_held_across_epochs_draws_each_epochs_stream():

@@ -1,4 +1,4 @@
-"""precision="float32" | "bfloat16" | "float16" (ebmclassifier/_precision.py, issue #30).
+"""precision="float32" | "bfloat16" | "float16" (ebmclassifier/_utils/precision.py, issue #30).
 
 float32 is today's training bit for bit; bfloat16 trains on the CPU (its autocast) as well as
 float32 does; float16 is refused on the CPU, so its scaler and divergence paths are exercised
@@ -22,7 +22,13 @@ from ebmclassifier import (
     load,
 )
 from ebmclassifier._utils.parameters import InvalidParameterError
-from ebmclassifier._utils.precision import FD_STEPS, autocast, grad_scaler, precision_problem
+from ebmclassifier._utils.precision import (
+    FD_STEPS,
+    Precision,
+    autocast,
+    grad_scaler,
+    precision_problem,
+)
 from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.experiments.bench import _hand_fit
 from ebmclassifier.losses import fd_step_size
@@ -147,7 +153,7 @@ def test_bfloat16_finite_difference_with_its_step_follows_the_exact_gradient(dig
         xb = torch.tensor(X[:64], device=clf.device_)
         exact, _, _ = energy_grad_norm(clf.module_, xb, create_graph=True)
         g_exact = torch.cat([g.flatten() for g in torch.autograd.grad(exact.mean(), params)])
-        with clf._autocast():
+        with clf._precision().autocast():
             loss, _ = clf.compute_loss(xb, torch.tensor(y[:64]), training=True)
         # the loss is 0.5 CE + 0.5 mean ||g||: its gradient less the CE's is the penalty's
         ce = clf.classification_loss(clf.module_(xb), torch.tensor(y[:64]))
@@ -271,6 +277,69 @@ def test_float16_scales_the_gradients_and_skips_the_steps_that_overflow(
         not torch.equal(p, b) for p, b in zip(clf.module_.parameters(), before, strict=True)
     )
     assert moved and np.isfinite(clf.predict_proba(X)).all()
+
+
+def _layer_and_optimizer():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(3, 2)
+    return layer, torch.optim.SGD(layer.parameters(), lr=0.1)
+
+
+@pytest.mark.parametrize("scale", [2.0**4, 2.0**60])
+def test_the_precision_object_steps_as_torchs_amp_recipe(scale):
+    # Precision.backward + step against torch's own GradScaler recipe, at a scale whose
+    # gradients are finite and one that overflows (the step is skipped, the scale lowered)
+    x, y = torch.randn(4, 3), torch.tensor([0, 1, 1, 0])
+    ours, opt = _layer_and_optimizer()
+    precision = Precision("float16", CPU, scale=scale)
+    with precision.autocast():
+        loss = torch.nn.functional.cross_entropy(ours(x), y)
+    precision.backward(loss, [opt])
+    precision.step(lambda: None, [opt], plain_step=lambda fn: pytest.fail("not a plain step"))
+    theirs, ref_opt = _layer_and_optimizer()
+    scaler = torch.amp.GradScaler("cpu", init_scale=scale)
+    with torch.autocast("cpu", dtype=torch.float16):
+        ref_loss = torch.nn.functional.cross_entropy(theirs(x), y)
+    scaler.scale(ref_loss).backward()
+    scaler.unscale_(ref_opt)
+    scaler.step(ref_opt)
+    scaler.update()
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert precision.state_dict() == {"scale": float(scaler.get_scale())}
+
+
+def test_the_precision_object_leaves_a_step_without_scaled_gradients_alone():
+    layer, opt = _layer_and_optimizer()
+    before = [p.detach().clone() for p in layer.parameters()]
+    precision = Precision("float16", CPU, scale=8.0)
+    ran = []
+    precision.step(lambda: ran.append(1), [opt], plain_step=lambda fn: pytest.fail("plain"))
+    assert ran == [1] and precision.state_dict() == {"scale": 8.0}
+    assert all(torch.equal(p, b) for p, b in zip(layer.parameters(), before, strict=True))
+
+
+@pytest.mark.parametrize("name", ["float32", "bfloat16"])
+def test_the_precision_object_without_a_scaler_keeps_skorchs_step(name):
+    layer, opt = _layer_and_optimizer()
+    precision = Precision(name, CPU)
+    loss = layer(torch.ones(1, 3)).sum()
+    precision.backward(loss, [opt])
+    stepped = []
+    precision.step(lambda: None, [opt], plain_step=stepped.append)
+    assert len(stepped) == 1 and precision.state_dict() == {}
+    assert Precision("float16", CPU, training=False).state_dict() == {}  # inference: no scaler
+
+
+def test_the_precision_objects_state_round_trips():
+    precision = Precision("float16", CPU, scale=2.0**10)
+    again = Precision("float16", CPU)
+    again.load_state_dict(precision.state_dict())
+    assert again.state_dict() == {"scale": 2.0**10}
+    assert Precision("bfloat16", CPU).run(torch.nn.Linear(3, 2))(torch.ones(1, 3)).dtype == (
+        torch.float32
+    )
+    assert Precision("float32", CPU).fd_step == FD_STEPS["float32"]
 
 
 class _Overflow(torch.nn.Module):

@@ -14,7 +14,9 @@ from sklearn.base import clone
 from sklearn.datasets import make_blobs
 
 from ebmclassifier import JEMClassifier, NGEBMClassifier, load
+from ebmclassifier._utils.generators import FitGenerators
 from ebmclassifier.continual import (
+    class_reservoirs,
     grow_output_layer,
     output_layer,
     replay_weights,
@@ -72,6 +74,29 @@ def test_growth_keeps_old_rows_and_other_weights_bitwise(optimizer):
     assert len(clf.optimizer_.state) == len(list(clf.module_.parameters()))
     clf.set_params(max_epochs=1).partial_fit(*_task(0, 3))  # the optimizer steps the grown ones
     assert clf.predict_proba(X).shape == (300, 4)
+
+
+def test_the_draws_of_a_stream_come_from_the_calls_generators():
+    # class growth ("grow") and the reservoir ("reservoir", at the stream's position) draw
+    # from the fit's generators by purpose, seeded from the call's seed and epoch
+    clf = _clf(replay_per_class=2).partial_fit(*_task(2, 4))
+    layer = clf.module_.last_layer
+    expected = torch.nn.Linear(layer.in_features, 2)
+    expected.load_state_dict(layer.state_dict())
+    generators = FitGenerators(clf.seed_, len(clf.history))
+    grow_output_layer(expected, np.array([1, 3]), 4, generator=generators("grow", "cpu"))
+    seen, stored = clf.reservoir_seen_.numpy(), clf.reservoir_X_.numpy()
+    Xn, yn = _task(0, 3)
+    rows = np.array([1, 3])[clf.reservoir_y_.numpy()]  # encoded 0, 1 -> rows 1, 3
+    grown_seen = np.zeros(4, dtype=np.int64)
+    grown_seen[[1, 3]] = seen
+    rng = generators.at_position("reservoir", int(seen.sum()))
+    entering = np.searchsorted([0, 2, 3, 4], yn)
+    kept_X, _, _ = class_reservoirs(stored, rows, grown_seen, Xn, entering, 2, rng)
+    clf.set_params(max_epochs=0).partial_fit(Xn, yn)  # grows and stores, trains nothing
+    assert torch.equal(clf.module_.last_layer.weight, expected.weight)
+    assert torch.equal(clf.module_.last_layer.bias, expected.bias)
+    np.testing.assert_array_equal(clf.reservoir_X_.numpy(), kept_X)
 
 
 def test_grow_output_layer_function_against_hand_copy():

@@ -260,7 +260,7 @@ def test_new_labels_without_class_incremental_name_the_option():
 
 
 def test_random_state_none_after_a_seeded_fit_leaves_no_stale_seed():
-    """The one seed rule (SkorchNet._fit_seed): class growth, the reservoir and generated
+    """The one seed rule (TrainingEngine._fit_seed): class growth, the reservoir and generated
     replay are unseeded once random_state is None, as the epochs are; two copies continued
     alike then draw differently. With the stale seed they drew the same samples."""
     seeded = _ngebm(replay_per_class=3, generated_per_class=5).partial_fit(*_task(0, 1))
@@ -272,3 +272,21 @@ def test_random_state_none_after_a_seeded_fit_leaves_no_stale_seed():
     assert hasattr(refit, "seed_")
     refit.set_params(random_state=None).fit(*_task(0, 1))
     assert not hasattr(refit, "seed_")  # a refit unseeded keeps no seed of the seeded one
+
+
+def test_a_state_that_kept_the_reservoir_before_the_call_restores_it(small_blobs):
+    # a state of an earlier development version kept the reservoir as the call found it under
+    # "reservoir_before"; loaded for partial_fit, the reservoir goes back to it
+    X, y = small_blobs
+    names = ("reservoir_X_", "reservoir_y_", "reservoir_seen_")
+    stream = dict(class_incremental=True, replay_per_class=3, generated_per_class=0)
+    clf = NGEBMClassifier(**stream, max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+    clf.partial_fit(X[y < 2], y[y < 2])
+    before = {name: getattr(clf, name).clone() for name in names}
+    state = clf.training_state_.state_dict(checkpoint=False)
+    state["estimator"]["reservoir_before"] = before
+    clf.partial_fit(X[y == 2], y[y == 2])  # the reservoir moves on
+    assert not torch.equal(clf.reservoir_seen_, before["reservoir_seen_"])
+    clf.training_state_.load_state_dict(state)
+    for name in names:
+        assert torch.equal(getattr(clf, name), before[name]), name

@@ -1,75 +1,23 @@
 """The training engine of the estimators: skorch's loop, the training step and its hooks.
 
-:class:`SkorchNet` is the ``skorch.NeuralNetClassifier`` that every estimator builds on. The
-training of one batch reads here from top to bottom: :meth:`SkorchNet.train_step_single`
-takes the batch apart, calls :meth:`~SkorchNet.augment_batch` and
-:meth:`~SkorchNet.compute_loss`, back-propagates, and hands a non-finite loss to
-:meth:`~SkorchNet.handle_divergence`. These hooks of the template are declared here with
-their defaults, so that the step and everything it calls are in one file;
-:class:`~ebmclassifier._estimator.base.EBMClassifierBase` (``_estimator/base.py``) is the
-scikit-learn face (parameters, validation, ``fit`` / ``partial_fit``, inference, saving) and knows
-nothing of batches. An estimator is this template plus its loss: ``ngebm.py`` and ``jem.py``
-override ``compute_loss`` (JEM also ``handle_divergence`` and ``train_step``). The hooks sit here,
-by the step and the skorch loop that runs it, rather than the step moving to
-``_estimator/base.py``: a newcomer who wants to know what one batch does reads one class, and the
-estimator face stays free of batches, as skorch's ``NeuralNet`` declares every hook its loop calls.
+:class:`TrainingEngine` is the ``skorch.NeuralNetClassifier`` every estimator builds on, and
+the one module that touches skorch's internals (``tests/_estimator/test_engine.py`` pins the
+skorch range its overrides follow). The training of one batch reads here from top to bottom:
+:meth:`~TrainingEngine.train_step_single` takes the batch apart, calls the hooks
+:meth:`~TrainingEngine.augment_batch` and :meth:`~TrainingEngine.compute_loss` in the
+estimator's precision, back-propagates, and hands a non-finite loss to
+:meth:`~TrainingEngine.handle_divergence`; the hooks are declared here with their defaults,
+beside the step, as skorch's ``NeuralNet`` declares every hook its loop calls. The scikit-learn
+face (parameters, validation, ``fit`` / ``partial_fit``) is
+:class:`~ebmclassifier._estimator.base.EBMClassifierBase`, which knows nothing of batches.
 
-Which hooks to override
------------------------
-As skorch's customization guide says of its own:
-
-- Fairly safe: ``compute_loss`` (the training objective; take ``sample_weight=None`` too, or
-  fitting with weights raises a ``TypeError``), ``augment_batch`` (the batch the loss sees),
-  ``handle_divergence`` (what to do when a loss stops being finite), ``classification_loss``
-  (the criterion's term of the default ``compute_loss``), and on the estimator face
-  ``_validate_own_params`` and ``initialize_module`` (call ``super()`` first, then add modules
-  ending in ``_``).
-- Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
-  ``partial_fit`` and the inference methods: they hold the weights, the modes, the
-  validation and the seeding that make the estimators behave as scikit-learn estimators.
-
-skorch's hooks used, as its customization guide documents them
-----------------------------------------------------------------
-- ``train_step_single`` / ``validation_step``: the loss needs the inputs themselves (gradient
-  norms, sampling), so ``compute_loss(X, y, training)`` takes the place of skorch's
-  ``infer`` + ``get_loss``. Sample weights come with the batch (its ``X`` is the dict of
-  :func:`~ebmclassifier._utils.data.with_weights`, as skorch lets inputs travel together) and are
-  passed on as ``compute_loss(..., sample_weight=w)``.
-- ``check_data``: nothing; the public methods validate with scikit-learn first.
-- ``on_train_begin`` / ``on_epoch_begin``: the fit's own generators
-  (:mod:`~ebmclassifier._utils.generators`), and the training mode of every module.
-- ``get_iterator``: the training iterator shuffles with the epoch's generator.
-- ``infer``: the forward pass on ``device_`` (skorch's scoring callbacks reach it).
-- ``get_default_callbacks``: skorch's list, its ``PrintLog`` printing at ``verbose >= 2`` and a
-  progress bar added for ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`).
-
-Overrides that follow skorch's own code, for the skorch range of ``pyproject.toml``
-(``tests/_estimator/test_net.py`` fails on any other installed version)
-------------------------------------------------------------------------------------------
-This is the one module that touches skorch's internals; no other module names a private
-skorch attribute.
-
-- ``_get_param_names``: skorch lists its private ``_params_to_validate`` as a parameter.
-- ``initialize``, ``set_params``, ``load_params``: skorch moves modules and maps loaded tensors
-  to ``self.device``, and ``"auto"`` is no torch device, so these show skorch the resolved
-  ``device_`` for the duration of the call (and only then).
-- ``__setstate__``: skorch maps the pickled tensors to ``state["device"]``; it is given the
-  device they were trained on.
-- ``_train``: skorch's ``partial_fit`` on validated tensors, called past the estimator's own
-  ``partial_fit`` (the validating public face), so that skorch's notifications, ``fit_loop``
-  and Ctrl-C handling run unchanged. The estimator's ``fit`` calls ``initialize`` first unless
-  ``warm_start``, which is all that skorch's ``fit`` adds to its ``partial_fit``.
-- ``_step_optimizer``: in ``precision="float16"`` a ``torch.amp.GradScaler`` steps the
-  optimizers; it takes no closure, so the step runs first and the scaler steps after it, as
-  skorch's ``AccelerateMixin`` does. Every other precision keeps skorch's closure step.
-- ``torch_compile``: a no-op; ``compile=True`` compiles the networks in place when training
-  starts (``_train``, :mod:`~ebmclassifier._utils.compile`), so ``module_`` stays the class it was
-  built as.
-
-Precision: ``train_step_single``, ``validation_step`` and ``infer`` run their forward passes
-under :meth:`SkorchNet._autocast` (:mod:`~ebmclassifier._utils.precision`; nothing for float32) and
-hand skorch float32 logits; the loss it records per batch is a CPU tensor of the value the
-divergence check read, so that skorch's ``.item()`` does not wait for a GPU a second time.
+Two decisions shape it. The training capabilities are collaborators, not bases: skorch
+callbacks that the engine adds from the parameters in ``get_default_callbacks`` (the resume
+of interrupted calls, scikit-learn's early stopping; JEM adds its divergence roll-back), each
+with its own state, and precision is one object built from the parameter
+(:class:`~ebmclassifier._utils.precision.Precision`). And every random draw of a fit comes
+from the fit's own generators (:mod:`~ebmclassifier._utils.generators`), seeded from the fit's
+seed by purpose and epoch.
 
 The examples of the hooks use a small three-class problem,
 ``X, y = sklearn.datasets.make_blobs(40, n_features=4, centers=3, random_state=0)``.
@@ -81,33 +29,42 @@ import inspect
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from functools import partial
 
 import numpy as np
 import torch
 from skorch import NeuralNetClassifier
-from skorch.callbacks import EarlyStopping, EpochScoring
+from skorch.callbacks import Callback, EarlyStopping, EpochScoring
 from skorch.dataset import unpack_data
 from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
 from .._utils.compile import compile_in_place, no_donated_buffers
 from .._utils.data import split_weights, with_weights
-from .._utils.device import draw_seed, pickled_tensor_device
+from .._utils.device import pickled_tensor_device
 from .._utils.generators import (
     FitGenerators,
+    draw_seed,
     draws_from_global_rng,
     global_rng,
     seed_global_rng,
 )
-from .._utils.precision import autocast, full_precision, grad_scaler
+from .._utils.precision import Precision, full_precision
 from .._utils.streamed import reads_user_code
 from ..augment import takes_generator
 from ..exceptions import DivergenceError
-from ..losses import criterion_mean
+from ..losses import criterion_mean, negatives_cross_entropy
+from .checkpoint import files_to_load, write_files
+from .early_stopping import SklearnEarlyStopping
 from .progress import with_progress
+from .resume import Resume, TrainingState
 from .training_loss_stopping import TrainingLossStopping
 
-__all__ = ["SkorchNet"]
+__all__ = ["TrainingEngine"]
+
+#: The capabilities that stop a fit: last among the callbacks, so that every other callback
+#: sees the epoch they end.
+_STOPPING = (SklearnEarlyStopping, TrainingLossStopping)
 
 #: Parameter prefixes that only configure how data are read: nothing to re-initialize.
 _LOADER_PREFIXES = ("iterator_train", "iterator_valid", "dataset")
@@ -122,7 +79,7 @@ def _valid_accuracy(net, X, y) -> float:
 
     Parameters
     ----------
-    net : SkorchNet
+    net : TrainingEngine
     X : the validation dataset
     y : encoded labels of ``X`` (an array or tensor)
 
@@ -133,26 +90,45 @@ def _valid_accuracy(net, X, y) -> float:
     return float(np.mean(net.classes_[to_numpy(y)] == net.predict(X)))
 
 
-class SkorchNet(NeuralNetClassifier):
+class TrainingEngine(NeuralNetClassifier):
     """skorch's classifier with the training step, its hooks and the overrides all share.
 
-    Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public face
-    (see the module's notes on which hooks to override).
+    Not an estimator: :class:`~ebmclassifier._estimator.base.EBMClassifierBase` adds the public
+    face. As skorch's customization guide says of its own hooks:
+
+    - Fairly safe to override: ``compute_loss`` (the training objective; take
+      ``sample_weight=None`` too, or fitting with weights raises a ``TypeError``),
+      ``augment_batch`` (the batch the loss sees), ``handle_divergence`` (what to do when a
+      loss stops being finite), ``classification_loss`` (the criterion's term of the default
+      ``compute_loss``), and on the face ``_validate_own_params`` and ``initialize_module``
+      (call ``super()`` first, then add modules ending in ``_``).
+    - Hooks a subclass fills, declared here with their defaults: ``_capabilities`` (the
+      training capabilities it holds as callbacks), ``_compiled_modules`` (what
+      ``compile=True`` compiles), ``_negatives`` (the classes the classification term
+      contrasts), ``_own_training_state`` / ``_load_own_training_state`` (its part of a
+      training state).
+    - Should not be overridden: ``train_step_single``, ``validation_step``, ``fit``,
+      ``partial_fit`` and the inference methods: they hold the weights, the modes, the
+      validation and the seeding that make the estimators behave as scikit-learn estimators.
+
+    skorch's methods overridden here follow its code for the range of ``pyproject.toml``:
+    ``_get_param_names`` (skorch's private bookkeeping is no parameter), ``initialize``,
+    ``set_params``, ``load_params`` and ``__setstate__`` (``"auto"`` is no torch device: skorch
+    is shown ``device_`` for the call), ``_initialize_callbacks`` / ``initialize_callbacks``
+    (the capabilities stay with ``callbacks="disable"``; the early stop comes last),
+    ``_step_optimizer`` (the precision's step: float16's scaler takes no closure, as in skorch's
+    ``AccelerateMixin``), ``torch_compile`` (compiling in place when training starts),
+    ``_train`` (skorch's ``partial_fit`` on validated tensors, so that its notifications,
+    ``fit_loop`` and Ctrl-C handling run unchanged).
     """
 
     #: The estimators' ``augmentation`` parameter, which their ``__init__`` sets: a callable
     #: ``batch -> batch`` that :meth:`augment_batch` applies to each training batch, or None.
     augmentation = None
 
-    #: The estimators' ``precision`` parameter (``"float32"``, ``"bfloat16"``, ``"float16"``):
-    #: the forward passes of the step run under :meth:`_autocast` (see
-    #: :mod:`~ebmclassifier._utils.precision`).
-    precision = "float32"
-
-    #: float16's :class:`torch.amp.GradScaler` while a fit trains; None otherwise.
-    _grad_scaler = None
-    #: Whether the step's gradients were scaled (and unscaled): the scaler must then step.
-    _scaled_step = False
+    #: The training call's :class:`~ebmclassifier._utils.precision.Precision` (autocast, loss
+    #: scaling, the optimizer step), while a fit trains; None otherwise (see :meth:`_precision`).
+    _training_precision: Precision | None = None
 
     #: The generators of the call, reseeded at each epoch, while a fit trains; None
     #: otherwise (see :meth:`_generator`).
@@ -180,10 +156,14 @@ class SkorchNet(NeuralNetClassifier):
         del self.classes
 
     def get_default_callbacks(self) -> list:
-        """skorch's default callbacks; its epoch table prints at ``verbose >= 2``, and a progress
-        bar shows at ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation
-        accuracy, ``valid_acc``, compares the predicted labels with the held-out labels
-        (:func:`_valid_accuracy`), whatever the labels are.
+        """skorch's default callbacks, then the estimator's training capabilities.
+
+        skorch's epoch table prints at ``verbose >= 2``, and a progress bar shows at
+        ``verbose=1`` (:mod:`~ebmclassifier._estimator.progress`). The validation accuracy,
+        ``valid_acc``, compares the predicted labels with the held-out labels
+        (:func:`_valid_accuracy`), whatever the labels are. The capabilities
+        (:meth:`_capabilities`) are callbacks that act from the estimator's parameters; one
+        network keeps the same ones, also when ``set_params`` rebuilds the callbacks.
 
         Returns
         -------
@@ -192,8 +172,8 @@ class SkorchNet(NeuralNetClassifier):
         Examples
         --------
         >>> from ebmclassifier import NGEBMClassifier
-        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-2:]
-        ['print_log', 'progress_bar']
+        >>> [name for name, _ in NGEBMClassifier().get_default_callbacks()][-4:]
+        ['progress_bar', 'resume', 'sklearn_early_stopping', 'training_loss_stopping']
         """
         callbacks = [
             (name, EpochScoring(_valid_accuracy, name=name, lower_is_better=False))
@@ -201,7 +181,49 @@ class SkorchNet(NeuralNetClassifier):
             else (name, callback)
             for name, callback in super().get_default_callbacks()
         ]
-        return with_progress(callbacks)
+        return with_progress(callbacks) + self._held_capabilities()
+
+    def _capabilities(self) -> list[tuple[str, Callback]]:
+        """The training capabilities, new: ``(name, callback)`` pairs that act from the
+        estimator's parameters and keep their own state (a subclass adds its own): here
+        the resume of interrupted calls (:mod:`~ebmclassifier._estimator.resume`) and
+        the two ways of stopping early, on a held-out validation loss
+        (:mod:`~ebmclassifier._estimator.early_stopping`) and on the training loss
+        (:mod:`~ebmclassifier._estimator.training_loss_stopping`)."""
+        return [
+            ("resume", Resume()),
+            ("sklearn_early_stopping", SklearnEarlyStopping()),
+            ("training_loss_stopping", TrainingLossStopping()),
+        ]
+
+    def _held_capabilities(self) -> list[tuple[str, Callback]]:
+        """:meth:`_capabilities`, those the network already holds kept (their state with them)."""
+        held = {type(cb): cb for _, cb in vars(self).get("callbacks_", [])}
+        return [(name, held.get(type(cb), cb)) for name, cb in self._capabilities()]
+
+    def _capability(self, kind: type):
+        """The capability of class ``kind`` among ``callbacks_`` (None before ``initialize``)."""
+        for _, callback in vars(self).get("callbacks_", []):
+            if type(callback) is kind:
+                return callback
+        return None
+
+    def initialize_callbacks(self):
+        """skorch's, with the stopping capabilities last: a stopping callback ends the
+        epoch once every other callback has seen it (skorch puts its epoch table last, then
+        this moves the stop after it)."""
+        super().initialize_callbacks()
+        self.callbacks_.sort(key=lambda item: isinstance(item[1], _STOPPING))
+        return self
+
+    def _initialize_callbacks(self):
+        """skorch's; ``callbacks="disable"`` turns off skorch's and the user's callbacks, and the
+        capabilities stay: they are the estimator's parameters at work."""
+        if self.callbacks != "disable":
+            return super()._initialize_callbacks()
+        self.callbacks_ = [(name, cb.initialize()) for name, cb in self._held_capabilities()]
+        self.callbacks_.sort(key=lambda item: isinstance(item[1], _STOPPING))
+        return self
 
     def _get_param_names(self):
         # skorch lists every attribute not ending in "_"; its private bookkeeping
@@ -233,6 +255,8 @@ class SkorchNet(NeuralNetClassifier):
         which ``fit`` seeds there with the fit's seed, and the caller's is left as it was.
         """
         device = getattr(self, "device_", torch.device("cpu"))
+        vars(self).pop("callbacks_", None)  # a new network: new capabilities
+        vars(self).pop("_resumed_call_seed", None)  # ... and a new schedule
         with self._device_shown_to_skorch(), global_rng(None, device):
             return super().initialize()
 
@@ -252,15 +276,152 @@ class SkorchNet(NeuralNetClassifier):
         with self._device_shown_to_skorch():
             return super().set_params(**params)
 
-    def load_params(self, *args, **kwargs):
-        """skorch's ``load_params``, mapping the loaded tensors to ``device_``; before the
-        network exists, an error naming the two routes that build it (:meth:`_no_network_yet`)."""
+    def save_params(self, use_safetensors: bool = False, **files) -> None:
+        """skorch's ``save_params``, every file given by its path written whole or not at all.
+
+        A full disk or a process killed while it writes leaves each file the old one or the
+        new one (see :mod:`ebmclassifier._utils.atomic`). The files of a ``Checkpoint`` that
+        saves the training state, which calls this once per file, and the files of one call
+        that holds the training state, are replaced together once all are written
+        (:mod:`ebmclassifier._estimator.checkpoint`): a kill leaves the previous set or the
+        new one, never a mix.
+
+        Parameters
+        ----------
+        use_safetensors : bool, default=False
+            As in skorch.
+        **files
+            ``f_params``, ``f_optimizer``, ``f_criterion``, ``f_history``, and ``f_<name>``
+            for a module ``<name>_`` or the ``training_state_``: paths or file objects.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+        >>> state = io.BytesIO()  # or a path
+        >>> clf.fit(X, y).save_params(f_training_state=state)
+        >>> saved = torch.load(io.BytesIO(state.getvalue()), weights_only=True)
+        >>> saved["epochs"], saved["seed"] == clf.seed_
+        (1, True)
+        """
+        resume = self._capability(Resume)
+        fitting, sets = (False, {}) if resume is None else (resume.fitting_, resume.staged_sets_)
+        save = partial(super().save_params, use_safetensors=use_safetensors)
+        write_files(self, files, save, fitting=fitting, sets=sets)
+
+    def load_params(
+        self,
+        f_params=None,
+        f_optimizer=None,
+        f_criterion=None,
+        f_history=None,
+        checkpoint=None,
+        use_safetensors: bool = False,
+        **kwargs,
+    ) -> None:
+        """skorch's ``load_params``: the files of one complete set, the training state last.
+
+        The loaded tensors go to ``device_``; before the network exists, an error names the
+        two routes that build it (:meth:`_no_network_yet`). With a ``checkpoint``
+        (``LoadInitState``), its files. Files of a set written together (a ``Checkpoint`` that
+        saves the training state) are read as that set stands whole, also after a process was
+        killed while replacing it. The training state (``f_training_state``) is loaded last,
+        and checked against the history, the network, the criterion and the optimizer loaded
+        with it (a ``ValueError`` if they were written at other epochs).
+
+        Parameters
+        ----------
+        f_params, f_optimizer, f_criterion, f_history, checkpoint, use_safetensors
+            As skorch's ``load_params`` takes them.
+        **kwargs
+            ``f_training_state`` for a file that ``save_params`` or a ``Checkpoint`` wrote,
+            ``f_<name>`` for a module ``<name>_``.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from ebmclassifier import JEMClassifier
+        >>> clf = JEMClassifier(max_epochs=2, sgld_steps=2, buffer_size=20, random_state=0)
+        >>> clf = clf.fit(X, y)
+        >>> fresh = JEMClassifier(max_epochs=0, sgld_steps=2, buffer_size=20, random_state=0)
+        >>> fresh = fresh.fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     files = {"f_params": Path(folder, "params.pt"),
+        ...              "f_history": Path(folder, "history.json"),
+        ...              "f_training_state": Path(folder, "training_state.pt")}
+        ...     clf.save_params(**files)
+        ...     fresh.load_params(**files)
+        >>> bool(torch.equal(fresh.replay_buffer_.samples, clf.replay_buffer_.samples))
+        True
+        """
+        given = {"f_params": f_params, "f_optimizer": f_optimizer}
+        given.update(f_criterion=f_criterion, f_history=f_history, **kwargs)
+        files = files_to_load(self, given, checkpoint)
+        state = files.pop("f_training_state", None)
         if not getattr(self, "initialized_", False):
             from skorch.exceptions import NotInitializedError
 
             raise NotInitializedError(self._no_network_yet("load_params"))
         with self._device_shown_to_skorch():
-            return super().load_params(*args, **kwargs)
+            super().load_params(use_safetensors=use_safetensors, **files)
+        if state is not None:
+            device = getattr(self, "device_", torch.device("cpu"))
+            state = torch.load(state, map_location=device, weights_only=True)
+            self.training_state_.load_state_dict(state, loaded=set(files))
+
+    @property
+    def training_state_(self) -> TrainingState:
+        """What a resumed fit needs besides the network, optimizer and history.
+
+        For skorch's ``Checkpoint(f_training_state=...)`` and ``LoadInitState`` (see
+        :mod:`ebmclassifier._estimator.resume`).
+        """
+        return TrainingState(self)
+
+    def _own_training_state(self) -> dict:
+        """The estimator's own part of the training state (plain values and tensors), beside
+        its capabilities' parts; here nothing."""
+        return {}
+
+    def _load_own_training_state(self, state: dict) -> None:
+        """Restore :meth:`_own_training_state`'s part from ``state`` (every part's keys)."""
+
+    def _engine_state(self, fitting: bool) -> dict:
+        """The engine's part of a training state: the fit's seed (``seed_``, and during a fit
+        the call's own)."""
+        return {
+            "seed": getattr(self, "seed_", None),
+            "call_seed": self._call_seed if fitting else None,
+        }
+
+    def _load_engine_state(self, state: dict, *, in_fit: bool) -> None:
+        """Restore :meth:`_engine_state`'s part of ``state``; a call saved during it
+        (``in_fit``) gives its seed to the call that resumes it (:meth:`_begin_call`, or the
+        next epoch's generators). A state written before the fit's own generators held
+        torch's (``"generators"``): the streams have changed since, and a resumed call draws a
+        seed of its own."""
+        if state["seed"] is not None:
+            self.seed_ = state["seed"]
+        self._resumed_call_seed = state.get("call_seed") if in_fit else None
+
+    def _begin_call(self, *, new_network: bool) -> None:
+        """Before a call draws anything: an unseeded call that resumes an interrupted one
+        (loaded from a state saved during it) takes that call's seed, any other a new one."""
+        resumed = vars(self).pop("_resumed_call_seed", None)
+        self._call_seed = None if new_network else resumed
+        resume = self._capability(Resume)
+        if resume is not None:
+            resume.begin_call(self, new_network=new_network)
 
     def _no_network_yet(self, call: str) -> str:
         """Why ``call`` (``"initialize()"``, ``"load_params"``) cannot run before ``fit``, and
@@ -298,7 +459,7 @@ class SkorchNet(NeuralNetClassifier):
         """The module's float32 output for one batch ``x`` (without its weights), on ``device_``."""
         x, _ = split_weights(x)
         x = self._as_network_input(to_tensor(x, device=self.device_))
-        return self._in_precision(self.module_)(x, **fit_params)
+        return self._as_inference(self.module_)(x, **fit_params)
 
     def _as_network_input(self, x: torch.Tensor) -> torch.Tensor:
         """A batch as the network takes it: on ``device_``, float32.
@@ -320,22 +481,21 @@ class SkorchNet(NeuralNetClassifier):
 
     # ------------------------------------------------------------------ precision, compilation
 
-    def _autocast(self):
-        """The context of every forward pass: autocast in ``precision`` (nothing for float32)."""
-        return autocast(self.precision, self.device_)
+    def _precision(self) -> Precision:
+        """The :class:`~ebmclassifier._utils.precision.Precision` of the ``precision`` parameter
+        on ``device_``: the training call's (with float16's loss scaling), else one for the
+        forward passes alone."""
+        training = self._training_precision
+        if training is not None:
+            return training
+        return Precision(self.precision, self.device_, training=False)
 
-    def _in_precision(self, fn):
-        """``fn`` (a network or a method of one) under :meth:`_autocast`, its result in float32
-        (not what follows it: a softmax of bfloat16 logits does not sum to 1). The one way a
-        network runs outside the training step: skorch's ``infer`` and every inference call."""
-        if self.precision == "float32":
-            return fn
-
-        def run(*args, **kwargs) -> torch.Tensor:
-            with self._autocast():
-                return full_precision(fn(*args, **kwargs))
-
-        return run
+    def _as_inference(self, fn):
+        """``fn`` (a network, or a function that runs one) as inference runs it: in the
+        estimator's precision, its result in float32 (not what follows it: a softmax of bfloat16
+        logits does not sum to 1). The one way a network runs outside the training step:
+        skorch's ``infer``, every inference call, JEM's ``sample``."""
+        return self._precision().run(fn)
 
     def torch_compile(self, module, name):
         """skorch's hook, which would wrap every module: here a no-op.
@@ -403,16 +563,14 @@ class SkorchNet(NeuralNetClassifier):
             self._reads_user_code = False
 
     def _train_in_precision(self, X, y, sample_weight) -> None:
-        self._grad_scaler = grad_scaler(
-            self.precision, self.device_, getattr(self, "loss_scale_", None)
-        )
-        self._scaled_step = False  # a fit that raised mid-step left nothing to step
+        precision = Precision(self.precision, self.device_, getattr(self, "loss_scale_", None))
+        self._training_precision = precision
         try:
             super().partial_fit(with_weights(X, sample_weight), y)
         finally:
-            if self._grad_scaler is not None:
-                self.loss_scale_ = float(self._grad_scaler.get_scale())
-            self._grad_scaler = None
+            self._training_precision = None
+            if precision.state_dict():  # float16: the next call starts from this scale
+                self.loss_scale_ = precision.state_dict()["scale"]
         self._raise_if_interrupted()
 
     def _raise_if_interrupted(self) -> None:
@@ -477,6 +635,12 @@ class SkorchNet(NeuralNetClassifier):
             return None
         return generators(purpose, self.device_ if device is None else device)
 
+    def _call_generators(self) -> FitGenerators:
+        """The generators of what a call draws before training starts (class growth,
+        generated replay, the reservoir's stream): from the call's seed and epoch, in the
+        phase ``"call"``, one stream per purpose (before a first fit, at epoch 0)."""
+        return FitGenerators(self._fit_seed(), len(self.history or ()))
+
     def _draws_from_global_rng(self) -> bool:
         """Whether training draws from torch's global generator, which no seed of ours
         reaches otherwise: a network with dropout, or an augmentation without a ``generator``
@@ -506,6 +670,9 @@ class SkorchNet(NeuralNetClassifier):
         that generator, forked for the call, is seeded from ``(seed, epoch)`` too.
         """
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
+        resumed = vars(self).pop("_resumed_call_seed", None)  # loaded in on_train_begin
+        if resumed is not None:
+            self._call_seed = resumed
         generators = self._generators or FitGenerators(self._fit_seed(), len(self.history))
         generators.seed = self._fit_seed()  # a resumed call's, set since on_train_begin
         generators.begin(len(self.history))
@@ -515,6 +682,38 @@ class SkorchNet(NeuralNetClassifier):
         # skorch sets the modes on every batch, which walks all submodules; they change only
         # between phases (training, validation, inference), so set them then.
         self._set_mode(True)
+
+    def get_split_datasets(self, X, y=None, **fit_params):
+        """skorch's split of the training data; in a call that stops early, the held-out split
+        of :class:`~ebmclassifier._estimator.early_stopping.SklearnEarlyStopping`, stratified by
+        the encoded labels ``y`` and drawn from the fit's seed.
+
+        Parameters
+        ----------
+        X : the training data as skorch holds them (tensors, or a dataset)
+        y : Tensor of shape (n_samples,) or None
+        **fit_params
+            Passed to ``train_split`` (skorch's split only).
+
+        Returns
+        -------
+        dataset_train, dataset_valid : torch Datasets (``dataset_valid`` None without a split)
+
+        Examples
+        --------
+        >>> from ebmclassifier import NGEBMClassifier
+        >>> clf = NGEBMClassifier(early_stopping=True, validation_fraction=0.25, max_epochs=5,
+        ...                       module__hidden_sizes=(8,), random_state=0).fit(X, y)
+        >>> len(clf.history[:, "valid_loss"]) == clf.n_iter_  # the loss on 10 held-out samples
+        True
+        >>> _, valid = clf.get_split_datasets(X, y)  # outside a fit: train_split=None's
+        >>> valid is None
+        True
+        """
+        stopping = self._capability(SklearnEarlyStopping)
+        if stopping is None or not stopping.holds_out:
+            return super().get_split_datasets(X, y, **fit_params)
+        return stopping.split(self, X, y, self._generators.random_state("split"))
 
     def get_iterator(self, dataset, training: bool = False):
         """skorch's iterator; in training it shuffles with the epoch's generator.
@@ -600,11 +799,13 @@ class SkorchNet(NeuralNetClassifier):
     ) -> torch.Tensor:
         """The classification term, ``criterion_(logits, y)``, optionally weighted.
 
-        :func:`ebmclassifier.losses.criterion_mean` of the estimator's ``criterion_``: the
-        term that the default :meth:`compute_loss` trains. NG-EBM and JEM weigh the same term
-        against their energy terms, built inside their losses from ``criterion_`` and
-        ``negatives`` (:func:`~ebmclassifier.losses.ngebm_loss`); to change it there, pass
-        another ``criterion``.
+        :func:`~ebmclassifier.losses.negatives_cross_entropy` of the arguments of
+        :meth:`_classification_term`: :func:`ebmclassifier.losses.criterion_mean` of the
+        estimator's ``criterion_``, over the classes that the estimator's ``negatives``
+        chooses (every class here). The term that the default :meth:`compute_loss` trains;
+        NG-EBM and JEM weigh the same term against their energy terms, built inside their
+        losses from the same arguments (:func:`~ebmclassifier.losses.ngebm_loss`); to change
+        it there, pass another ``criterion``.
 
         Parameters
         ----------
@@ -633,8 +834,38 @@ class SkorchNet(NeuralNetClassifier):
         >>> w = torch.tensor([1.0, 0.0])
         >>> clf.classification_loss(logits, torch.tensor([0, 2]), w) < 0.01
         tensor(True)
+
+        With ``negatives="batch"`` the classes absent from the batch are left out:
+
+        >>> clf = NGEBMClassifier(negatives="batch", max_epochs=1, module__hidden_sizes=(8,))
+        >>> clf = clf.fit(X, y)
+        >>> logits = torch.tensor([[0.0, 0.0, 9.0]])  # class 2 is not in this batch
+        >>> round(float(clf.classification_loss(logits, torch.tensor([0]))), 4)
+        0.0
         """
-        return criterion_mean(self.criterion_, logits, y, sample_weight)
+        return negatives_cross_entropy(
+            logits, y, sample_weight=sample_weight, **self._classification_term()
+        )
+
+    def _classification_term(self) -> dict:
+        """How the losses build the classification term: the arguments ``criterion``,
+        ``negatives`` and ``generator`` of :func:`~ebmclassifier.losses.negatives_cross_entropy`,
+        which :meth:`classification_loss`, :func:`~ebmclassifier.losses.ngebm_loss` and
+        :func:`~ebmclassifier.losses.jem_loss` take alike: ``criterion_`` averaged per sample
+        (:func:`~ebmclassifier.losses.criterion_mean`), over the classes of :meth:`_negatives`;
+        with ``negatives=k`` the epoch's generator draws them."""
+        negatives = self._negatives()
+        return {
+            "criterion": partial(criterion_mean, self.criterion_),
+            "negatives": negatives,
+            "generator": None if isinstance(negatives, str) else self._generator("negatives"),
+        }
+
+    def _negatives(self) -> str | int:
+        """The classes the classification term's normalisation covers
+        (:func:`~ebmclassifier.losses.negatives_cross_entropy`): ``"all"`` here; a
+        class-incremental estimator's resolved ``negatives_``."""
+        return "all"
 
     def augment_batch(self, X: torch.Tensor) -> torch.Tensor:
         """The training batch the loss sees: ``augmentation(X)``, or ``X`` without one.
@@ -729,12 +960,13 @@ class SkorchNet(NeuralNetClassifier):
         Xi, weights = split_weights(Xi)
         Xi, yi, weights = self._on_device(Xi, yi, weights)
         Xi = self.augment_batch(Xi)
-        with self._autocast():
+        precision = self._precision()
+        with precision.autocast():
             loss, logits = self.compute_loss(Xi, yi, training=True, **weights)
         # A loss without a graph is a step the estimator rejected (a diverged JEM step): no
         # gradient, so the optimizer's step after this leaves the weights as they were.
         if loss.requires_grad:
-            self._backward(loss)
+            precision.backward(loss, self._optimizers_of_net())
         # Read after the backward pass and before the optimizer step, so the weights are still
         # good: on a GPU a read waits for the device, and here that wait no longer holds back
         # the queueing of the backward kernels. One read per step: the loss, and with weights
@@ -756,40 +988,15 @@ class SkorchNet(NeuralNetClassifier):
         loss = loss.detach() if loss.device.type == "cpu" else torch.tensor(value)
         return {"loss": loss, "y_pred": full_precision(logits.detach())}
 
-    def _backward(self, loss: torch.Tensor) -> None:
-        """``loss.backward()``; in float16 scaled, then unscaled for the optimizer's step.
-
-        The gradients are unscaled here, so that skorch's ``on_grad_computed`` callbacks
-        (gradient clipping) see them at their true scale, as torch's AMP guide does it.
-        """
-        scaler = self._grad_scaler
-        if scaler is None:
-            loss.backward()
-            return
-        scaler.scale(loss).backward()
-        for name in self._optimizers:
-            scaler.unscale_(getattr(self, name + "_"))
-        self._scaled_step = True
+    def _optimizers_of_net(self) -> list:
+        """skorch's optimizers of the net (``optimizer_``, and any other it registered)."""
+        return [getattr(self, name + "_") for name in self._optimizers]
 
     def _step_optimizer(self, step_fn):
-        """skorch's optimizer step; with float16's scaler, the scaler's step instead.
-
-        A ``GradScaler`` cannot step with a closure: the step is run first, then the scaler
-        steps each optimizer (skipping a step whose gradients overflowed) and updates its
-        scale, as skorch's ``AccelerateMixin`` does. A step without gradients (a rejected JEM
-        step) leaves the optimizers and the scale alone.
-        """
-        scaler = self._grad_scaler
-        if scaler is None:
-            super()._step_optimizer(step_fn)
-            return
-        step_fn()
-        if not self._scaled_step:
-            return
-        self._scaled_step = False
-        for name in self._optimizers:
-            scaler.step(getattr(self, name + "_"))
-        scaler.update()
+        """skorch's optimizer step, through the precision's
+        (:meth:`~ebmclassifier._utils.precision.Precision.step`: float16's scaler steps the
+        optimizers instead, a step without a scaled backward pass leaves them alone)."""
+        self._precision().step(step_fn, self._optimizers_of_net(), super()._step_optimizer)
 
     def validation_step(self, batch, **fit_params):
         """The loss of one validation batch, in evaluation mode, without a backward pass."""
@@ -799,6 +1006,6 @@ class SkorchNet(NeuralNetClassifier):
         Xi, weights = split_weights(Xi)
         Xi, yi, weights = self._on_device(Xi, yi, weights)
         # The energy terms need input gradients, also when validating.
-        with torch.enable_grad(), self._autocast():
+        with torch.enable_grad(), self._precision().autocast():
             loss, logits = self.compute_loss(Xi, yi, training=False, **weights)
         return {"loss": loss.detach(), "y_pred": full_precision(logits.detach())}

@@ -1,4 +1,4 @@
-"""The skorch side of the estimators (ebmclassifier/_estimator/net.py): its hooks and overrides."""
+"""The training engine (ebmclassifier/_estimator/engine.py): skorch's hooks and overrides."""
 
 import operator
 import pickle
@@ -64,11 +64,12 @@ def within(version: str, requirement: str) -> bool:
 def test_skorch_is_a_version_the_overrides_were_written_for():
     requirement = skorch_requirement()
     assert within(skorch.__version__, requirement), (
-        f"skorch {skorch.__version__} is installed, but ebmclassifier/_estimator/net.py was "
+        f"skorch {skorch.__version__} is installed, but ebmclassifier/_estimator/engine.py was "
         f"written for {requirement} (pyproject.toml). Check skorch's changes to "
         "NeuralNet.partial_fit and fit_loop (the order of the notifications, "
         "run_single_epoch), __setstate__ (the device it maps to), _get_param_names, "
-        "initialize / set_params / load_params (their use of self.device), infer, train_step, "
+        "initialize / set_params / load_params (their use of self.device), save_params, "
+        "_initialize_callbacks / initialize_callbacks, get_split_datasets, infer, train_step, "
         "train_step_single, _step_optimizer and torch_compile; run the whole test suite; then "
         "widen the skorch range in pyproject.toml."
     )
@@ -247,11 +248,11 @@ STEP_HOOKS = ("compute_loss", "classification_loss", "augment_batch", "handle_di
 
 
 def test_the_template_declares_every_hook_its_step_calls():
-    from ebmclassifier._estimator.net import SkorchNet
+    from ebmclassifier._estimator.engine import TrainingEngine
 
     for name in STEP_HOOKS:
-        assert name in vars(SkorchNet), f"SkorchNet does not declare {name}"
-        assert getattr(EBMClassifierBase, name) is vars(SkorchNet)[name], name
+        assert name in vars(TrainingEngine), f"TrainingEngine does not declare {name}"
+        assert getattr(EBMClassifierBase, name) is vars(TrainingEngine)[name], name
 
 
 class _Plain(EBMClassifierBase):
