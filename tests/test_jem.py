@@ -493,4 +493,9 @@ def test_the_roll_back_is_the_estimators_own_with_callbacks_disabled(small_blobs
         clf.fit(X, y)
     assert clf.n_divergences_ == 1 and isinstance(_rollback(clf), Rollback)
     names = [name for name, _ in clf.callbacks_]
-    assert names == ["resume", "divergence_rollback", "sklearn_early_stopping"]
+    assert names == [
+        "resume",
+        "divergence_rollback",
+        "sklearn_early_stopping",
+        "training_loss_stopping",
+    ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from skorch.callbacks import Callback
 
@@ -111,11 +111,12 @@ class TrainingLossStopping(Callback):
             raise KeyboardInterrupt  # skorch's way of ending the loop, as its EarlyStopping
 
 
-@contextmanager
-def stopping_on_training_loss(net, callback: TrainingLossStopping, mode: str) -> Iterator[None]:
-    """Train the block with ``callback`` stopping on the training loss in a ``fit`` with
-    ``early_stopping="train_loss"``; in a ``fit`` without early stopping that sets
-    ``n_iter_no_change`` or ``tol``, warn that they do nothing.
+def stopping_on_training_loss(
+    net, callback: TrainingLossStopping, mode: str
+) -> AbstractContextManager:
+    """What the training call runs in: ``callback`` stopping on the training loss in a ``fit``
+    with ``early_stopping="train_loss"``; in a ``fit`` without early stopping that sets
+    ``n_iter_no_change`` or ``tol``, a warning (now, at the user's line) that they do nothing.
 
     Parameters
     ----------
@@ -124,11 +125,20 @@ def stopping_on_training_loss(net, callback: TrainingLossStopping, mode: str) ->
         The one ``net`` holds.
     mode : {"fit", "warm_start", "partial_first", "partial"}
         The training call (``partial_fit`` never stops early).
+
+    Returns
+    -------
+    context manager
     """
     fits = mode in _FIT_MODES
     if fits and not net.early_stopping:
         _warn_if_set(net)
-    callback.active = fits and isinstance(net.early_stopping, str)  # the one: "train_loss"
+    return _acting(callback, fits and isinstance(net.early_stopping, str))  # "train_loss"
+
+
+@contextmanager
+def _acting(callback: TrainingLossStopping, active: bool) -> Iterator[None]:
+    callback.active = active
     try:
         yield
     finally:

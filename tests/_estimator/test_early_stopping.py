@@ -19,6 +19,7 @@ from skorch.dataset import ValidSplit
 import ebmclassifier
 from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier._estimator.early_stopping import SklearnEarlyStopping
+from ebmclassifier._estimator.training_loss_stopping import TrainingLossStopping
 
 PARAMS = dict(max_epochs=60, lr=0.03, module__hidden_sizes=(16,), random_state=0)
 STOP = dict(early_stopping=True, n_iter_no_change=3)
@@ -43,8 +44,10 @@ def test_fit_stops_when_the_validation_loss_stops_improving(stopped):
     # the last n_iter_no_change epochs are no better than the best by tol
     assert (losses[best:] > losses[best - 1] - stopped.tol).all()
     assert stopped.best_validation_loss_ == losses[best - 1] == losses.min()
-    # the estimator holds scikit-learn's early stopping as a callback of its own, last
-    assert isinstance(stopped.callbacks_[-1][1], SklearnEarlyStopping)
+    # the estimator holds scikit-learn's early stopping as a callback of its own, among the
+    # stopping capabilities that come after every other callback
+    kinds = [type(callback) for _, callback in stopped.callbacks_]
+    assert kinds[-2:] == [SklearnEarlyStopping, TrainingLossStopping]
 
 
 def test_the_best_epochs_weights_are_restored(data, stopped):
@@ -208,8 +211,10 @@ def test_every_callback_sees_the_epoch_that_stops(data, stopped):
 def test_the_callback_is_held_once_per_network(data):
     X, y = data
     clf = NGEBMClassifier(**{**PARAMS, "max_epochs": 2}, **STOP).fit(X, y)
-    held = clf.callbacks_[-1][1]
+    held = dict(clf.callbacks_)["sklearn_early_stopping"]
     clf.set_params(callbacks=[_Epochs()])  # rebuilds callbacks_
-    assert clf.callbacks_[-1][1] is held and not held.holds_out  # acts in a fit only
+    now = dict(clf.callbacks_)["sklearn_early_stopping"]
+    assert now is held and not held.holds_out  # acts in a fit only
     clf.fit(X, y)  # a new network: a new callback
-    assert clf.callbacks_[-1][1] is not held and isinstance(clf.callbacks_[-1][1], type(held))
+    now = dict(clf.callbacks_)["sklearn_early_stopping"]
+    assert now is not held and isinstance(now, SklearnEarlyStopping)

@@ -1,6 +1,7 @@
 """What a fit prints at each ``verbose``: a long fit's progress (nothing for a quick one), a
 progress bar, or skorch's epoch table."""
 
+import re
 import time
 
 import numpy as np
@@ -98,8 +99,10 @@ def test_a_long_fit_shows_its_batches_epochs_and_time_left_without_being_asked(t
     assert out == ""
     drawn = [part for part in err.split("\r") if part.startswith("NGEBMClassifier:")]
     assert drawn, err
-    assert any("epoch 1/2, batch 2/3" in part for part in drawn), drawn
-    assert any("epoch 2/2, batch 1/3, train_loss " in part for part in drawn), drawn
+    # tqdm redraws at most every mininterval, so which batches are drawn depends on the
+    # machine's speed; the first batch after the delay is always drawn, and each epoch's end
+    assert any(re.search(r"epoch 1/2, batch [123]/3", part) for part in drawn), drawn
+    assert any("epoch 2/2" in part and "train_loss " in part for part in drawn), drawn
     for part in drawn:  # elapsed<remaining: the estimate, never tqdm's "?"
         assert "<" in part and "<?" not in part
     assert err.split("\r")[-1].strip() == ""  # cleared: nothing left on the line
