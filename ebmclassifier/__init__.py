@@ -7,7 +7,7 @@ from .exceptions import DivergenceError
 from .jem import JEMClassifier
 from .latent.classifier import LatentStructureClassifier
 from .ngebm import NGEBMClassifier
-from .saving import load
+from .saving import load, save
 
 __all__ = [
     "ConceptComposition",
@@ -18,4 +18,5 @@ __all__ = [
     "NGEBMClassifier",
     "ProductOfExperts",
     "load",
+    "save",
 ]

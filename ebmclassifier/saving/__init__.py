@@ -58,6 +58,6 @@ the file: only unpickle files you trust. See the user guide's "Saving and deploy
 """
 
 from ._archive import FileLimits
-from ._files import load, save
+from ._dispatch import load, save
 
 __all__ = ["FileLimits", "load", "save"]

@@ -455,9 +455,9 @@ def _direct_writes(path: Path) -> list[str]:
 
 
 # In place on purpose: a pickle in a temporary folder of the memory benchmark, the kernel's
-# clear_refs file, the zip archive that _write_archive builds inside atomic_write, and the
+# clear_refs file, the zip archive that write_archive builds inside atomic_write, and the
 # figure that finish_figure saves inside atomic_write (or into a file object it is given).
-ALLOWED = {"experiments/_memory.py": 2, "saving/_files.py": 1, "plotting.py": 2}
+ALLOWED = {"experiments/_memory.py": 2, "saving/_archive.py": 1, "plotting.py": 2}
 
 
 def test_the_library_writes_files_only_through_atomic_write():
