@@ -80,11 +80,12 @@ class FileLimits:
     Parameters
     ----------
     json_bytes : int, default=64 MiB
-        The size of the JSON member (``metadata.json``, ``distributional.json``), declared and
-        read.
+        The size of the JSON member (``metadata.json``, ``distributional.json``,
+        ``composite.json``, a pipeline's skops ``schema.json``), declared and read.
     weights_bytes : int, default=2 GiB
         The size of ``weights.pt`` (or of the inner ``estimator.ebm`` of a
-        ``DistributionalConstraint`` file), declared and read.
+        ``DistributionalConstraint`` file, or of the other members of a pipeline's file
+        together), declared and read; also the bytes its tensors declare, each counted once.
     compression_ratio : float, default=100
         A member's size over its compressed size (``save`` stores members uncompressed: 1).
     depth : int, default=32
@@ -96,7 +97,8 @@ class FileLimits:
         and 400 levels are within Python's recursion limit.
     array_bytes : int, default=64 MiB
         The memory of one array of the metadata (``classes``, ``vocabulary_``, ...): its items
-        times the item size of the dtype it declares.
+        times the item size of the dtype it declares (for a string dtype without a length,
+        ``"<U"``, that of its longest item).
     weights_values : int, default=1 million
         The values (tensors, numbers, containers) of the structure of ``weights.pt``, counted as
         a tree.
@@ -154,26 +156,24 @@ class _BoundedReads:
         return getattr(self._file, name)
 
 
-def _check_member(info: zipfile.ZipInfo, name: str, limits: FileLimits) -> None:
+def _check_member(info: zipfile.ZipInfo, name: str, limits: FileLimits, what: str) -> None:
     """The member ``info``'s header: unencrypted, stored or deflated, its declared size within
-    ``limits.<name>`` and the compression ratio."""
-    limit = getattr(limits, name)
+    ``limits.<name>`` and the compression ratio; ``what`` names its archive ("its")."""
+    limit, member = getattr(limits, name), f"{what} member {info.filename!r}"
     if info.flag_bits & 0x1:
-        raise Refused(f"its member {info.filename!r} is encrypted")
+        raise Refused(f"{member} is encrypted")
     if info.compress_type not in _COMPRESSIONS:
-        raise Refused(
-            f"its member {info.filename!r} is compressed with method {info.compress_type}"
-        )
+        raise Refused(f"{member} is compressed with method {info.compress_type}")
     if info.file_size > limit:
         raise Refused(
-            f"its member {info.filename!r} declares {info.file_size} bytes, more than the "
-            f"{limit} that load reads (FileLimits.{name})"
+            f"{member} declares {info.file_size} bytes, more than the {limit} that load reads "
+            f"(FileLimits.{name})"
         )
     if info.file_size > limits.compression_ratio * max(info.compress_size, 1):
         raise Refused(
-            f"its member {info.filename!r} declares {info.file_size} bytes compressed into "
-            f"{info.compress_size}, a ratio over the {limits.compression_ratio:g} that load "
-            "accepts (FileLimits.compression_ratio)"
+            f"{member} declares {info.file_size} bytes compressed into {info.compress_size}, a "
+            f"ratio over the {limits.compression_ratio:g} that load accepts "
+            "(FileLimits.compression_ratio)"
         )
 
 
@@ -267,18 +267,19 @@ def read_members(
         return kind, members
 
 
-def check_sizes(infos: list[zipfile.ZipInfo], json_member: str, limits: FileLimits) -> None:
+def check_sizes(
+    infos: list[zipfile.ZipInfo], json_member: str, limits: FileLimits, what: str = "its"
+) -> None:
     """Each member's header (:func:`_check_member`): ``json_member`` within ``json_bytes``, the
-    others within ``weights_bytes`` together."""
+    others within ``weights_bytes`` together; ``what`` names the archive ("its")."""
     for info in infos:
-        _check_member(
-            info, "json_bytes" if info.filename == json_member else "weights_bytes", limits
-        )
+        name = "json_bytes" if info.filename == json_member else "weights_bytes"
+        _check_member(info, name, limits, what)
     total = sum(info.file_size for info in infos if info.filename != json_member)
     if total > limits.weights_bytes:
         raise Refused(
-            f"its members besides {json_member!r} declare {total} bytes together, more than the "
-            f"{limits.weights_bytes} that load reads (FileLimits.weights_bytes)"
+            f"{what} members besides {json_member!r} declare {total} bytes together, more than "
+            f"the {limits.weights_bytes} that load reads (FileLimits.weights_bytes)"
         )
 
 

@@ -168,9 +168,9 @@ def _warn_untrusted(obj, data: bytes) -> None:
         )
 
 
-def save_composite(obj, path, *, training_state: bool = True) -> dict[str, bytes]:
-    """Write the scikit-learn object ``obj`` and the library's estimators it holds to ``path``
-    (format :data:`COMPOSITE_FORMAT`); returns the members written."""
+def save_composite(obj, *, training_state: bool = True) -> dict[str, bytes]:
+    """The members of the file (format :data:`COMPOSITE_FORMAT`) of the scikit-learn object
+    ``obj`` and the library's estimators it holds."""
     members, entries, stand_ins = {}, [], {}
     for index, estimator in enumerate(library_objects(obj)):
         entries.append(_entry(estimator, index, training_state, members))

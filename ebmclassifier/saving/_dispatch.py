@@ -96,7 +96,7 @@ def save(obj, path: str | os.PathLike, *, training_state: bool = True) -> None:
     elif is_library_file(obj):
         save_constraint(obj, path)
     else:
-        write_archive(path, save_composite(obj, path, training_state=training_state))
+        write_archive(path, save_composite(obj, training_state=training_state))
 
 
 def load(
@@ -125,7 +125,7 @@ def load(
         For a pipeline's file: the types its scikit-learn part may name besides those skops
         trusts by default (scikit-learn's estimators, numpy's and scipy's types) and the
         library adds (the helpers of ``CalibratedClassifierCV``), as types or as the names
-        ``"module.name"`` that :func:`skops.io.get_untrusted_types` lists. Review a type
+        ``"module.name"`` that ``skops.io.get_untrusted_types`` lists. Review a type
         before you trust it: skops builds it without its ``__init__``, but its methods run
         when the object is used.
     **params

@@ -251,7 +251,9 @@ def save_estimator(estimator, path: str | os.PathLike, *, training_state: bool =
 
 def _read(path, limits: FileLimits, expected: str) -> tuple[dict, bytes]:
     """``(metadata, second member)`` of a file of format ``expected`` (an inner file)."""
-    kind, members = read_file(path, {expected: LAYOUTS[expected]}, limits)
+    kind, members = read_file(path, LAYOUTS, limits)
+    if kind != expected:
+        raise Refused(f"it is not a file of format {expected!r} version {FORMAT_VERSION}")
     return _parsed(kind, members, limits)
 
 

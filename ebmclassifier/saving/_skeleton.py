@@ -59,6 +59,7 @@ _NPY_HEADERS = {
     (2, 0): np.lib.format.read_array_header_2_0,
 }
 _MEMBER = "its skeleton.skops"
+_OF_MEMBER = "its skeleton.skops's"
 
 
 def _check_npy(data: bytes, name: str) -> None:
@@ -84,14 +85,16 @@ def _check_npy(data: bytes, name: str) -> None:
 
 
 def _members(data: bytes, limits: FileLimits, what: str) -> dict[str, bytes]:
-    """The members of the archive ``data``, their sizes checked before they are read."""
+    """The members of the archive ``data`` (``what``'s: "its skeleton.skops's"), their sizes
+    checked before they are read."""
     try:
         archive, infos = zip_infos(io.BytesIO(data), what)
         with archive:
-            check_sizes(infos, "schema.json", limits)
+            check_sizes(infos, "schema.json", limits, what)
             return {info.filename: archive.read(info) for info in infos}
     except (zipfile.BadZipFile, EOFError, struct.error, NotImplementedError) as err:
-        raise Refused(f"{what} is not a zip archive of skops ({err})") from None
+        archive_name = what.removesuffix("'s")
+        raise Refused(f"{archive_name} is not a zip archive ({err})") from None
 
 
 def _check_arrays(members: dict[str, bytes], limits: FileLimits) -> None:
@@ -100,7 +103,7 @@ def _check_arrays(members: dict[str, bytes], limits: FileLimits) -> None:
         if name.endswith(".npy"):
             _check_npy(data, name)
         elif name.endswith(".npz"):
-            inner = _members(data, limits, f"{_MEMBER}'s {name}")
+            inner = _members(data, limits, f"{_OF_MEMBER} {name}'s")
             for inner_name, inner_data in inner.items():
                 _check_npy(inner_data, f"{name}/{inner_name}")
 
@@ -148,7 +151,7 @@ def load_skeleton(data: bytes, trusted: list[str], limits: FileLimits):
     ``trusted``: the type names (``"module.name"``, as skops writes them) trusted besides
     skops's defaults. A type that is not trusted is refused by name.
     """
-    _check_arrays(members := _members(data, limits, _MEMBER), limits)
+    _check_arrays(members := _members(data, limits, _OF_MEMBER), limits)
     _check_schema(members, limits)
     refused = _untrusted(data, trusted)
     if refused:

@@ -13,14 +13,17 @@ limit, refused before the memory it asks for is allocated (``tracemalloc`` measu
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
 import pickle
+import re
 import struct
 import sys
 import tracemalloc
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -811,3 +814,62 @@ def _fitted_of(clf) -> dict:
     """What load sets before it initializes: the saved attributes and the label encoder."""
     names = (*clf._saved_attributes, "label_encoder_")
     return {name: getattr(clf, name) for name in names if hasattr(clf, name)}
+
+
+def _hostile_files_benchmark():
+    """benchmarks/hostile_files.py, whose crafted files these tests load."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_files.py"
+    spec = importlib.util.spec_from_file_location("hostile_files_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_issue_s_crafted_files_are_refused_each_within_100_mb_in_a_fresh_process(tmp_path):
+    # each grew the process by up to 1.6 GB, or ended in RecursionError / UnicodeDecodeError
+    bench = _hostile_files_benchmark()
+    files = bench.issue48_files(tmp_path)
+    for name, paths in list(files.items())[:5]:
+        result = bench.load_in_child(paths, timeout=300)
+        assert result["outcome"].startswith(f"ValueError: Cannot load '{paths[0]}': "), (
+            name,
+            result,
+        )
+        assert result["growth_mb"] < 100, (name, result)
+    threads = bench.load_in_child(files["n_threads=1000, then predict_proba"], timeout=300)
+    used, cores = map(
+        int, re.search(r"on (\d+) threads \((\d+) cores\)", threads["outcome"]).groups()
+    )
+    assert used <= cores, threads
+
+
+@pytest.mark.slow
+def test_the_crafted_pipeline_files_are_refused_within_100_mb_and_run_nothing(tmp_path):
+    bench = _hostile_files_benchmark()
+    files = bench.pipeline_files(tmp_path)
+    for name, paths in files.items():
+        result = bench.load_in_child(paths, timeout=300)
+        if name.startswith("a pipeline as saved"):
+            assert result["outcome"] == "loaded", result
+            continue
+        assert result["outcome"].startswith(f"ValueError: Cannot load '{paths[0]}': "), (
+            name,
+            result,
+        )
+        assert result["growth_mb"] < 100, (name, result)
+    assert not list(tmp_path.glob("MARKER*"))
+
+
+def test_a_huge_informative_buffer_loads_and_a_later_fit_refuses_it(data, tmp_path):
+    # what the saving guide says of what load refuses and what a later fit refuses
+    X, y = data
+    path = tmp_path / "jem.ebm"
+    JEMClassifier(**FAST, sgld_steps=1, buffer_size=20).fit(X, y).save(path)
+    _edit(path, lambda m: m["params"].update(buffer_size=10**12))
+    clf = load(path)  # the informative start is built from data: nothing is allocated here
+    assert clf.buffer_size == 10**12 and len(clf.replay_buffer_.samples) == 20
+    clf.partial_fit(X, y)  # continues with the loaded chains
+    assert len(clf.replay_buffer_.samples) == 20
+    with pytest.raises(ValueError, match="'buffer_size' parameter of JEMClassifier must be small"):
+        clf.fit(X, y)
