@@ -45,6 +45,7 @@ from .._utils.atomic import atomic_write
 from .._utils.parameters import ParamChecker
 
 __all__ = [
+    "NOT_AN_ARCHIVE",
     "FileLimits",
     "Layout",
     "check_sizes",
@@ -65,6 +66,16 @@ __all__ = [
 #: (or of anything else) may not take more.
 _PIECE = 1 << 20
 _COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+#: What zipfile raises on bytes that are no archive, or whose end records point outside it.
+NOT_AN_ARCHIVE = (
+    zipfile.BadZipFile,
+    EOFError,
+    struct.error,
+    NotImplementedError,
+    ValueError,
+    OverflowError,
+    OSError,
+)
 
 
 @dataclass(frozen=True)
@@ -285,15 +296,19 @@ def check_sizes(
 
 def read_file(path, layouts: dict[str, Layout], limits: FileLimits) -> tuple[str, dict]:
     """:func:`read_members` of the file at ``path`` (or the binary, seekable file object); a
-    file that is no zip archive is a :class:`Refused` too."""
-    try:
-        with opened(path) as file:
+    file that is no zip archive, or whose end records point outside it (zipfile then seeks
+    before its start: ``ValueError`` on a file object, ``OSError`` on a file), is a
+    :class:`Refused` too. A path that cannot be opened raises ``open``'s error."""
+    with opened(path) as file:
+        try:
             return read_members(file, layouts, limits)
-    except (zipfile.BadZipFile, EOFError, struct.error, NotImplementedError) as err:
-        raise Refused(
-            f"it is not a file written by ebmclassifier.saving.save or "
-            f"DistributionalConstraint.save ({err})"
-        ) from None
+        except Refused:
+            raise
+        except NOT_AN_ARCHIVE as err:
+            raise Refused(
+                f"it is not a file written by ebmclassifier.saving.save or "
+                f"DistributionalConstraint.save ({type(err).__name__}: {err})"
+            ) from None
 
 
 def write_archive(path, members: dict) -> None:
@@ -470,7 +485,9 @@ def _check_torch_archive(data: bytes) -> None:
         archive, infos = zip_infos(io.BytesIO(data), "its weights.pt's")
         with archive:
             table_start = archive.start_dir
-    except (zipfile.BadZipFile, EOFError, struct.error) as err:
+    except Refused:
+        raise
+    except NOT_AN_ARCHIVE as err:
         raise Refused(f"its weights.pt is not a file of torch.save ({err})") from None
     names = [info.filename for info in infos]
     if len(set(names)) != len(names) or not _tiles(data, infos, table_start):
@@ -546,6 +563,21 @@ def state_bytes(state) -> int:
     return sum(_declared(tensor) for tensor in distinct.values())
 
 
+#: What ``torch.load`` raises on a pickle or records it cannot read (a storage whose type is
+#: not one, a key it does not find, a cut pickle).
+_NOT_TORCH = (
+    RuntimeError,
+    EOFError,
+    KeyError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    struct.error,
+)
+
+
 def read_weights(data: bytes, device: torch.device, limits: FileLimits) -> dict:
     """``{"tensors": {name: tensor}, "states": {name: state}}`` of ``weights.pt`` on ``device``."""
     _check_torch_archive(data)
@@ -556,8 +588,10 @@ def read_weights(data: bytes, device: torch.device, limits: FileLimits) -> dict:
             f"its weights hold more than tensors, and load() unpickles nothing else "
             f"({str(err).splitlines()[0]})"
         ) from None
-    except (RuntimeError, EOFError, KeyError, ValueError, TypeError, struct.error) as err:
-        raise Refused(f"its weights.pt is not a file torch can read ({err})") from None
+    except _NOT_TORCH as err:
+        raise Refused(
+            f"its weights.pt is not a file torch can read ({type(err).__name__}: {err})"
+        ) from None
     _check_tensors(_walk(saved, limits), limits)
     if not (
         isinstance(saved, dict)

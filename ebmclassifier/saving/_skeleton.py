@@ -24,12 +24,21 @@ import json
 import math
 import re
 import struct
+import tokenize
 import zipfile
 
 import numpy as np
 import skops.io
 
-from ._archive import FileLimits, Refused, check_sizes, checked_json, json_depth, zip_infos
+from ._archive import (
+    NOT_AN_ARCHIVE,
+    FileLimits,
+    Refused,
+    check_sizes,
+    checked_json,
+    json_depth,
+    zip_infos,
+)
 
 __all__ = ["TRUSTED", "load_skeleton", "type_names"]
 
@@ -71,7 +80,7 @@ def _check_npy(data: bytes, name: str) -> None:
         if header is None:
             raise ValueError("a format version numpy's reader of this library does not read")
         shape, _, dtype = header(member)
-    except (ValueError, SyntaxError, TypeError, EOFError) as err:
+    except (ValueError, SyntaxError, TypeError, EOFError, tokenize.TokenError) as err:
         raise Refused(
             f"{_MEMBER} holds the array {name!r}, whose header is not numpy's ({err})"
         ) from None
@@ -92,7 +101,9 @@ def _members(data: bytes, limits: FileLimits, what: str) -> dict[str, bytes]:
         with archive:
             check_sizes(infos, "schema.json", limits, what)
             return {info.filename: archive.read(info) for info in infos}
-    except (zipfile.BadZipFile, EOFError, struct.error, NotImplementedError) as err:
+    except Refused:
+        raise
+    except NOT_AN_ARCHIVE as err:
         archive_name = what.removesuffix("'s")
         raise Refused(f"{archive_name} is not a zip archive ({err})") from None
 

@@ -119,7 +119,7 @@ def _dtype(text) -> np.dtype:
     """The dtype ``text`` names, if it is one an array of the metadata may have."""
     try:
         dtype = np.dtype(text) if isinstance(text, str) and len(text) <= 16 else None
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # numpy reads a subarray's shape as Python
         dtype = None
     if dtype is None or dtype.kind not in ARRAY_KINDS or dtype.fields is not None:
         raise Refused(f"its metadata declares an array of dtype {str(text)[:40]!r}")

@@ -439,6 +439,13 @@ SKELETONS = {
         lambda inner: inner.update({_first_npy(inner): b"\x93NUMPY\x09\x00"}),
         "not numpy's",
     ),
+    # a header cut inside its dict: numpy's tokenizer raised TokenError
+    "npy-header-cut": (
+        lambda inner: inner.update(
+            {_first_npy(inner): b"\x93NUMPY\x01\x00\x1e\x00{'descr': '<f8', 'shape': (2,\n"}
+        ),
+        "whose header is not numpy's",
+    ),
     "no-schema": (lambda inner: inner.pop("schema.json"), "has no schema.json"),
     "utf-16": (
         lambda inner: inner.update({"schema.json": inner["schema.json"].decode().encode("utf-16")}),

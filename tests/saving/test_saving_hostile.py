@@ -354,8 +354,8 @@ def test_an_array_of_dtype_U500000000_is_refused_before_numpy_allocates(saved):
 
 
 @pytest.mark.parametrize(
-    "dtype", ["V100", "i4,f8", "(1000,)<f8", "M8[s]", "S3", "x" * 40, "<c16", 7]
-)
+    "dtype", ["V100", "i4,f8", "(1000,)<f8", "M8[s]", "S3", "x" * 40, "<c16", 7, "(01,)f8"]
+)  # "(01,)f8": numpy reads the shape as Python, which raised SyntaxError
 def test_an_array_of_another_dtype_is_refused(saved, dtype):
     _edit(saved, lambda m: m.update(classes={"__array__": [1, 2, 3], "dtype": dtype}))
     _refused(saved, "declares an array of dtype")
@@ -873,3 +873,50 @@ def test_a_huge_informative_buffer_loads_and_a_later_fit_refuses_it(data, tmp_pa
     assert len(clf.replay_buffer_.samples) == 20
     with pytest.raises(ValueError, match="'buffer_size' parameter of JEMClassifier must be small"):
         clf.fit(X, y)
+
+
+@pytest.mark.parametrize("value", [0x00, 0xFF])
+def test_every_byte_of_the_archive_s_end_record_changed_loads_or_is_a_value_error(
+    data, saved, value
+):
+    # a table-of-contents offset changed to 0xFF made zipfile seek before the file's start:
+    # "ValueError: negative seek value", which named no file. Fields zipfile does not read (the
+    # disk numbers) may change and the file still loads, the same
+    X, _ = data
+    raw = saved.read_bytes()
+    expected = load(saved).predict_proba(X)
+    end, refused = raw.rindex(b"PK\x05\x06"), 0
+    for position in range(end, len(raw)):
+        changed = bytearray(raw)
+        changed[position] = value if changed[position] != value else value ^ 0x55
+        saved.write_bytes(bytes(changed))
+        try:
+            np.testing.assert_array_equal(load(saved).predict_proba(X), expected)
+        except ValueError as err:
+            assert str(err).startswith(f"Cannot load '{saved}': "), (position, err)
+            refused += 1
+    assert refused >= 8  # the entry counts, the table's size and offset
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's, on a changed byte
+def test_every_byte_of_the_weights_pickle_changed_loads_or_is_a_value_error(data, saved):
+    # the way (an edit inside weights.pt, every CRC recomputed): a changed byte of its
+    # pickle made torch.load raise AttributeError ('tuple' object has no attribute 'dtype')
+    X, _ = data
+    members = _members(saved)
+    records = _members(io.BytesIO(members["weights.pt"]))
+    pickle_name = next(name for name in records if name.endswith("data.pkl"))
+    outcomes = {"loaded": 0, "refused": 0}
+    for position in range(len(records[pickle_name])):
+        changed = bytearray(records[pickle_name])
+        changed[position] = 0x30 if changed[position] != 0x30 else 0xFF
+        rebuilt = io.BytesIO()
+        _write(rebuilt, {**records, pickle_name: bytes(changed)})
+        _write(saved, {**members, "weights.pt": rebuilt.getvalue()})
+        try:
+            load(saved).predict_proba(X)
+            outcomes["loaded"] += 1
+        except ValueError as err:
+            assert str(err).startswith(f"Cannot load '{saved}': "), (position, err)
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0, outcomes
