@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # what static tools read; at run time __getattr__ imports on 
     from .jem import JEMClassifier
     from .latent.classifier import LatentStructureClassifier
     from .ngebm import NGEBMClassifier
-    from .saving import load
+    from .saving import load, save
 
 #: Each public name and the module that defines it.
 _HOMES = {
@@ -30,6 +30,7 @@ _HOMES = {
     "NGEBMClassifier": ".ngebm",
     "ProductOfExperts": ".compose",
     "load": ".saving",
+    "save": ".saving",
 }
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "NGEBMClassifier",
     "ProductOfExperts",
     "load",
+    "save",
 ]
 
 

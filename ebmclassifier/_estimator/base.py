@@ -32,6 +32,7 @@ from .._utils.data import ShuffledTensorBatchIterator, TensorBatchIterator, reco
 from .._utils.device import available_memory, device_problem, network_bytes, resolve_device
 from .._utils.docstrings import fill_docstring
 from .._utils.generators import draw_seed, global_rng
+from .._utils.locks import estimator_lock
 from .._utils.parameters import InvalidParameterError, ParamChecker, is_int
 from .._utils.precision import PRECISIONS, precision_problem
 from .._utils.statistics import column_min_max
@@ -460,8 +461,8 @@ class EBMClassifierBase(
         >>> clf.classes_.tolist()
         ['cat', 'dog', 'owl']
         """
-        warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
-        with _reading(X):
+        with estimator_lock(self), _reading(X):  # no predict of another thread in between
+            warm = bool(self.warm_start) and self.__sklearn_is_fitted__()
             return self._fit(X, y, sample_weight, mode="warm_start" if warm else "fit")
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
@@ -499,8 +500,8 @@ class EBMClassifierBase(
         >>> bool((clf.module_.net[1].weight != weights).any())
         True
         """
-        mode = "partial" if self.__sklearn_is_fitted__() else "partial_first"
-        with _reading(X):
+        with estimator_lock(self), _reading(X):  # no predict of another thread in between
+            mode = "partial" if self.__sklearn_is_fitted__() else "partial_first"
             return self._fit(X, y, sample_weight, mode=mode, classes=classes)
 
     def _fit(

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from skorch.dataset import Dataset as SkorchDataset
 from torch.utils.data import Subset
 
+from .._utils.locks import estimator_lock
 from .._utils.streamed import StreamedDataset, StreamedRows, first_rows
 from .._utils.threads import threads_for
 from ..energy import OOD_METHODS, energy, ood_score
@@ -104,18 +105,19 @@ class InferenceMixin:
         (``_as_network_input``); a ``Dataset`` is read with the ``iterator_valid__*``
         ``DataLoader`` settings (``num_workers``).
         """
-        check_is_fitted(self)
-        X = self._validate_input(X)
-        self._set_mode(False)
-        size = max(1, self._inference_batch_size(len(X)))
-        # the network's cost per batch from the first sample alone (no copy of X)
-        first = first_rows(X, 1, self.device_)
-        n_threads = getattr(self, "n_threads", None)  # a composition of estimators has none
-        with threads_for(n_threads, self.module_, first, size, n_samples=len(X)):
-            if not isinstance(X, StreamedRows):
-                return map_batches(X, fn, size, self.device_)
-            batches = (self._as_network_input(xb) for xb in X.batches(size))
-            return collect_batches(batches, fn, len(X))
+        with estimator_lock(self):  # a partial_fit of another thread ends first
+            check_is_fitted(self)
+            X = self._validate_input(X)
+            self._set_mode(False)
+            size = max(1, self._inference_batch_size(len(X)))
+            # the network's cost per batch from the first sample alone (no copy of X)
+            first = first_rows(X, 1, self.device_)
+            n_threads = getattr(self, "n_threads", None)  # a composition has none
+            with threads_for(n_threads, self.module_, first, size, n_samples=len(X)):
+                if not isinstance(X, StreamedRows):
+                    return map_batches(X, fn, size, self.device_)
+                batches = (self._as_network_input(xb) for xb in X.batches(size))
+                return collect_batches(batches, fn, len(X))
 
     def _network(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """The map from a batch to logits, differentiable with respect to the batch (for
@@ -126,9 +128,10 @@ class InferenceMixin:
     def _map_network(self, X, fn: Callable) -> np.ndarray:
         """``fn(network, batch)`` batch by batch, with ``network = self._network()`` built
         once, after the check that the estimator is fitted."""
-        check_is_fitted(self)
-        network = self._network()
-        return self._map_batches(X, lambda xb: fn(network, xb))
+        with estimator_lock(self):  # the network of this moment, not one a fit replaces
+            check_is_fitted(self)
+            network = self._network()
+            return self._map_batches(X, lambda xb: fn(network, xb))
 
     def _map_logits(self, X, fn: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
         """``fn(logits)`` batch by batch; also for the training loop's datasets that skorch's

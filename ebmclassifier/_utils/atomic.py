@@ -24,7 +24,8 @@ What is replaced:
   the path is resolved here rather than by ``open``, so that rule would otherwise not apply, and
   a link another user planted in ``/tmp`` would send a root's file anywhere.
 
-An error names the path the caller gave, not the temporary file.
+An error names the path the caller gave, not the temporary file; a write that fails without
+naming a file (a full disk, a file-size limit) names it too.
 
 The price: the folder needs room for the old and the new file at once.
 """
@@ -146,8 +147,10 @@ def _keep_owner_and_mode(descriptor: int, existing: os.stat_result) -> None:
 
 def _named(err: OSError, temporary: str, target: str, shown: str) -> OSError:
     """``err`` naming the caller's path where it named the temporary file (or the target it
-    resolved to), of the same class (``OSError(errno, ...)`` picks it)."""
-    if err.errno is None or not {err.filename, err.filename2} & {temporary, target}:
+    resolved to) or no file (a write, flush or sync that failed: a full disk, ``EFBIG`` past a
+    file-size limit), of the same class (``OSError(errno, ...)`` picks it)."""
+    named = {err.filename, err.filename2} - {None}
+    if err.errno is None or (named and not named & {temporary, target}):
         return err
     return OSError(err.errno, err.strerror, shown)
 

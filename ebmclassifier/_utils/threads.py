@@ -10,8 +10,10 @@ machine": ``benchmarks/threads.py``).
 
 So ``n_threads="auto"`` (the estimators' default) runs a call on one thread when the forward
 pass of one batch costs fewer than :data:`AUTO_ONE_THREAD_MACS` multiply-accumulates, and on
-torch's setting as it is otherwise; an int runs it on that many threads; ``None`` leaves
-torch's setting alone. The setting is changed for the call only (:func:`intra_op_threads`) and
+torch's setting as it is otherwise; an int runs it on that many threads, at most the cores the
+process may run on (:func:`usable_cores`: more only makes the threads wait for each other, and
+a loaded file's ``n_threads=1000`` made thread creation fail); ``None`` leaves torch's setting
+alone. The setting is changed for the call only (:func:`intra_op_threads`) and
 restored after it, also when the call raises: the caller's ``torch.set_num_threads`` holds
 outside. torch's setting is one per process, so fits running at the same time in threads of one
 process (joblib's threading backend) should use ``n_threads=None``.
@@ -19,6 +21,7 @@ process (joblib's threading backend) should use ``n_threads=None``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -38,6 +41,7 @@ __all__ = [
     "forward_macs",
     "intra_op_threads",
     "threads_for",
+    "usable_cores",
 ]
 
 #: Below this many multiply-accumulates in the forward pass of one batch, ``n_threads="auto"``
@@ -99,6 +103,20 @@ def forward_macs(module: nn.Module, x: torch.Tensor) -> int:
     return int(total)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one (a
+    container or ``taskset`` narrows it), else ``os.cpu_count()``.
+
+    Examples
+    --------
+    >>> 1 <= usable_cores() <= (os.cpu_count() or 1)
+    True
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def check_n_threads(check: ParamChecker, value) -> None:
     """Add a problem with the ``n_threads`` parameter ``value`` to ``check``, if it has one."""
     ok = value is None or (isinstance(value, str) and value == "auto")
@@ -111,9 +129,9 @@ def choose_threads(
 ) -> int | None:
     """The intra-op threads for a call on batches of ``batch_size`` samples like ``x``, or None.
 
-    ``None`` (leave torch's setting) for ``n_threads=None``; ``n_threads`` itself for an int;
-    for ``"auto"``, 1 when ``forward_macs(module, x[:1]) * batch_size`` is below
-    :data:`AUTO_ONE_THREAD_MACS`, else None. ``"auto"`` is None inside
+    ``None`` (leave torch's setting) for ``n_threads=None``; ``n_threads`` for an int, at most
+    :func:`usable_cores`; for ``"auto"``, 1 when ``forward_macs(module, x[:1]) * batch_size``
+    is below :data:`AUTO_ONE_THREAD_MACS`, else None. ``"auto"`` is None inside
     ``intra_op_threads(n, pin=True)`` (a command's ``--threads n``), and nothing is counted
     when torch already runs one thread.
 
@@ -141,11 +159,15 @@ def choose_threads(
     >>> with intra_op_threads(2):  # torch on two threads: "auto" picks one for a small MLP
     ...     choose_threads("auto", MLP(64, 10), x, 64), choose_threads(None, MLP(64, 10), x, 64)
     (1, None)
-    >>> choose_threads(3, MLP(64, 10), x, 64)
-    3
+    >>> choose_threads(1, MLP(64, 10), x, 64)
+    1
+    >>> choose_threads(10**6, MLP(64, 10), x, 64) == usable_cores()  # no more than the cores
+    True
     """
+    if n_threads is None:
+        return None
     if n_threads != "auto":
-        return n_threads
+        return min(n_threads, usable_cores())
     n_samples = len(x) if n_samples is None else n_samples
     if _PINNED.get() or torch.get_num_threads() == 1 or len(x) == 0 or x.device.type != "cpu":
         return None

@@ -1,55 +1,43 @@
-"""Saving a fitted estimator to one file, and loading it without the training data.
+"""One file per fitted object, without pickle: :func:`save` (``ebmclassifier.save``; also
+``estimator.save(path)``) and :func:`load` (``ebmclassifier.load``).
 
-:func:`save` (also ``estimator.save(path)``) writes a zip archive of two members:
+- An estimator of the library: a zip of ``metadata.json`` (its class, parameters, what ``fit``
+  learned besides tensors, with ``training_state=True`` the history) and ``weights.pt``
+  (``torch.save`` of tensors only: the modules' and the optimizer's state dicts, fitted tensors
+  such as ``input_min_``, all on the CPU) (``_files.py``).
+- A :class:`~ebmclassifier.DistributionalConstraint`: ``distributional.json`` and its base
+  estimator's own file (``_files.py``).
+- A scikit-learn object around the estimators (``Pipeline``, ``ColumnTransformer``,
+  ``FeatureUnion``, ``CalibratedClassifierCV``, a search's ``best_estimator_``):
+  ``composite.json``, skops's ``skeleton.skops`` with a stand-in per estimator, and each
+  estimator's own file (``_composite.py``, ``_skeleton.py``).
 
-- ``metadata.json``: the estimator's class, its constructor parameters, what ``fit`` learned
-  besides tensors (``classes_``, ``input_shape_``, ``n_features_in_``, the OOD threshold, ...)
-  and, with ``training_state=True``, the training history;
-- ``weights.pt``: ``torch.save`` of a dict of tensors only: the state dicts of the fitted
-  modules (``module_``, JEM's ``replay_buffer_``), of the optimizer (with
-  ``training_state=True``), and fitted tensors such as ``input_min_``. Every tensor is saved on
-  the CPU.
+Every writer replaces a path at once and only a regular file, keeping its owner and mode
+(:mod:`ebmclassifier._utils.atomic`). A file may come from anyone, and ``load`` treats it so:
 
-Both writers replace a path at once, so that it is always the old file or the new one, and
-write only over a regular file, keeping its owner and mode (:mod:`ebmclassifier._utils.atomic`).
-
-:func:`load` rebuilds the estimator from these alone: no ``fit``, no data. A file may come from
-anyone, and ``load`` treats it so:
-
-- **No code runs.** The metadata is JSON, the weights are read with
-  ``torch.load(weights_only=True)``; a class named in the metadata is looked up only in
-  ``ebmclassifier``, ``torch`` or ``skorch`` (the package's whole name), only in a module already
-  imported (nothing is imported because a file names it, but this library's own modules), only
-  if it is an estimator of this library, a torch module, an optimizer or a data set / loader
-  class, and of the kind its parameter takes (a loss for ``criterion``, an optimizer for
-  ``optimizer``, a batch iterator for ``iterator_*``, a data set for ``dataset``, a network or
-  layer for any other; never a datapipe that opens files).
-- **A closed list of what it sets.** Constructor parameters, each checked by role as above, but
-  never ``torch_load_kwargs`` (how a later ``load_params`` reads files: ``{"weights_only":
-  False}`` there would unpickle code) nor ``compile__options`` (compilers and folders of
-  ``torch.compile``), which ``save`` never writes; fitted attributes only those the estimator
-  saves (its ``_saved_attributes``), each of its kind (:data:`ATTRIBUTE_KINDS
-  <ebmclassifier.saving._allowed_classes.ATTRIBUTE_KINDS>`: a tuple of positive ints for
-  ``input_shape_``, a tensor from ``weights.pt`` for ``input_min_``, ...); the states of the
-  modules the parameters build, which must fit them.
+- **No code runs.** JSON, ``torch.load(weights_only=True)``, classes looked up statically in
+  ``ebmclassifier``, ``torch`` and ``skorch`` only, of the kind their parameter takes
+  (``_allowed_classes.py``); a pipeline's scikit-learn part built by skops from trusted types
+  only (skops's defaults, ``_skeleton.TRUSTED``, the caller's ``trusted=[...]``), any other
+  refused by name before anything is built.
+- **A closed list of what it sets**: parameters checked by role, never ``torch_load_kwargs`` nor
+  ``compile__options``; fitted attributes only those the estimator saves, each of its kind.
+- **Nothing of how the process runs**: ``verbose``, ``compile`` and the data loaders' process
+  settings are not taken from a file (``_allowed_classes.RUNTIME``); ``n_threads`` is bounded by
+  the cores at every call, ``device`` resolved against the machine's.
 - **Bounded sizes** (:class:`FileLimits`, which lists them), checked before anything is
-  decompressed, parsed or allocated; the archive holds exactly the two members of its format,
-  and ``weights.pt`` is laid out as ``torch.save`` writes it (stored records, nothing between).
+  decompressed, parsed or allocated (``_archive.py``, ``_values.py``), UTF-8 JSON; the modules
+  a file's parameters build are counted on the meta device against the bytes its weights hold
+  before anything is built (``_budget.py``).
 
-Each refusal is a ``ValueError`` naming the file and the rule or limit. Parameters that are
-neither plain values nor such classes (callbacks, ``train_split``, a network class of one's
-own) are not saved: pass them to :func:`load`. A file from anyone is safe to *load*; what it
-computes is still the network of whoever trained it.
-
-A fitted :class:`~ebmclassifier.DistributionalConstraint` (through :func:`save_constraint`)
-is a zip of ``distributional.json`` (from a closed list too) and ``estimator.ebm``, its base
-estimator's file as above; what JSON cannot hold (``constraints``, a base estimator that
-:func:`save` does not write) is refused at save time. Pickle (and joblib) save everything, but
-unpickling runs code from the file: only unpickle files you trust (the user guide's "Saving
-and deploying").
+Each refusal is a ``ValueError`` naming the file and the rule or limit. What cannot be saved
+(callbacks, ``train_split``, a network class of one's own) is passed to :func:`load`; what JSON
+and skops cannot hold (a constraint's ``constraints``, torch objects outside the estimators) is
+refused at save time. Pickle saves everything, but unpickling runs code from the file: only
+unpickle files you trust (the user guide's "Saving and deploying").
 """
 
 from ._archive import FileLimits
-from ._files import load, save
+from ._dispatch import load, save
 
 __all__ = ["FileLimits", "load", "save"]

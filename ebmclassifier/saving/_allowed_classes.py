@@ -26,6 +26,20 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from .._utils.data import TensorBatchIterator
 
+__all__ = [
+    "ATTRIBUTE_KINDS",
+    "NEVER_FROM_A_FILE",
+    "NOT_SAVED",
+    "RUNTIME",
+    "check_attribute_kind",
+    "check_attribute_name",
+    "check_class_roles",
+    "class_path",
+    "loadable",
+    "not_taken",
+    "trusted_class",
+]
+
 #: Where a class named in a saved file may come from, and what it must be.
 TRUSTED_PACKAGES = ("ebmclassifier", "torch", "skorch")
 SAFE_BASES = (torch.nn.Module, torch.optim.Optimizer, Dataset, DataLoader, TensorBatchIterator)
@@ -93,6 +107,52 @@ def _imported_module(name: str, path: str) -> ModuleType:
             f"The file names the class {path!r}, which cannot be imported here ({err}); the "
             "file may come from another version of that package."
         ) from None
+
+
+#: Parameters that say how the machine reads files or runs programs, not what the model is:
+#: ``save`` never writes them and ``load`` refuses a file that sets them.
+NEVER_FROM_A_FILE = {
+    "torch_load_kwargs": (
+        "it is how load_params calls torch.load: {'weights_only': False} there unpickles "
+        "whatever code a later file holds"
+    ),
+    "compile__options": (
+        "torch.compile's options name the compilers it runs and the folders it writes to"
+    ),
+}
+#: Of those, the ones of the loading machine alone, not even reported as unsaved.
+NOT_SAVED = ("torch_load_kwargs",)
+#: Parameters of how the process runs, not of what the model computes: ``save`` writes them
+#: (the file says how it was trained), ``load`` takes none of them from a file, so that the
+#: class's default stands unless ``load`` is given them (the saving guide says why each).
+#: ``n_threads`` is taken, and bounded at every call by the cores the process may use
+#: (:func:`~ebmclassifier._utils.threads.usable_cores`); ``device`` is taken and resolved
+#: against the machine's devices.
+RUNTIME = {
+    "verbose": "what the process prints",
+    "compile": "whether a later fit compiles the network with the machine's compilers",
+}
+#: The settings of torch's ``DataLoader`` that start processes or pin memory: runtime too, for
+#: ``iterator_train__*`` and ``iterator_valid__*``.
+LOADER_RUNTIME = (
+    "num_workers",
+    "persistent_workers",
+    "prefetch_factor",
+    "pin_memory",
+    "pin_memory_device",
+    "multiprocessing_context",
+    "timeout",
+    "in_order",
+)
+
+
+def not_taken(name: str) -> bool:
+    """Whether ``load`` leaves the parameter ``name`` of a file to the loading process
+    (:data:`RUNTIME`, :data:`LOADER_RUNTIME`)."""
+    prefix, _, setting = name.partition("__")
+    return name in RUNTIME or (
+        prefix in ("iterator_train", "iterator_valid") and setting in LOADER_RUNTIME
+    )
 
 
 #: What a class saved for a parameter must be, by the parameter's role; any other parameter

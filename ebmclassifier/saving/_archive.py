@@ -6,25 +6,32 @@ write one, so before anything is decompressed, parsed or allocated (the limits a
 :class:`FileLimits`, each refusal a ``ValueError`` naming the file and the limit):
 
 - the archive's table of contents is read only if it takes at most 1 MiB, and must list exactly
-  the two members of its format, unencrypted, stored or deflated;
+  the members of its format (:class:`Layout`), unencrypted, stored or deflated;
 - a member's declared size is at most ``json_bytes`` (the JSON) or ``weights_bytes`` (the
-  weights or the inner file), and at most ``compression_ratio`` times its compressed size; it is
-  read 1 MiB at a time and reading stops at the limit whatever its header declared;
-- the JSON is nested at most ``depth`` deep, counted on its bytes before it is parsed (Python's
-  parser would raise ``RecursionError``, and so would the decoding after it);
+  other members together: the weights, an inner file, a pipeline's parts), and at most
+  ``compression_ratio`` times its compressed size; it is read 1 MiB at a time and reading stops
+  at the limit whatever its header declared;
+- the JSON is UTF-8 (Python's parser also reads UTF-16 and UTF-32, in which a byte of a
+  character can pass for a bracket or a quote) nested at most ``depth`` deep, counted on its
+  bytes before it is parsed (Python's parser would raise ``RecursionError``, and so would the
+  decoding after it);
 - ``weights.pt``'s records are stored, not compressed (``torch.save`` never compresses), and
   with the table of contents they tile the member byte for byte, so that torch's zip reader
   (miniz), which allocates a record's declared size, finds the records that were checked here
   and no others; torch reads them with ``weights_only=True`` (tensors and plain containers, no
   code), and the structure it returns is walked, at most ``depth`` deep and ``weights_values``
   values counted as a tree (a list the pickle shares a thousand times counts a thousand times),
-  before anything uses it.
+  before anything uses it; each tensor is dense (its values take no more bytes than its storage
+  holds: a tensor expanded from one value would be allocated whole by a copy or a cast) and
+  all of them, each counted once, declare at most ``weights_bytes``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import pickle
 import re
 import struct
@@ -34,14 +41,41 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .._utils.atomic import atomic_write
 from .._utils.parameters import ParamChecker
 
-__all__ = ["FileLimits", "parse_json", "read_members", "read_weights"]
+__all__ = [
+    "NOT_AN_ARCHIVE",
+    "FileLimits",
+    "Layout",
+    "check_sizes",
+    "checked_json",
+    "json_depth",
+    "opened",
+    "parse_json",
+    "read_file",
+    "read_members",
+    "read_weights",
+    "shown",
+    "state_bytes",
+    "write_archive",
+    "zip_infos",
+]
 
 #: A member is read this much at a time, and a single read of the archive's table of contents
 #: (or of anything else) may not take more.
 _PIECE = 1 << 20
 _COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+#: What zipfile raises on bytes that are no archive, or whose end records point outside it.
+NOT_AN_ARCHIVE = (
+    zipfile.BadZipFile,
+    EOFError,
+    struct.error,
+    NotImplementedError,
+    ValueError,
+    OverflowError,
+    OSError,
+)
 
 
 @dataclass(frozen=True)
@@ -57,18 +91,25 @@ class FileLimits:
     Parameters
     ----------
     json_bytes : int, default=64 MiB
-        The size of the JSON member (``metadata.json``, ``distributional.json``), declared and
-        read.
+        The size of the JSON member (``metadata.json``, ``distributional.json``,
+        ``composite.json``, a pipeline's skops ``schema.json``), declared and read.
     weights_bytes : int, default=2 GiB
         The size of ``weights.pt`` (or of the inner ``estimator.ebm`` of a
-        ``DistributionalConstraint`` file), declared and read.
+        ``DistributionalConstraint`` file, or of the other members of a pipeline's file
+        together), declared and read; also the bytes its tensors declare, each counted once.
     compression_ratio : float, default=100
         A member's size over its compressed size (``save`` stores members uncompressed: 1).
     depth : int, default=32
         How deep the JSON and the structure of ``weights.pt`` nest (a saved file: under 10).
+    skops_depth : int, default=200
+        How deep the ``schema.json`` of the scikit-learn part of a pipeline's file nests
+        (skops's own format, deeper than the metadata: a pipeline of a ``ColumnTransformer``
+        nests 23 deep, and each composite around it adds 4 to 6); skops reads it recursively,
+        and 400 levels are within Python's recursion limit.
     array_bytes : int, default=64 MiB
         The memory of one array of the metadata (``classes``, ``vocabulary_``, ...): its items
-        times the item size of the dtype it declares.
+        times the item size of the dtype it declares (for a string dtype without a length,
+        ``"<U"``, that of its longest item).
     weights_values : int, default=1 million
         The values (tensors, numbers, containers) of the structure of ``weights.pt``, counted as
         a tree.
@@ -86,12 +127,14 @@ class FileLimits:
     weights_bytes: int = 2**31
     compression_ratio: float = 100.0
     depth: int = 32
+    skops_depth: int = 200
     array_bytes: int = 64 * 2**20
     weights_values: int = 1_000_000
 
     def __post_init__(self) -> None:
         check = ParamChecker.of(vars(self), "FileLimits")
-        for name in ("json_bytes", "weights_bytes", "depth", "array_bytes", "weights_values"):
+        names = ("json_bytes", "weights_bytes", "depth", "skops_depth", "array_bytes")
+        for name in (*names, "weights_values"):
             check.integer(name, 1)
         check.real("compression_ratio", 1.0)
         check.raise_if_any()
@@ -124,26 +167,24 @@ class _BoundedReads:
         return getattr(self._file, name)
 
 
-def _check_member(info: zipfile.ZipInfo, name: str, limits: FileLimits) -> None:
+def _check_member(info: zipfile.ZipInfo, name: str, limits: FileLimits, what: str) -> None:
     """The member ``info``'s header: unencrypted, stored or deflated, its declared size within
-    ``limits.<name>`` and the compression ratio."""
-    limit = getattr(limits, name)
+    ``limits.<name>`` and the compression ratio; ``what`` names its archive ("its")."""
+    limit, member = getattr(limits, name), f"{what} member {info.filename!r}"
     if info.flag_bits & 0x1:
-        raise Refused(f"its member {info.filename!r} is encrypted")
+        raise Refused(f"{member} is encrypted")
     if info.compress_type not in _COMPRESSIONS:
-        raise Refused(
-            f"its member {info.filename!r} is compressed with method {info.compress_type}"
-        )
+        raise Refused(f"{member} is compressed with method {info.compress_type}")
     if info.file_size > limit:
         raise Refused(
-            f"its member {info.filename!r} declares {info.file_size} bytes, more than the "
-            f"{limit} that load reads (FileLimits.{name})"
+            f"{member} declares {info.file_size} bytes, more than the {limit} that load reads "
+            f"(FileLimits.{name})"
         )
     if info.file_size > limits.compression_ratio * max(info.compress_size, 1):
         raise Refused(
-            f"its member {info.filename!r} declares {info.file_size} bytes compressed into "
-            f"{info.compress_size}, a ratio over the {limits.compression_ratio:g} that load "
-            "accepts (FileLimits.compression_ratio)"
+            f"{member} declares {info.file_size} bytes compressed into {info.compress_size}, a "
+            f"ratio over the {limits.compression_ratio:g} that load accepts "
+            "(FileLimits.compression_ratio)"
         )
 
 
@@ -151,7 +192,13 @@ def _read_member(archive: zipfile.ZipFile, info, limit: int, name: str) -> bytes
     """The member, read a piece at a time and stopped at ``limit`` whatever its header says;
     it must hold the size its header declares."""
     pieces, size = [], 0
-    with archive.open(info) as member:
+    try:
+        opened_member = archive.open(info)
+    except UnicodeDecodeError as err:  # its local header's name, marked UTF-8
+        raise Refused(
+            f"its member {info.filename!r} is named in bytes that are not UTF-8 ({err})"
+        ) from None
+    with opened_member as member:
         while piece := member.read(_PIECE):
             size += len(piece)
             if size > limit:
@@ -167,32 +214,140 @@ def _read_member(archive: zipfile.ZipFile, info, limit: int, name: str) -> bytes
     return b"".join(pieces)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """The members of one format's archive: its JSON member, the members it always holds
+    besides, and a pattern of the further members it may hold (a pipeline's estimators)."""
+
+    json: str
+    required: tuple[str, ...]
+    further: str | None = None
+
+    def matches(self, names: list[str]) -> bool:
+        """Whether ``names`` (each once) are exactly this layout's members."""
+        fixed = {self.json, *self.required}
+        rest = [name for name in names if name not in fixed]
+        further = re.compile(self.further or "(?!)")
+        return (
+            len(set(names)) == len(names)
+            and fixed <= set(names)
+            and all(further.fullmatch(name) for name in rest)
+        )
+
+
+def zip_infos(file, what: str = "its") -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]]:
+    """zipfile's reader of the binary ``file`` and its entries, its table of contents read
+    within :data:`_PIECE` bytes; a name that is not UTF-8 where its entry says it is
+    (zipfile's ``UnicodeDecodeError``), a :class:`Refused`."""
+    try:
+        archive = zipfile.ZipFile(_BoundedReads(file))
+    except UnicodeDecodeError as err:
+        raise Refused(
+            f"{what} table of contents names a member in bytes that are not UTF-8 ({err})"
+        ) from None
+    return archive, archive.infolist()
+
+
 def read_members(
-    file, kinds: dict[str, tuple[str, str]], limits: FileLimits
+    file, layouts: dict[str, Layout], limits: FileLimits
 ) -> tuple[str, dict[str, bytes]]:
     """``(kind, {name: bytes})`` of the archive ``file`` (an open binary file), which must hold
-    exactly the members of one of ``kinds`` (its JSON member first); raises :class:`Refused`
-    (or zipfile's errors for a file that is no zip archive)."""
-    with zipfile.ZipFile(_BoundedReads(file)) as archive:
-        infos = archive.infolist()
-        found = sorted(info.filename for info in infos)
-        kind = next((k for k, names in kinds.items() if sorted(names) == found), None)
+    exactly the members of one of ``layouts``; raises :class:`Refused` (or zipfile's errors
+    for a file that is no zip archive). The JSON member is read within ``json_bytes``, the
+    others within ``weights_bytes`` together."""
+    archive, infos = zip_infos(file)
+    with archive:
+        found = [info.filename for info in infos]
+        kind = next((k for k, layout in layouts.items() if layout.matches(found)), None)
         if kind is None:
-            expected = " or ".join(str(list(names)) for names in kinds.values())
+            expected = " or ".join(
+                str([layout.json, *layout.required, *([layout.further] if layout.further else [])])
+                for layout in layouts.values()
+            )
             raise Refused(
                 "it is not a file written by ebmclassifier.saving.save or "
-                f"DistributionalConstraint.save: it holds the members {found[:10]}, where a "
-                f"saved file holds {expected}"
+                f"DistributionalConstraint.save: it holds the members {sorted(found)[:10]}, "
+                f"where a saved file holds {expected}"
             )
-        json_member, _ = kinds[kind]
+        json_member = layouts[kind].json
+        check_sizes(infos, json_member, limits)
         members = {}
-        for info in infos:
-            name = "json_bytes" if info.filename == json_member else "weights_bytes"
-            _check_member(info, name, limits)
         for info in infos:
             name = "json_bytes" if info.filename == json_member else "weights_bytes"
             members[info.filename] = _read_member(archive, info, getattr(limits, name), name)
         return kind, members
+
+
+def check_sizes(
+    infos: list[zipfile.ZipInfo], json_member: str, limits: FileLimits, what: str = "its"
+) -> None:
+    """Each member's header (:func:`_check_member`): ``json_member`` within ``json_bytes``, the
+    others within ``weights_bytes`` together; ``what`` names the archive ("its")."""
+    for info in infos:
+        name = "json_bytes" if info.filename == json_member else "weights_bytes"
+        _check_member(info, name, limits, what)
+    total = sum(info.file_size for info in infos if info.filename != json_member)
+    if total > limits.weights_bytes:
+        raise Refused(
+            f"{what} members besides {json_member!r} declare {total} bytes together, more than "
+            f"the {limits.weights_bytes} that load reads (FileLimits.weights_bytes)"
+        )
+
+
+def read_file(path, layouts: dict[str, Layout], limits: FileLimits) -> tuple[str, dict]:
+    """:func:`read_members` of the file at ``path`` (or the binary, seekable file object); a
+    file that is no zip archive, or whose end records point outside it (zipfile then seeks
+    before its start: ``ValueError`` on a file object, ``OSError`` on a file), is a
+    :class:`Refused` too. A path that cannot be opened raises ``open``'s error."""
+    with opened(path) as file:
+        try:
+            return read_members(file, layouts, limits)
+        except Refused:
+            raise
+        except NOT_AN_ARCHIVE as err:
+            raise Refused(
+                f"it is not a file written by ebmclassifier.saving.save or "
+                f"DistributionalConstraint.save ({type(err).__name__}: {err})"
+            ) from None
+
+
+def write_archive(path, members: dict) -> None:
+    """A zip archive of ``members`` (name -> str or bytes) at ``path``, whole or not at all.
+
+    A path is replaced at once (:func:`~ebmclassifier._utils.atomic.atomic_write`): the old file
+    stays until the new one is complete and synced. A file object receives the complete archive
+    in one ``write`` call, or nothing when building it fails.
+    """
+
+    def fill(file) -> None:
+        with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED) as archive:
+            for name, data in members.items():
+                archive.writestr(name, data)
+
+    if isinstance(path, str | os.PathLike):
+        with atomic_write(path) as file:
+            fill(file)
+        return
+    buffer = io.BytesIO()
+    fill(buffer)
+    path.write(buffer.getvalue())
+
+
+def shown(path) -> str:
+    """``path`` for a message: the file's name, or what a file object is."""
+    if isinstance(path, str | os.PathLike):
+        return repr(os.fspath(path))
+    return f"<{type(path).__name__} object>"
+
+
+@contextlib.contextmanager
+def opened(path):
+    """A binary file of ``path``: opened here, or the file object given."""
+    if isinstance(path, str | os.PathLike):
+        with open(path, "rb") as file:
+            yield file
+    else:
+        yield path
 
 
 # ---------------------------------------------------------------- JSON
@@ -218,17 +373,35 @@ def json_depth(data: bytes) -> int:
     return deepest
 
 
-def parse_json(data: bytes, member: str, limits: FileLimits) -> dict:
-    """The JSON object ``data``, nested at most ``limits.depth`` deep."""
-    depth = json_depth(data)
-    if depth > limits.depth:
-        raise Refused(
-            f"its {member} nests {depth} deep, deeper than the {limits.depth} that load reads "
-            "(FileLimits.depth)"
-        )
+def checked_json(data: bytes, member: str, depth: int, limit: str) -> str:
+    """The text of the JSON ``data`` if it is UTF-8 nested at most ``depth`` deep (the limit
+    ``FileLimits.<limit>``), before anything parses it.
+
+    UTF-8 first: Python's parser reads UTF-16 and UTF-32 too, in which a byte of a character
+    can pass for a quote or a bracket to the count on bytes; in UTF-8 no byte of a character
+    is one.
+    """
     try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, a 5000-digit number
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Refused(
+            f"its {member} is not UTF-8 text (byte {err.start}: {err.reason}), as save writes it"
+        ) from None
+    found = json_depth(data)
+    if found > depth:
+        raise Refused(
+            f"its {member} nests {found} deep, deeper than the {depth} that load reads "
+            f"(FileLimits.{limit})"
+        )
+    return text
+
+
+def parse_json(data: bytes, member: str, limits: FileLimits) -> dict:
+    """The JSON object ``data``: UTF-8, nested at most ``limits.depth`` deep."""
+    text = checked_json(data, member, limits.depth, "depth")
+    try:
+        value = json.loads(text)
+    except ValueError as err:  # JSONDecodeError, a 5000-digit number, a byte-order mark
         raise Refused(f"its {member} is not JSON ({err})") from None
     if not isinstance(value, dict):
         raise Refused(f"its {member} is a JSON {type(value).__name__}, not an object")
@@ -293,6 +466,9 @@ def _tiles(data: bytes, infos: list[zipfile.ZipInfo], table_start: int) -> bool:
         flags, method, name_size, extra_size = (header[i] for i in (3, 4, 10, 11))
         if header[0] != zipfile.stringFileHeader or flags & 0x1 or method != zipfile.ZIP_STORED:
             return False
+        name = data[position + _LOCAL.size : position + _LOCAL.size + name_size]
+        if name != info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437"):
+            return False  # the record is not the one the table of contents names
         if info.file_size != info.compress_size:
             return False
         position += _LOCAL.size + name_size + extra_size + info.compress_size
@@ -306,9 +482,12 @@ def _tiles(data: bytes, infos: list[zipfile.ZipInfo], table_start: int) -> bool:
 
 def _check_torch_archive(data: bytes) -> None:
     try:
-        with zipfile.ZipFile(_BoundedReads(io.BytesIO(data))) as archive:
-            infos, table_start = archive.infolist(), archive.start_dir
-    except (zipfile.BadZipFile, EOFError, struct.error) as err:
+        archive, infos = zip_infos(io.BytesIO(data), "its weights.pt's")
+        with archive:
+            table_start = archive.start_dir
+    except Refused:
+        raise
+    except NOT_AN_ARCHIVE as err:
         raise Refused(f"its weights.pt is not a file of torch.save ({err})") from None
     names = [info.filename for info in infos]
     if len(set(names)) != len(names) or not _tiles(data, infos, table_start):
@@ -318,10 +497,10 @@ def _check_torch_archive(data: bytes) -> None:
         )
 
 
-def _walk(saved, limits: FileLimits) -> None:
-    """Count the values of ``saved`` as a tree, at most ``limits.weights_values``, refusing a
-    structure deeper than ``limits.depth``; stops at the first limit passed."""
-    stack, count = [(saved, 1)], 0
+def _walk(saved, limits: FileLimits) -> list[torch.Tensor]:
+    """The tensors of ``saved``, its values counted as a tree, at most ``limits.weights_values``,
+    refusing a structure deeper than ``limits.depth``; stops at the first limit passed."""
+    stack, count, tensors = [(saved, 1)], 0, []
     while stack:
         value, depth = stack.pop()
         count += 1
@@ -335,10 +514,68 @@ def _walk(saved, limits: FileLimits) -> None:
                 f"its weights.pt nests deeper than the {limits.depth} that load reads "
                 "(FileLimits.depth)"
             )
-        if isinstance(value, dict):
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+        elif isinstance(value, dict):
             stack.extend((item, depth + 1) for pair in value.items() for item in pair)
         elif isinstance(value, list | tuple | set | frozenset):
             stack.extend((item, depth + 1) for item in value)
+    return tensors
+
+
+def _declared(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def _check_tensors(tensors: list[torch.Tensor], limits: FileLimits) -> None:
+    """Each tensor dense (its values take no more bytes than its storage holds), and all of
+    them, each counted once, at most ``limits.weights_bytes``: what copies and casts of them
+    allocate (an optimizer's ``load_state_dict`` casts its state to the weights' dtype)."""
+    distinct = {id(tensor): tensor for tensor in tensors}.values()
+    for tensor in distinct:
+        held = tensor.untyped_storage().nbytes()
+        if _declared(tensor) > held:
+            raise Refused(
+                f"its weights.pt holds a tensor of {tensor.numel()} values of {tensor.dtype} "
+                f"({_declared(tensor)} bytes) over {held} bytes of storage: a view that a copy "
+                "or a cast would allocate whole"
+            )
+    total = sum(_declared(tensor) for tensor in distinct)
+    if total > limits.weights_bytes:
+        raise Refused(
+            f"its weights.pt declares tensors of more than the {limits.weights_bytes} bytes "
+            f"that load reads ({total} bytes, each tensor counted once; FileLimits.weights_bytes)"
+        )
+
+
+def state_bytes(state) -> int:
+    """The bytes the tensors of ``state`` (a part of what :func:`read_weights` returned, so
+    walked within the limits already) declare, each counted once."""
+    stack, distinct = [state], {}
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            distinct[id(value)] = value
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend(value)
+    return sum(_declared(tensor) for tensor in distinct.values())
+
+
+#: What ``torch.load`` raises on a pickle or records it cannot read (a storage whose type is
+#: not one, a key it does not find, a cut pickle).
+_NOT_TORCH = (
+    RuntimeError,
+    EOFError,
+    KeyError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    struct.error,
+)
 
 
 def read_weights(data: bytes, device: torch.device, limits: FileLimits) -> dict:
@@ -351,9 +588,11 @@ def read_weights(data: bytes, device: torch.device, limits: FileLimits) -> dict:
             f"its weights hold more than tensors, and load() unpickles nothing else "
             f"({str(err).splitlines()[0]})"
         ) from None
-    except (RuntimeError, EOFError, KeyError, ValueError, TypeError, struct.error) as err:
-        raise Refused(f"its weights.pt is not a file torch can read ({err})") from None
-    _walk(saved, limits)
+    except _NOT_TORCH as err:
+        raise Refused(
+            f"its weights.pt is not a file torch can read ({type(err).__name__}: {err})"
+        ) from None
+    _check_tensors(_walk(saved, limits), limits)
     if not (
         isinstance(saved, dict)
         and set(saved) == {"tensors", "states"}

@@ -1,6 +1,8 @@
-"""The ``.ebm`` file of a fitted estimator or constraint: :func:`save`, :func:`load` and
-:class:`SavedEstimatorMixin` (``estimator.save(path)``); what a file holds and what ``load``
-refuses is the package's docstring (:mod:`ebmclassifier.saving`). The archive is read within
+"""The ``.ebm`` file of a fitted estimator or constraint: :func:`save_estimator`,
+:func:`save_constraint`, their readers and :class:`SavedEstimatorMixin` (``estimator.save(path)``);
+what a file holds and what ``load`` refuses is the package's docstring
+(:mod:`ebmclassifier.saving`); the one ``save`` and ``load`` choose the format
+(``_dispatch.py``). The archive is read within
 :class:`~ebmclassifier.saving._archive.FileLimits` (``_archive.py``), the metadata's values
 decoded from a closed list (``_values.py``), the classes a file names looked up statically
 (``_allowed_classes.py``).
@@ -8,12 +10,9 @@ decoded from a closed list (``_values.py``), the classes a file names looked up 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-import struct
-import zipfile
 
 import numpy as np
 import torch
@@ -22,21 +21,31 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
-from torch import nn
 
-from .._utils.atomic import atomic_write
 from .._utils.device import resolve_device
 from .._utils.generators import global_rng
 from .._utils.warn import warn_user
 from .._version import __version__
 from ._allowed_classes import (
+    NEVER_FROM_A_FILE,
+    NOT_SAVED,
     check_attribute_kind,
     check_attribute_name,
     check_class_roles,
     class_path,
+    not_taken,
     trusted_class,
 )
-from ._archive import FileLimits, Refused, parse_json, read_members, read_weights
+from ._archive import (
+    FileLimits,
+    Layout,
+    Refused,
+    parse_json,
+    read_file,
+    read_weights,
+    write_archive,
+)
+from ._budget import check_built_sizes, check_state_names
 from ._values import (
     LABEL,
     NotSaved,
@@ -54,22 +63,26 @@ __all__ = [
     "CONSTRAINT_FORMAT",
     "FORMAT",
     "FORMAT_VERSION",
+    "LAYOUTS",
+    "CONSTRAINT_CLASS",
     "SavedEstimatorMixin",
-    "load",
-    "save",
+    "load_members",
+    "new_estimator",
     "save_constraint",
+    "save_estimator",
+    "split_params",
 ]
 
 FORMAT = "ebmclassifier.saving"
 FORMAT_VERSION = 1
 CONSTRAINT_FORMAT = "ebmclassifier.distributional"
 #: The members of each format's archive: its JSON metadata, then its tensors or inner file.
-_MEMBERS = {
-    FORMAT: ("metadata.json", "weights.pt"),
-    CONSTRAINT_FORMAT: ("distributional.json", "estimator.ebm"),
+LAYOUTS = {
+    FORMAT: Layout("metadata.json", ("weights.pt",)),
+    CONSTRAINT_FORMAT: Layout("distributional.json", ("estimator.ebm",)),
 }
 #: The one class a ``distributional.json`` file builds (a constant: never read from the file).
-_CONSTRAINT_CLASS = "ebmclassifier.distributional.constraint:DistributionalConstraint"
+CONSTRAINT_CLASS = "ebmclassifier.distributional.constraint:DistributionalConstraint"
 
 #: The JSON type of each entry of each format's metadata, as ``save`` writes it.
 _LAYOUT = {
@@ -91,20 +104,6 @@ _LAYOUT = {
     },
 }
 
-#: Parameters that say how the machine reads files or runs programs, not what the model is:
-#: ``save`` never writes them and ``load`` refuses a file that sets them.
-NEVER_FROM_A_FILE = {
-    "torch_load_kwargs": (
-        "it is how load_params calls torch.load: {'weights_only': False} there unpickles "
-        "whatever code a later file holds"
-    ),
-    "compile__options": (
-        "torch.compile's options name the compilers it runs and the folders it writes to"
-    ),
-}
-#: Of those, the ones of the loading machine alone, not even reported as unsaved.
-_NOT_SAVED = ("torch_load_kwargs",)
-
 
 class SavedEstimatorMixin:
     """What :func:`save` writes and :func:`load` builds: the estimators' ``save`` method.
@@ -120,6 +119,8 @@ class SavedEstimatorMixin:
 
     def save(self, path, *, training_state: bool = True) -> None:
         """Write the fitted estimator to one file; :func:`ebmclassifier.load` reads it back.
+
+        The same file as ``ebmclassifier.save(estimator, path)``.
 
         JSON metadata and the tensors' state dicts (no pickled code), so the file loads without
         the training data and is safe to load whoever wrote it (:mod:`ebmclassifier.saving`).
@@ -150,7 +151,7 @@ class SavedEstimatorMixin:
         >>> np.array_equal(restored.score_ood(X), clf.score_ood(X))
         True
         """
-        save(self, path, training_state=training_state)
+        save_estimator(self, path, training_state=training_state)
 
     def _load_module_states(self, states: dict[str, dict]) -> None:
         """Load saved state dicts into the modules (and optimizer) ``initialize`` built."""
@@ -161,11 +162,11 @@ class SavedEstimatorMixin:
 # ---------------------------------------------------------------- save
 
 
-def _split_params(estimator) -> tuple[dict, dict]:
+def split_params(estimator) -> tuple[dict, dict]:
     """The constructor parameters as JSON, and the reprs of those that cannot be saved."""
     saved, unsaved = {}, {}
     for name, value in estimator.get_params(deep=False).items():
-        if name in _NOT_SAVED:
+        if name in NOT_SAVED:
             continue
         try:
             if name in NEVER_FROM_A_FILE:
@@ -212,57 +213,14 @@ def _cpu(obj, memo: dict):
     return obj
 
 
-def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> None:
-    """Write a fitted estimator to one file that :func:`load` reads without the training data.
+def save_estimator(estimator, path: str | os.PathLike, *, training_state: bool = True) -> None:
+    """Write a fitted estimator of the library to ``path`` (format :data:`FORMAT`).
 
-    Parameters
-    ----------
-    estimator : NGEBMClassifier, JEMClassifier or another estimator of the library
-        Fitted.
-    path : str, path-like or file object
-        The file to write (a zip archive; ``.ebm`` is a fine suffix). It is written whole or
-        not at all: to a temporary file in the same folder, synced to the disk, then renamed
-        over ``path``, so that a full disk, an error or a killed process leaves the old file
-        as it was (the folder needs room for both for a moment). Only a regular file is
-        replaced, keeping its owner (where the system allows it) and mode; a symbolic link is
-        followed. A file object receives the complete archive in one ``write`` call, or
-        nothing when building it fails; whether a ``write`` that fails half-way leaves part of
-        it is the object's own affair.
-    training_state : bool, default=True
-        Also save the optimizer's state and the training history, so that ``partial_fit``
-        after :func:`load` continues as it would have without the round trip. ``False``
-        keeps what inference needs only (an Adam state doubles the size of the weights).
-
-    Returns
-    -------
-    None
-
-    Raises
-    ------
-    ValueError
-        Before writing, for a path to a folder, a named pipe, a device or a socket, or through
-        a symbolic link that another user owns in a folder anyone may write to (``/tmp``).
-    OSError
-        From the file system (a missing folder, a full disk), naming ``path``.
-
-    Examples
-    --------
-    >>> import tempfile, zipfile
-    >>> from pathlib import Path
-    >>> from ebmclassifier import NGEBMClassifier, load
-    >>> clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0).fit(X, y)
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = Path(folder, "model.ebm")
-    ...     save(clf, path)
-    ...     members = zipfile.ZipFile(path).namelist()
-    ...     restored = load(path)
-    >>> members
-    ['metadata.json', 'weights.pt']
-    >>> np.array_equal(restored.predict_proba(X), clf.predict_proba(X))
-    True
+    What ``ebmclassifier.save(estimator, path)`` and ``estimator.save(path)`` call: the
+    parameters as in :func:`ebmclassifier.saving.save`.
     """
     check_is_fitted(estimator)
-    params, unsaved = _split_params(estimator)
+    params, unsaved = split_params(estimator)
     attributes, tensors, states = _fitted_state(estimator, training_state)
     metadata = {
         "format": FORMAT,
@@ -285,73 +243,37 @@ def save(estimator, path: str | os.PathLike, *, training_state: bool = True) -> 
         ) from None
     weights = io.BytesIO()
     torch.save({"tensors": tensors, "states": states}, weights)
-    _write_archive(path, {"metadata.json": text, "weights.pt": weights.getbuffer()})
-
-
-def _write_archive(path, members: dict) -> None:
-    """A zip archive of ``members`` (name -> str or bytes) at ``path``, whole or not at all.
-
-    A path is replaced at once (:func:`~ebmclassifier._utils.atomic.atomic_write`): the old file
-    stays until the new one is complete and synced. A file object receives the complete archive
-    in one ``write`` call, or nothing when building it fails.
-    """
-
-    def fill(file) -> None:
-        with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED) as archive:
-            for name, data in members.items():
-                archive.writestr(name, data)
-
-    if isinstance(path, str | os.PathLike):
-        with atomic_write(path) as file:
-            fill(file)
-        return
-    buffer = io.BytesIO()
-    fill(buffer)
-    path.write(buffer.getvalue())
+    write_archive(path, {"metadata.json": text, "weights.pt": weights.getbuffer()})
 
 
 # ---------------------------------------------------------------- load
 
 
-def _shown(path) -> str:
-    """``path`` for a message: the file's name, or what a file object is."""
-    if isinstance(path, str | os.PathLike):
-        return repr(os.fspath(path))
-    return f"<{type(path).__name__} object>"
+def _read(path, limits: FileLimits, expected: str) -> tuple[dict, bytes]:
+    """``(metadata, second member)`` of a file of format ``expected`` (an inner file)."""
+    kind, members = read_file(path, LAYOUTS, limits)
+    if kind != expected:
+        raise Refused(f"it is not a file of format {expected!r} version {FORMAT_VERSION}")
+    return _parsed(kind, members, limits)
 
 
-@contextlib.contextmanager
-def _opened(path):
-    """A binary file of ``path``: opened here, or the file object given."""
-    if isinstance(path, str | os.PathLike):
-        with open(path, "rb") as file:
-            yield file
-    else:
-        yield path
+def _parsed(kind: str, members: dict[str, bytes], limits: FileLimits) -> tuple[dict, bytes]:
+    """``(metadata, second member)`` of the members of a file of format ``kind``."""
+    layout = LAYOUTS[kind]
+    metadata = parse_json(members[layout.json], layout.json, limits)
+    if metadata.get("format") != kind or metadata.get("format_version") != FORMAT_VERSION:
+        raise Refused(f"it is not a file of format {kind!r} version {FORMAT_VERSION}")
+    _check_layout(metadata, _LAYOUT[kind], layout.json)
+    return metadata, members[layout.required[0]]
 
 
-def _read(path, limits: FileLimits, expected: str | None = None) -> tuple[str, dict, bytes]:
-    """``(format, metadata, second member)`` of a file of either format (or ``expected``)."""
-    try:
-        with _opened(path) as file:
-            kind, members = read_members(file, _MEMBERS, limits)
-    except Refused:
-        raise
-    except (zipfile.BadZipFile, EOFError, struct.error, NotImplementedError) as err:
-        raise Refused(
-            f"it is not a file written by ebmclassifier.saving.save or "
-            f"DistributionalConstraint.save ({err})"
-        ) from None
-    json_member, data_member = _MEMBERS[kind]
-    metadata = parse_json(members[json_member], json_member, limits)
-    if (
-        kind != (expected or kind)
-        or metadata.get("format") != kind
-        or (metadata.get("format_version") != FORMAT_VERSION)
-    ):
-        raise Refused(f"it is not a file of format {expected or kind!r} version {FORMAT_VERSION}")
-    _check_layout(metadata, _LAYOUT[kind], json_member)
-    return kind, metadata, members[data_member]
+def load_members(kind: str, members: dict[str, bytes], shown: str, params: dict, limits):
+    """The estimator or constraint of the members of a file of format ``kind``, read by
+    :func:`~ebmclassifier.saving._archive.read_members` from the file ``shown``."""
+    metadata, data = _parsed(kind, members, limits)
+    if kind == CONSTRAINT_FORMAT:
+        return _load_constraint(shown, metadata, data, params, limits)
+    return _load_estimator(metadata, data, params, limits)
 
 
 def _check_layout(metadata: dict, layout: dict, member: str) -> None:
@@ -370,7 +292,7 @@ def _constructor_params(metadata: dict, given: dict, limits: FileLimits) -> dict
     """The saved parameters, overridden by ``given``; warns about unsaved ones left out."""
     params = {}
     for name, value in metadata["params"].items():
-        if name in given:  # the caller's value stands; the file's is not even imported
+        if name in given or not_taken(name):  # the caller's or the machine's, never the file's
             continue
         if name in NEVER_FROM_A_FILE:
             raise Refused(
@@ -426,13 +348,7 @@ def _set_attributes(estimator, fitted: dict) -> None:
 def _load_states(estimator, states: dict) -> None:
     """The saved state dicts into the modules that ``initialize`` built from the parameters,
     which must be the network the weights were trained as."""
-    built = {k for k, v in vars(estimator).items() if k.endswith("_") and isinstance(v, nn.Module)}
-    unknown = sorted(states.keys() - built - {"optimizer_", "training_state_"})
-    if unknown or "module_" not in states:
-        raise Refused(
-            f"its weights.pt holds the states of {sorted(states)}, where "
-            f"{type(estimator).__name__} has {sorted(built)} (and optimizer_, training_state_)"
-        )
+    check_state_names(estimator, states)
     modules = {k: v for k, v in states.items() if k != "training_state_"}
     _loaded(estimator, modules, "does not fit the network that its parameters build")
     if "training_state_" in states:  # last, as saved: it is checked against the others
@@ -450,89 +366,34 @@ def _loaded(estimator, states: dict, problem: str) -> None:
         raise Refused(f"its weights.pt {problem}: {shown}") from None
 
 
-def load(path: str | os.PathLike, *, limits: FileLimits | None = None, **params):
-    """Rebuild an estimator written by :func:`save`, ready to predict, without the data.
-
-    The one loader of the library's files: also of a ``DistributionalConstraint.save`` file.
-    A file from anyone is safe to load (see the module's notes): ``load`` runs no code from it,
-    sets only what ``save`` writes, and reads, decompresses and allocates no more than
-    ``limits`` allow.
-
-    Parameters
-    ----------
-    path : str, path-like or file object
-        A file written by :func:`save` (or ``estimator.save``) or by
-        ``DistributionalConstraint.save``. A file object must be binary and seekable.
-    limits : FileLimits or None, default=None
-        The most a file may make ``load`` read, decompress and allocate; None means
-        ``FileLimits()``. Raise them for a model larger than 2 GiB that you trust.
-    **params
-        Constructor parameters to set instead of the saved ones: those that could not be saved
-        (a network class of one's own, callbacks, ...), or another ``device``. A model trained
-        on a GPU loads on a CPU-only machine with the default ``device="auto"``. For a
-        ``DistributionalConstraint``, those of its base estimator.
-
-    Returns
-    -------
-    estimator
-        Of the saved class, fitted: the same ``predict_proba``, ``energy`` and ``score_ood``
-        as the saved one, on ``device_`` (``device`` resolved here).
-
-    Raises
-    ------
-    ValueError
-        Naming the file, for one not written by :func:`save` or beyond ``limits``, one that
-        names a class ``load`` does not build (see the module's notes), a class of the wrong
-        kind for its parameter (naming the parameter), or one it cannot import (renamed or
-        removed in the versions installed here); one that sets an attribute the estimator does
-        not save, or ``torch_load_kwargs`` / ``compile__options``; weights that do not fit the
-        network. A parameter given in ``params`` is not read from the file.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> from ebmclassifier import JEMClassifier
-    >>> clf = JEMClassifier(max_epochs=1, sgld_steps=2, buffer_size=20, random_state=0)
-    >>> clf = clf.fit(X, np.array(["a", "b", "c"])[y])
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     clf.save(Path(folder, "jem.ebm"), training_state=False)
-    ...     restored = load(Path(folder, "jem.ebm"), device="cpu")
-    >>> type(restored).__name__, restored.classes_.tolist(), restored.device_
-    ('JEMClassifier', ['a', 'b', 'c'], device(type='cpu'))
-    >>> np.array_equal(restored.energy(X), clf.energy(X))
-    True
-    """
-    limits = FileLimits() if limits is None else limits
-    if not isinstance(limits, FileLimits):
-        raise TypeError(f"limits must be a FileLimits or None. Got {limits!r} instead.")
-    try:
-        kind, metadata, data = _read(path, limits)
-        if kind == CONSTRAINT_FORMAT:
-            return _load_constraint(_shown(path), metadata, data, params, limits)
-        return _load_estimator(metadata, data, params, limits)
-    except Refused as err:
-        raise ValueError(f"Cannot load {_shown(path)}: {str(err).rstrip('.')}.") from None
-
-
-def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLimits):
-    """The estimator of an ``ebmclassifier.saving`` file, read by :func:`_read`."""
+def new_estimator(metadata: dict, params: dict, limits: FileLimits):
+    """The unfitted estimator of the class and parameters of ``metadata`` (its ``"estimator"``,
+    ``"params"`` and ``"unsaved_params"``), ``params`` instead of the saved ones; its
+    parameters checked by the class, naming the file."""
     try:
         cls = trusted_class(metadata["estimator"], (SavedEstimatorMixin,))
         estimator = cls(**_constructor_params(metadata, params, limits))
+        estimator._check_params()
     except Refused:
         raise
     except (ValueError, TypeError) as err:  # an unknown parameter name: skorch's TypeError
         raise Refused(str(err)) from None
-    try:  # the estimator's own checks of the parameters, naming the file
-        estimator._check_params()
+    return estimator
+
+
+def _load_estimator(metadata: dict, weights: bytes, params: dict, limits: FileLimits):
+    """The estimator of an ``ebmclassifier.saving`` file, read by :func:`_parsed`."""
+    estimator = new_estimator(metadata, params, limits)
+    try:
         estimator.device_ = resolve_device(estimator.device)
     except ValueError as err:
         raise Refused(str(err)) from None
     saved = read_weights(weights, estimator.device_, limits)
-    estimator.label_encoder_ = LabelEncoder()
-    estimator.label_encoder_.classes_ = _classes(metadata["classes"], limits)
+    encoder = LabelEncoder()
+    encoder.classes_ = _classes(metadata["classes"], limits)
     fitted = _fitted_attributes(estimator, metadata["attributes"], saved["tensors"], limits)
+    fitted["label_encoder_"] = encoder
+    check_built_sizes(estimator, fitted, saved["states"])  # before anything is built
     _set_attributes(estimator, fitted)
     # initialize() draws initial weights, which the saved ones replace: leave torch's RNG alone
     with global_rng(0, estimator.device_):
@@ -601,7 +462,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     """
     base, frozen = _constraint_base(adapted)
     buffer = io.BytesIO()
-    save(base, buffer, training_state=False)
+    save_estimator(base, buffer, training_state=False)
     fitted = {name: plain(getattr(adapted, name)) for name in adapted._saved_attributes}
     fitted.update({k: array_or_none(getattr(adapted, k)) for k in adapted._saved_arrays})
     metadata = {
@@ -621,7 +482,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
             f"DistributionalConstraint holds a value JSON cannot store ({err}); labels must be "
             "numbers, strings or booleans. Pickle the estimator instead."
         ) from None
-    _write_archive(path, {"distributional.json": text, "estimator.ebm": buffer.getbuffer()})
+    write_archive(path, {"distributional.json": text, "estimator.ebm": buffer.getbuffer()})
 
 
 def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict, limits):
@@ -632,13 +493,13 @@ def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict,
     """
     inner = io.BytesIO(base_file)
     try:  # a base, never another constraint
-        _, base_metadata, weights = _read(inner, limits, expected=FORMAT)
+        base_metadata, weights = _read(inner, limits, expected=FORMAT)
         base = _load_estimator(base_metadata, weights, params, limits)
     except Refused as err:
         raise Refused(f"in its estimator.ebm, {err}") from None
     if metadata["frozen"]:
         base = FrozenEstimator(base)
-    cls = trusted_class(_CONSTRAINT_CLASS, (BaseEstimator,))
+    cls = trusted_class(CONSTRAINT_CLASS, (BaseEstimator,))
     # a file written before a parameter existed gets what it meant (cls._saved_param_defaults)
     adapted = cls(
         base,

@@ -7,8 +7,9 @@ from anyone, so :func:`decode` takes only what :func:`encode` writes: a tag of t
 ``ValueError``, a class only where a parameter may name one and only through
 :func:`~ebmclassifier.saving._allowed_classes.trusted_class`, and an array only of a plain dtype
 (numbers, booleans, strings, objects) whose memory, its items times the item size its ``dtype``
-declares, is within ``FileLimits.array_bytes``, checked before numpy allocates it
-(``"<U500000000"`` asks 2 GB per item).
+declares (a string dtype without a length, ``"<U"``: the longest item's), is within
+``FileLimits.array_bytes``, checked before numpy allocates it (``"<U500000000"`` asks 2 GB per
+item, ``"<U"`` as much for each item as for the longest).
 
 A ``DistributionalConstraint``'s ``distributional.json`` has values of its own, untagged: priors
 as ``{"pairs": [[label, share], ...]}`` or ``{"array": [...]}``, fitted arrays as lists of
@@ -118,41 +119,54 @@ def _dtype(text) -> np.dtype:
     """The dtype ``text`` names, if it is one an array of the metadata may have."""
     try:
         dtype = np.dtype(text) if isinstance(text, str) and len(text) <= 16 else None
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # numpy reads a subarray's shape as Python
         dtype = None
     if dtype is None or dtype.kind not in ARRAY_KINDS or dtype.fields is not None:
         raise Refused(f"its metadata declares an array of dtype {str(text)[:40]!r}")
     return dtype
 
 
-def _items(items, limits: FileLimits) -> tuple[list, int]:
-    """``(items decoded, number of scalars)``: an array's items, scalars or lists of them."""
+def _items(items, limits: FileLimits) -> tuple[list, int, int]:
+    """``(items decoded, number of scalars, longest scalar as text)``: an array's items,
+    scalars or lists of them."""
     if not isinstance(items, list):
         raise _malformed(items)
-    decoded, count = [], 0
+    decoded, count, longest = [], 0, 0
     for item in items:
         if isinstance(item, _SCALARS):
             decoded.append(item)
             count += 1
+            longest = max(longest, len(str(item)))
             continue
         if not (isinstance(item, dict) and set(item) == {"__list__"}):
             raise _malformed(item)
-        inner, inner_count = _items(item["__list__"], limits)
+        inner, inner_count, inner_longest = _items(item["__list__"], limits)
         decoded.append(inner)
         count += max(inner_count, 1)
-    return decoded, count
+        longest = max(longest, inner_longest)
+    return decoded, count, longest
+
+
+def _item_size(dtype: np.dtype, longest: int) -> int:
+    """The bytes numpy gives an item of ``dtype`` for items of which the longest, as text, has
+    ``longest`` characters: a string dtype without a length (``"<U"``, item size 0) takes the
+    longest item's, 4 bytes a character."""
+    if dtype.kind == "U" and dtype.itemsize == 0:
+        return 4 * longest
+    return dtype.itemsize
 
 
 def _array(items, text, limits: FileLimits) -> np.ndarray:
     """The array of ``items`` (scalars or nested ``__list__``) of the dtype ``text``, its memory
     checked against ``limits.array_bytes`` before numpy allocates it."""
     dtype = _dtype(text)
-    items, count = _items(items, limits)
-    if count * dtype.itemsize > limits.array_bytes:
+    items, count, longest = _items(items, limits)
+    size = count * _item_size(dtype, longest)
+    if size > limits.array_bytes:
         raise Refused(
             f"its metadata declares an array of {count} items of dtype {dtype.str!r}, "
-            f"{count * dtype.itemsize} bytes, more than the {limits.array_bytes} that load "
-            "allocates for one (FileLimits.array_bytes)"
+            f"{size} bytes, more than the {limits.array_bytes} that load allocates for one "
+            "(FileLimits.array_bytes)"
         )
     try:
         return np.asarray(items, dtype=dtype)

@@ -10,6 +10,7 @@ the caller's path (issue #41).
 
 import ast
 import errno
+import json
 import os
 import signal
 import socket
@@ -95,8 +96,9 @@ def test_a_failed_save_leaves_the_old_file(two_models, tmp_path, monkeypatch, fa
     old.save(path)
     with monkeypatch.context() as patch:
         FAILURES[failure](patch)
-        with pytest.raises(OSError, match="No space left"):
+        with pytest.raises(OSError, match="No space left") as info:
             new.save(path)
+    assert info.value.filename == str(path), info.value  # a write's error named no file
     _only(tmp_path, "model.ebm")
     np.testing.assert_array_equal(load(path).predict_proba(X), old.predict_proba(X))
     new.save(path)  # and the next save goes through
@@ -117,6 +119,67 @@ def test_a_failed_constraint_save_leaves_the_old_file(two_models, tmp_path, monk
             other.save(path)
     _only(tmp_path, "adapted.ebm")
     np.testing.assert_array_equal(load(path).predict_proba(X), adapted.predict_proba(X))
+
+
+EFBIG_CHILD = textwrap.dedent(
+    """
+    import errno, json, os, resource, signal, sys
+    from pathlib import Path
+    import numpy as np
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from ebmclassifier import NGEBMClassifier, load, save
+    from ebmclassifier._utils.atomic import write_file
+
+    folder = Path(sys.argv[1])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not the signal that kills
+    X = np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32)
+    y = np.arange(30) % 3
+    old = NGEBMClassifier(max_epochs=1, module__hidden_sizes=(8,), random_state=0).fit(X, y)
+    new = make_pipeline(StandardScaler(), NGEBMClassifier(max_epochs=1, random_state=1)).fit(X, y)
+    writes = {
+        "estimator": lambda path: new[-1].save(path),
+        "pipeline": lambda path: save(new, path),
+        "report": lambda path: write_file(path, "x" * 100_000),
+    }
+    for name in writes:
+        save(old, folder / name)
+    before = {name: (folder / name).read_bytes() for name in writes}
+    limit = min(len(raw) for raw in before.values()) - 1
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    outcome = {}
+    for name, write in writes.items():
+        try:
+            write(folder / name)
+            outcome[name] = "written"
+        except OSError as err:
+            outcome[name] = [err.errno, err.filename, str(err)]
+    intact = {name: (folder / name).read_bytes() == raw for name, raw in before.items()}
+    same = np.array_equal(load(folder / "estimator").predict_proba(X), old.predict_proba(X))
+    print(json.dumps({"outcome": outcome, "intact": intact, "same": bool(same),
+                      "files": sorted(os.listdir(folder))}))
+    """
+)
+
+
+def test_a_save_past_a_file_size_limit_names_the_path_and_leaves_the_old_file(tmp_path):
+    # a save past RLIMIT_FSIZE raised "OSError: [Errno 27] File too large" naming no path
+    folder = tmp_path / "out"
+    folder.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", EFBIG_CHILD, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    for name, (number, filename, message) in result["outcome"].items():
+        assert number == errno.EFBIG, (name, message)
+        assert filename == str(folder / name) and str(folder / name) in message, message
+    assert all(result["intact"].values()) and result["same"], result
+    assert result["files"] == ["estimator", "pipeline", "report"]  # no temporary file left
 
 
 class _RecordingFile:
@@ -455,9 +518,9 @@ def _direct_writes(path: Path) -> list[str]:
 
 
 # In place on purpose: a pickle in a temporary folder of the memory benchmark, the kernel's
-# clear_refs file, the zip archive that _write_archive builds inside atomic_write, and the
+# clear_refs file, the zip archive that write_archive builds inside atomic_write, and the
 # figure that finish_figure saves inside atomic_write (or into a file object it is given).
-ALLOWED = {"experiments/_memory.py": 2, "saving/_files.py": 1, "plotting.py": 2}
+ALLOWED = {"experiments/_memory.py": 2, "saving/_archive.py": 1, "plotting.py": 2}
 
 
 def test_the_library_writes_files_only_through_atomic_write():

@@ -5,6 +5,7 @@ torch's thread count is one per process; every test here leaves it as it found i
 """
 
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ from ebmclassifier._utils.threads import (
     choose_threads,
     forward_macs,
     intra_op_threads,
+    threads_for,
+    usable_cores,
 )
 from ebmclassifier.cli import main
 from ebmclassifier.losses import ngebm_loss
@@ -84,7 +87,7 @@ def test_auto_is_one_thread_below_the_measured_size_and_torchs_setting_above():
     assert choose_threads("auto", wide_net, x, 64) is None  # 10 samples: a batch of 10
     assert choose_threads("auto", wide_net, x[:1], 64) == 1  # one sample is small work
     assert choose_threads(None, small_net, x, 64) is None
-    assert choose_threads(3, wide_net, x, 64) == 3
+    assert choose_threads(3, wide_net, x, 64) == min(3, usable_cores())
     with intra_op_threads(2, pin=True):  # a command's --threads 2: auto keeps it
         assert choose_threads("auto", small_net, x, 64) is None
 
@@ -103,6 +106,19 @@ def test_auto_counts_nothing_for_inputs_off_the_cpu():
         choose_threads("auto", Uncallable(), torch.zeros(10, 64), 64)
 
 
+@pytest.mark.parametrize("cores", [1, 2, 3, 4])
+def test_an_int_is_bounded_by_the_cores_the_process_may_use(monkeypatch, cores):
+    # a loaded file's n_threads=64 ran 128 threads, 1000 made thread creation fail
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert usable_cores() == cores
+    net, x = MLP(4, 2), torch.zeros(8, 4)
+    for n in range(1, cores + 3):  # below, at and past the bound
+        assert choose_threads(n, net, x, 8) == min(n, cores)
+        with threads_for(n, net, x, 8):
+            assert torch.get_num_threads() == min(n, cores)
+
+
 def test_intra_op_threads_restores_the_setting_also_when_the_block_raises():
     torch.set_num_threads(2)
     with pytest.raises(KeyError), intra_op_threads(1):
@@ -118,6 +134,7 @@ def test_intra_op_threads_restores_the_setting_also_when_the_block_raises():
 
 @pytest.mark.parametrize(("n_threads", "during"), [("auto", 1), (1, 1), (3, 3), (None, 2)])
 def test_fit_runs_on_the_chosen_threads_and_restores_the_users_setting(data, n_threads, during):
+    during = min(during, usable_cores())
     torch.set_num_threads(2)
     record = RecordThreads()
     small(n_threads=n_threads, callbacks=[("record", record)]).fit(*data)

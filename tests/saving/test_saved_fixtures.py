@@ -1,7 +1,9 @@
 """Files written by ``save`` keep loading and predicting the same (the promise of CHANGES.md).
 
 ``distributional.ebm`` is a ``DistributionalConstraint.save`` file (format
-``ebmclassifier.distributional``, ``format_version`` 1), read by the same ``load``.
+``ebmclassifier.distributional``, ``format_version`` 1), ``pipeline.ebm`` an
+``ebmclassifier.save`` of a ``Pipeline`` (format ``ebmclassifier.composite``, version 1), read by
+the same ``load``.
 
 tests/fixtures/saved holds fitted estimators saved by ``save`` (format ``ebmclassifier.saving``,
 ``format_version`` 1) with what they predicted when saved; ``make_fixtures.py`` there wrote
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 from ebmclassifier import DistributionalConstraint, LatentStructureClassifier, load
+from ebmclassifier.saving._composite import COMPOSITE_FORMAT
 from ebmclassifier.saving._files import CONSTRAINT_FORMAT, FORMAT, FORMAT_VERSION
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "saved"
@@ -24,7 +27,8 @@ NAMES = ["ngebm", "ngebm_fd_conv", "jem", "latent_categorical", "latent_tree"]
 
 
 def test_every_fixture_is_listed_and_of_the_promised_format():
-    assert sorted(p.stem for p in FIXTURES.glob("*.ebm")) == sorted([*NAMES, "distributional"])
+    expected = sorted([*NAMES, "distributional", "pipeline"])
+    assert sorted(p.stem for p in FIXTURES.glob("*.ebm")) == expected
     for name in NAMES:
         with zipfile.ZipFile(FIXTURES / f"{name}.ebm") as archive:
             metadata = json.loads(archive.read("metadata.json"))
@@ -32,6 +36,9 @@ def test_every_fixture_is_listed_and_of_the_promised_format():
     with zipfile.ZipFile(FIXTURES / "distributional.ebm") as archive:
         metadata = json.loads(archive.read("distributional.json"))
     assert (metadata["format"], metadata["format_version"]) == (CONSTRAINT_FORMAT, 1)
+    with zipfile.ZipFile(FIXTURES / "pipeline.ebm") as archive:
+        metadata = json.loads(archive.read("composite.json"))
+    assert (metadata["format"], metadata["format_version"]) == (COMPOSITE_FORMAT, 1)
     assert FORMAT_VERSION == 1  # a new version must keep reading version 1: add its fixtures
 
 
@@ -66,4 +73,17 @@ def test_a_saved_distributional_constraint_loads_and_predicts_as_when_saved():
         np.testing.assert_allclose(adapted.energy(X), expected["energy"], rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(
             adapted.score_ood(X), expected["score_ood"], rtol=1e-4, atol=1e-5
+        )
+
+
+def test_a_saved_pipeline_loads_and_predicts_as_when_saved():
+    # ebmclassifier.save of a Pipeline (format ebmclassifier.composite, version 1): the
+    # stand-in's class path and skops's format are part of what load keeps reading
+    pipe = load(FIXTURES / "pipeline.ebm", device="cpu")
+    assert [name for name, _ in pipe.steps] == ["standardscaler", "jemclassifier"]
+    with np.load(FIXTURES / "pipeline_expected.npz", allow_pickle=False) as expected:
+        X = expected["X"]
+        np.testing.assert_array_equal(pipe.predict(X), expected["predict"])
+        np.testing.assert_allclose(
+            pipe.predict_proba(X), expected["predict_proba"], rtol=1e-5, atol=1e-6
         )

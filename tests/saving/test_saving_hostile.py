@@ -13,17 +13,22 @@ limit, refused before the memory it asks for is allocated (``tracemalloc`` measu
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
+import os
 import pickle
+import re
 import struct
 import sys
 import tracemalloc
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 
 from ebmclassifier import (
     DistributionalConstraint,
@@ -34,6 +39,7 @@ from ebmclassifier import (
 )
 from ebmclassifier.saving import FileLimits
 from ebmclassifier.saving._allowed_classes import ATTRIBUTE_KINDS, loadable
+from ebmclassifier.saving._budget import meta_modules
 from ebmclassifier.saving._files import SavedEstimatorMixin
 
 FAST = dict(max_epochs=1, module__hidden_sizes=(4,), random_state=0)
@@ -348,8 +354,8 @@ def test_an_array_of_dtype_U500000000_is_refused_before_numpy_allocates(saved):
 
 
 @pytest.mark.parametrize(
-    "dtype", ["V100", "i4,f8", "(1000,)<f8", "M8[s]", "S3", "x" * 40, "<c16", 7]
-)
+    "dtype", ["V100", "i4,f8", "(1000,)<f8", "M8[s]", "S3", "x" * 40, "<c16", 7, "(01,)f8"]
+)  # "(01,)f8": numpy reads the shape as Python, which raised SyntaxError
 def test_an_array_of_another_dtype_is_refused(saved, dtype):
     _edit(saved, lambda m: m.update(classes={"__array__": [1, 2, 3], "dtype": dtype}))
     _refused(saved, "declares an array of dtype")
@@ -412,7 +418,10 @@ def _replace_weights(path, change) -> None:
             lambda w: w["states"]["module_"].update({"net.1.weight": torch.zeros(400, 4)}),
             r"does not fit the network that its parameters build: .*net.1.weight.*\[400, 4\]",
         ),
-        (lambda w: w["states"]["module_"].pop("net.1.bias"), "does not fit .*Missing key"),
+        (  # as many bytes under another name: a network of the file's size, built, then refused
+            lambda w: w["states"]["module_"].update(bias=w["states"]["module_"].pop("net.1.bias")),
+            "does not fit .*Missing key",
+        ),
         (lambda w: w["states"].update(predict_proba={}), r"states of .*'predict_proba'"),
         (lambda w: w["states"].pop("module_"), r"states of \['criterion_', 'optimizer_'"),
         (lambda w: w.update(code=[1]), "not a dict of 'tensors'"),
@@ -556,3 +565,358 @@ def test_a_network_or_buffer_too_large_for_the_memory_is_refused_before_it_is_bu
     _edit(path, lambda m: m["params"].update(params))
     message = _refused(path, "GiB")
     assert named in message
+
+
+# ---------------------------------------------------------------- issue #48: the last reaches
+
+
+def _strings(n_short: int, long: int) -> dict:
+    """Classes of dtype ``"<U"`` (item size 0: numpy sizes it by the longest string)."""
+    return {"__array__": ["a"] * n_short + ["x" * long], "dtype": "<U"}
+
+
+@pytest.mark.parametrize("dtype", ["<U", "<U0", "U"])
+def test_a_string_dtype_without_an_item_size_is_sized_by_its_content(saved, dtype):
+    # "<U" has item size 0 and passed the check as 0 bytes: the issue's 100 kB file made load
+    # allocate 628 MB, a 160 kB one asked numpy for 5.96 GiB (MemoryError)
+    _edit(saved, lambda m: m.update(classes={**_strings(4000, 20_000), "dtype": dtype}))
+    peak = _peak_bytes(lambda: load(saved))
+    _refused(saved, r"4001 items of dtype '<U0', 320080000 bytes, more than the 67108864")
+    assert peak < 5_000_000, peak
+
+
+def test_a_string_array_at_the_limit_loads_and_one_byte_past_it_is_refused(data, saved):
+    # three labels of up to 4 characters, 4 bytes each: 48 bytes; the file's other arrays
+    # (class counts and priors, 3 x 8 bytes) are within both limits
+    _edit(saved, lambda m: m.update(classes={"__array__": ["a", "b", "cccc"], "dtype": "<U"}))
+    restored = load(saved, limits=FileLimits(array_bytes=48))
+    assert restored.classes_.tolist() == ["a", "b", "cccc"]
+    _refused(
+        saved,
+        r"3 items of dtype '<U0', 48 bytes, more than the 47",
+        limits=FileLimits(array_bytes=47),
+    )
+
+
+def _fooled_depth_text(text: str, depth: int) -> str:
+    """The metadata ``text`` with ``"x"`` nested ``depth`` deep between two strings holding
+    U+2200, whose UTF-16-LE byte 0x22 is a quote to a count of brackets on the raw bytes."""
+    nested = "[" * depth + "]" * depth
+    return text[:-1] + f', "a": "\u2200", "x": {nested}, "b": "\u2200"}}'
+
+
+def test_metadata_that_is_not_utf8_is_refused_before_it_is_parsed(saved):
+    # the depth was counted on the raw bytes, but json.loads reads UTF-16 too: a file nested
+    # 50,000 deep passed the count and ended in RecursionError. Without a byte-order mark,
+    # UTF-16 of these characters is valid UTF-8 (with NUL bytes), which is then no JSON
+    members = _members(saved)
+    text = members["metadata.json"].decode()
+    for encoding in ("utf-16-le", "utf-16", "utf-32", "utf-16-be", "utf-32-le"):
+        for metadata in (_fooled_depth_text(text, 50_000), text):
+            members["metadata.json"] = metadata.encode(encoding)
+            _write(saved, members)
+            message = _refused(saved, r"its metadata.json is not (UTF-8 text|JSON)")
+            if encoding in ("utf-16", "utf-32"):  # a byte-order mark: 0xFF 0xFE
+                assert "is not UTF-8 text (byte 0: invalid start byte)" in message
+
+
+def test_the_depth_of_utf8_metadata_is_counted_whatever_its_strings_hold(saved):
+    members = _members(saved)
+    members["metadata.json"] = _fooled_depth_text(members["metadata.json"].decode(), 33).encode()
+    _write(saved, members)
+    _refused(saved, r"its metadata.json nests 34 deep, deeper than the 32")
+
+
+def _names(raw: bytes) -> tuple[list[int], list[int]]:
+    """``(offsets of every byte of every member name, offsets of the flags)`` of the zip
+    ``raw``, in its local headers and in its table of contents."""
+    names, flags = [], []
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        infos, position = archive.infolist(), archive.start_dir
+    for info in infos:
+        start = info.header_offset + 30
+        names += range(start, start + len(info.filename.encode()))
+        flags.append(info.header_offset + 6)
+    entry = struct.Struct(zipfile.structCentralDir)
+    for _ in infos:
+        fields = entry.unpack_from(raw, position)
+        names += range(position + entry.size, position + entry.size + fields[12])
+        flags.append(position + 8)
+        position += entry.size + fields[12] + fields[13] + fields[14]
+    return names, flags
+
+
+@pytest.mark.parametrize("value", [0xFF, 0x80])
+def test_a_flipped_byte_in_any_member_name_of_weights_pt_is_a_value_error(saved, value):
+    # torch writes its member names as UTF-8 (flag 0x800): one byte flipped in one of them
+    # raised UnicodeDecodeError
+    members = _members(saved)
+    weights = members["weights.pt"]
+    positions, _ = _names(weights)
+    assert len(positions) > 100
+    for position in positions:
+        flipped = bytearray(weights)
+        flipped[position] = value
+        members["weights.pt"] = bytes(flipped)
+        _write(saved, members)
+        with pytest.raises(ValueError, match="^Cannot load") as info:
+            load(saved)
+        assert not isinstance(info.value, UnicodeDecodeError), position
+
+
+def test_a_flipped_byte_in_a_utf8_member_name_of_the_archive_is_a_value_error(saved):
+    # the names marked UTF-8, as zipfile writes a name that is not ASCII
+    raw = bytearray(saved.read_bytes())
+    positions, flags = _names(bytes(raw))
+    for offset in flags:
+        struct.pack_into("<H", raw, offset, struct.unpack_from("<H", raw, offset)[0] | 0x800)
+    for position in positions:
+        flipped = bytearray(raw)
+        flipped[position] = 0xFF
+        saved.write_bytes(bytes(flipped))
+        with pytest.raises(ValueError, match="^Cannot load") as info:
+            load(saved)
+        assert not isinstance(info.value, UnicodeDecodeError), position
+
+
+def test_a_network_larger_than_the_weights_of_its_file_is_refused_before_it_is_built(
+    saved, monkeypatch
+):
+    # the issue's 17 kB file built a network of about 1 GB before its weights were compared
+    # with it; the only bound was half the free memory
+    built = []
+
+    def spy(self):
+        built.append((self.weight.device.type, self.weight.numel()))
+
+    monkeypatch.setattr(torch.nn.Linear, "reset_parameters", spy)
+    _edit(saved, lambda m: m["params"].update(module__hidden_sizes={"__tuple__": [16384, 16384]}))
+    message = _refused(saved, "module__hidden_sizes=\\(16384, 16384\\)")
+    assert "holds for it" in message
+    assert all(device == "meta" for device, _ in built), built
+
+
+def test_a_uniform_replay_buffer_larger_than_the_file_holds_is_refused_before_it_is_built(
+    data, tmp_path
+):
+    # buffer_init="uniform" allocates buffer_size chains when the estimator is initialized;
+    # a file whose buffer holds 20 of them asked for a million (16 MB here, any size below half
+    # the free memory)
+    path = tmp_path / "jem.ebm"
+    clf = JEMClassifier(**FAST, sgld_steps=1, buffer_size=20, buffer_init="uniform").fit(*data)
+    clf.save(path)
+    held = sum(t.numel() * t.element_size() for t in clf.replay_buffer_.state_dict().values())
+    _edit(path, lambda m: m["params"].update(buffer_size=10**6))
+    built = 10**6 * 4 * 4 + held - 20 * 4 * 4  # a million chains of 4 float32 instead of 20
+    _refused(path, f"replay_buffer_ of {built} bytes .*, more than the {held} bytes its weights.pt")
+
+
+def test_a_uniform_replay_buffer_of_the_size_saved_loads(data, tmp_path):
+    X, y = data
+    path = tmp_path / "jem.ebm"
+    clf = JEMClassifier(**FAST, sgld_steps=1, buffer_size=20, buffer_init="uniform").fit(X, y)
+    clf.save(path)
+    np.testing.assert_array_equal(load(path).predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize("where", ["optimizer", "module"])
+def test_an_expanded_tensor_in_the_weights_is_refused(saved, where):
+    # a tensor of 10**8 values over one value of storage (stride 0) passed every size check:
+    # the optimizer's load_state_dict casts it to the weights' dtype, allocating 400 MB
+    big = torch.zeros(1, dtype=torch.float64).expand(10**8)
+
+    def expand(weights):
+        if where == "optimizer":
+            weights["states"]["optimizer_"]["state"][0] = {
+                "step": torch.tensor(1.0),
+                "exp_avg": big,
+            }
+        else:
+            weights["states"]["module_"]["net.1.bias"] = big
+
+    _replace_weights(saved, expand)
+    _refused(saved, r"its weights.pt holds a tensor of 100000000 values .* over 8 bytes")
+
+
+def test_the_tensors_of_the_weights_declare_at_most_weights_bytes(saved):
+    # views of one storage are each a tensor that a copy or a cast allocates whole
+    def views(weights):
+        storage = torch.zeros(1000)
+        weights["tensors"]["input_min_"] = storage[:1]
+        weights["states"]["optimizer_"]["state"][0] = {f"v{i}": storage[i:] for i in range(100)}
+
+    _replace_weights(saved, views)
+    limits = FileLimits(weights_bytes=300_000)
+    _refused(saved, r"its weights.pt declares tensors of more than the 300000 bytes", limits=limits)
+
+
+def test_a_file_asking_for_1000_threads_runs_on_at_most_the_cores(data, saved):
+    # n_threads was applied at predict_proba unbounded: 64 gave 128 threads, 1000 under a 4 GiB
+    # limit made the process exit with status 1
+    X, _ = data
+    _edit(saved, lambda m: m["params"].update(n_threads=1000))
+    clf = load(saved)
+    seen = []
+    clf.module_.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    clf.predict_proba(X)
+    assert seen and max(seen) <= len(os.sched_getaffinity(0)), seen
+
+
+RUNTIME = {
+    "verbose": 1,
+    "compile": True,
+    "iterator_train__num_workers": 64,
+    "iterator_valid__num_workers": 64,
+    "iterator_valid__multiprocessing_context": "fork",
+    "iterator_train__pin_memory": True,
+}
+
+
+def test_how_the_process_runs_is_never_taken_from_a_file(data, saved):
+    # a file chose what the process prints, whether a later fit compiles, and how many worker
+    # processes its data loaders start
+    X, _ = data
+    _edit(saved, lambda m: m["params"].update(RUNTIME))
+    clf = load(saved)
+    defaults = NGEBMClassifier().get_params()
+    for name in RUNTIME:
+        assert clf.get_params().get(name) == defaults.get(name), name
+    np.testing.assert_array_equal(clf.predict_proba(X), load(saved).predict_proba(X))
+    # the caller's values stand
+    given = load(saved, verbose=1, iterator_valid__num_workers=0)
+    assert given.verbose == 1 and given.get_params()["iterator_valid__num_workers"] == 0
+
+
+def test_every_estimator_kind_is_counted_on_the_meta_device(data, tmp_path):
+    # a class whose initialize computes on the fitted tensors could not be built there, and
+    # load would fall back to the memory check: none of the library's may
+    X, y = data
+    images = np.random.default_rng(0).normal(size=(30, 1, 6, 6)).astype(np.float32)
+    tokens = np.random.default_rng(0).integers(1, 9, size=(30, 5))
+    fitted = [
+        NGEBMClassifier(**FAST, precision="bfloat16").fit(X, y),
+        NGEBMClassifier(**FAST, class_incremental=True, replay_per_class=2).fit(X, y),
+        JEMClassifier(**FAST, sgld_steps=1, buffer_size=20, buffer_init="uniform").fit(X, y),
+        JEMClassifier(max_epochs=1, sgld_steps=1, buffer_size=20, random_state=0).fit(images, y),
+        LatentStructureClassifier(n_latent=3, max_epochs=1, random_state=0).fit(X, y),
+        LatentStructureClassifier(structure="dependency_tree", max_epochs=1).fit(tokens, y),
+    ]
+    for clf in fitted:
+        shadow = clone(clf)
+        built = meta_modules(shadow, {**_fitted_of(clf), "device_": torch.device("cpu")})
+        assert built is not None, type(clf).__name__
+        assert {name for name, m in built.items() if next(m.parameters(), None) is not None}
+        for module in built.values():
+            assert all(t.device.type == "meta" for t in (*module.parameters(), *module.buffers()))
+
+
+def _fitted_of(clf) -> dict:
+    """What load sets before it initializes: the saved attributes and the label encoder."""
+    names = (*clf._saved_attributes, "label_encoder_")
+    return {name: getattr(clf, name) for name in names if hasattr(clf, name)}
+
+
+def _hostile_files_benchmark():
+    """benchmarks/hostile_files.py, whose crafted files these tests load."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_files.py"
+    spec = importlib.util.spec_from_file_location("hostile_files_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_issue_s_crafted_files_are_refused_each_within_100_mb_in_a_fresh_process(tmp_path):
+    # each grew the process by up to 1.6 GB, or ended in RecursionError / UnicodeDecodeError
+    bench = _hostile_files_benchmark()
+    files = bench.issue48_files(tmp_path)
+    for name, paths in list(files.items())[:5]:
+        result = bench.load_in_child(paths, timeout=300)
+        assert result["outcome"].startswith(f"ValueError: Cannot load '{paths[0]}': "), (
+            name,
+            result,
+        )
+        assert result["growth_mb"] < 100, (name, result)
+    threads = bench.load_in_child(files["n_threads=1000, then predict_proba"], timeout=300)
+    used, cores = map(
+        int, re.search(r"on (\d+) threads \((\d+) cores\)", threads["outcome"]).groups()
+    )
+    assert used <= cores, threads
+
+
+@pytest.mark.slow
+def test_the_crafted_pipeline_files_are_refused_within_100_mb_and_run_nothing(tmp_path):
+    bench = _hostile_files_benchmark()
+    files = bench.pipeline_files(tmp_path)
+    for name, paths in files.items():
+        result = bench.load_in_child(paths, timeout=300)
+        if name.startswith("a pipeline as saved"):
+            assert result["outcome"] == "loaded", result
+            continue
+        assert result["outcome"].startswith(f"ValueError: Cannot load '{paths[0]}': "), (
+            name,
+            result,
+        )
+        assert result["growth_mb"] < 100, (name, result)
+    assert not list(tmp_path.glob("MARKER*"))
+
+
+def test_a_huge_informative_buffer_loads_and_a_later_fit_refuses_it(data, tmp_path):
+    # what the saving guide says of what load refuses and what a later fit refuses
+    X, y = data
+    path = tmp_path / "jem.ebm"
+    JEMClassifier(**FAST, sgld_steps=1, buffer_size=20).fit(X, y).save(path)
+    _edit(path, lambda m: m["params"].update(buffer_size=10**12))
+    clf = load(path)  # the informative start is built from data: nothing is allocated here
+    assert clf.buffer_size == 10**12 and len(clf.replay_buffer_.samples) == 20
+    clf.partial_fit(X, y)  # continues with the loaded chains
+    assert len(clf.replay_buffer_.samples) == 20
+    with pytest.raises(ValueError, match="'buffer_size' parameter of JEMClassifier must be small"):
+        clf.fit(X, y)
+
+
+@pytest.mark.parametrize("value", [0x00, 0xFF])
+def test_every_byte_of_the_archive_s_end_record_changed_loads_or_is_a_value_error(
+    data, saved, value
+):
+    # a table-of-contents offset changed to 0xFF made zipfile seek before the file's start:
+    # "ValueError: negative seek value", which named no file. Fields zipfile does not read (the
+    # disk numbers) may change and the file still loads, the same
+    X, _ = data
+    raw = saved.read_bytes()
+    expected = load(saved).predict_proba(X)
+    end, refused = raw.rindex(b"PK\x05\x06"), 0
+    for position in range(end, len(raw)):
+        changed = bytearray(raw)
+        changed[position] = value if changed[position] != value else value ^ 0x55
+        saved.write_bytes(bytes(changed))
+        try:
+            np.testing.assert_array_equal(load(saved).predict_proba(X), expected)
+        except ValueError as err:
+            assert str(err).startswith(f"Cannot load '{saved}': "), (position, err)
+            refused += 1
+    assert refused >= 8  # the entry counts, the table's size and offset
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's, on a changed byte
+def test_every_byte_of_the_weights_pickle_changed_loads_or_is_a_value_error(data, saved):
+    # the issue's way (an edit inside weights.pt, every CRC recomputed): a changed byte of its
+    # pickle made torch.load raise AttributeError ('tuple' object has no attribute 'dtype')
+    X, _ = data
+    members = _members(saved)
+    records = _members(io.BytesIO(members["weights.pt"]))
+    pickle_name = next(name for name in records if name.endswith("data.pkl"))
+    outcomes = {"loaded": 0, "refused": 0}
+    for position in range(len(records[pickle_name])):
+        changed = bytearray(records[pickle_name])
+        changed[position] = 0x30 if changed[position] != 0x30 else 0xFF
+        rebuilt = io.BytesIO()
+        _write(rebuilt, {**records, pickle_name: bytes(changed)})
+        _write(saved, {**members, "weights.pt": rebuilt.getvalue()})
+        try:
+            load(saved).predict_proba(X)
+            outcomes["loaded"] += 1
+        except ValueError as err:
+            assert str(err).startswith(f"Cannot load '{saved}': "), (position, err)
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0, outcomes
