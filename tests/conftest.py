@@ -6,6 +6,8 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from .estimators import FittedModels
+
 # One intra-op thread: the suite's networks and tensors are tiny, where a second thread gains
 # little on a quiet machine and, beside any other busy process, makes torch's operations wait
 # for the descheduled thread (a float64 gradcheck of SparseMAP took 1.8 s on one thread and 50 s
@@ -65,3 +67,18 @@ def small_blobs():
     y = rng.integers(0, 3, size=150)
     X = centers[y] + 0.5 * rng.standard_normal((150, 4))
     return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="session")
+def _shared_models(request):
+    return FittedModels(request.getfixturevalue)
+
+
+@pytest.fixture
+def fitted_model(_shared_models):
+    """``fitted_model(kind, data="small_blobs", **overrides)``: a small estimator fitted once per
+    session on a shared data set (``tests/estimators.py``), read-only: a test that changes it
+    fails here, after it ran."""
+    yield _shared_models
+    changed = _shared_models.changed()
+    assert not changed, f"the test changed shared fitted models (take a deepcopy): {changed}"
