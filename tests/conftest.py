@@ -1,12 +1,29 @@
-import matplotlib
-import numpy as np
-import pytest
-import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
+import os
 
-from .estimators import FittedModels
+#: The thread pools of the suite and of every process it starts, set before numpy, scipy or
+#: torch load their libraries (OpenMP and MKL read them once, OpenBLAS too): one thread each.
+#: Beside other busy processes a second thread of a pool waits for a core and the first spins
+#: waiting for it: demo's MLPClassifier (numpy's OpenBLAS on two threads) took twice the CPU
+#: time of one thread and lost 1.6 times its fair share beside three busy loops
+#: (benchmarks/busy_suite.py; CONTRIBUTING.md, "A busy machine"). Tests of threading set their
+#: own counts.
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+os.environ.update(ONE_THREAD)
+
+import matplotlib  # noqa: E402 (after the thread settings)
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from .estimators import FittedModels  # noqa: E402
+
+# A library loaded before this file (by a plugin, or a doctest of the package collected first)
+# read no variable: threadpoolctl sets its pool directly, for the whole session.
+_ONE_BLAS_THREAD = threadpool_limits(limits=1)
 
 # One intra-op thread: the suite's networks and tensors are tiny, where a second thread gains
 # little on a quiet machine and, beside any other busy process, makes torch's operations wait
