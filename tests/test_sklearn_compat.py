@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier.latent.classifier import LatentStructureClassifier
 
+from .estimators import params
 from .precision import run_sklearn_check
 
 # Small and quick, yet good enough for check_classifiers_train (accuracy > 0.83).
@@ -93,7 +94,7 @@ def test_init_and_set_params_take_any_value_of_every_parameter(estimator):
         Estimator(callbacks="helloworld").set_params(callbacks="helloworld")
 
 
-FAST = dict(max_epochs=4, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
+FAST = params("ngebm", max_epochs=4, lr=1e-2, module__hidden_sizes=(32,))
 
 
 def test_grid_search_over_beta(small_blobs):

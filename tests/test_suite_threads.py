@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 from threadpoolctl import threadpool_info
 
@@ -28,6 +29,7 @@ def test_the_test_process_runs_every_pool_on_one_thread():
     assert {p["num_threads"] for p in pools} == {1}, pools
 
 
+@pytest.mark.slow
 def test_a_process_a_test_starts_runs_every_pool_on_one_thread():
     run = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -20,7 +20,9 @@ import ebmclassifier
 from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier._estimator.early_stopping import EarlyStoppingMixin
 
-PARAMS = dict(max_epochs=60, lr=0.03, module__hidden_sizes=(16,), random_state=0)
+from ..estimators import params
+
+PARAMS = params("ngebm", max_epochs=60, lr=0.03, module__hidden_sizes=(16,))
 STOP = dict(early_stopping=True, n_iter_no_change=3)
 
 

@@ -33,7 +33,9 @@ from ebmclassifier._utils import atomic as _atomic
 from ebmclassifier._utils.atomic import atomic_write, write_file
 from ebmclassifier.plotting import finish_figure
 
-FAST = dict(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+from ..estimators import params
+
+FAST = params("ngebm")
 PACKAGE = Path(__file__).resolve().parents[2] / "ebmclassifier"
 
 
@@ -405,6 +407,7 @@ for i in range(10**6):
 """
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_saving_leaves_a_whole_file(tmp_path):
     path = tmp_path / "model.ebm"
     writer = subprocess.Popen(

@@ -18,9 +18,9 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier
 from ebmclassifier._utils.streamed import ArrayRows, DatasetRows, StreamedDataset, is_streamed
 
-from ..estimators import tiny
+from ..estimators import params, tiny
 
-PARAMS = dict(max_epochs=2, batch_size=128, module__hidden_sizes=(16,), random_state=0)
+PARAMS = params("ngebm", max_epochs=2, batch_size=128, module__hidden_sizes=(16,))
 INFERENCE = ("predict", "predict_proba", "predict_log_proba", "energy", "score_samples")
 
 
@@ -304,6 +304,7 @@ for name, data in [("stream", lambda: X), ("copy", lambda: np.asarray(X, np.floa
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc are Linux's")
 def test_a_memmap_trains_under_a_memory_limit_the_float_copy_exceeds(tmp_path):
     """Under ``RLIMIT_AS`` (``ulimit -v``) 32 MiB above what the process maps, a 12 MiB uint8
