@@ -14,6 +14,7 @@ import matplotlib  # noqa: E402 (after the thread settings)
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import settings  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
@@ -24,6 +25,13 @@ from .estimators import FittedModels  # noqa: E402
 # A library loaded before this file (by a plugin, or a doctest of the package collected first)
 # read no variable: threadpoolctl sets its pool directly, for the whole session.
 _ONE_BLAS_THREAD = threadpool_limits(limits=1)
+
+# hypothesis: a test whose every example fits an estimator takes the profile's number of
+# examples (`settings.default.max_examples`): few by default, all of them with `pytest
+# --hypothesis-profile thorough`; a test whose examples fit nothing sets its own, many.
+settings.register_profile("fits-few", max_examples=40)
+settings.register_profile("thorough", max_examples=100)
+settings.load_profile("fits-few")
 
 # One intra-op thread: the suite's networks and tensors are tiny, where a second thread gains
 # little on a quiet machine and, beside any other busy process, makes torch's operations wait
@@ -36,6 +44,15 @@ torch.set_num_threads(1)
 def pytest_configure(config):
     # `pytest -m cuda` runs the tests that need a GPU (benchmarks/gpu_check.py does).
     config.addinivalue_line("markers", "cuda: needs a CUDA device; skipped without one")
+
+
+def pytest_collection_modifyitems(items):
+    # the commands' doctests run a command's code end to end (a bench, a report): slow
+    for item in items:
+        if type(item).__name__ == "DoctestItem" and item.nodeid.startswith(
+            "ebmclassifier/experiments/"
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):
