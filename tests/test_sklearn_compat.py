@@ -61,6 +61,7 @@ def expected_failed_checks(estimator):
 # passes (it only warns, suggesting to validate in fit, which our own parameters do); the
 # warning is about skorch's callbacks, so it is silenced here rather than printed 40 times.
 @pytest.mark.filterwarnings("ignore:TypeError occurred during set_params:UserWarning")
+@pytest.mark.slow  # about 150 checks of three estimators, each fitting 10-epoch networks
 @parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
 def test_sklearn_contract(estimator, check, monkeypatch):
     # sample_weight equivalence at float32 precision (tests/precision.py): it passes there
