@@ -1,10 +1,37 @@
-import matplotlib
-import numpy as np
-import pytest
-import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
+import os
+
+#: The thread pools of the suite and of every process it starts, set before numpy, scipy or
+#: torch load their libraries (OpenMP and MKL read them once, OpenBLAS too): one thread each.
+#: Beside other busy processes a second thread of a pool waits for a core and the first spins
+#: waiting for it: demo's MLPClassifier (numpy's OpenBLAS on two threads) took twice the CPU
+#: time of one thread and lost 1.6 times its fair share beside three busy loops
+#: (benchmarks/busy_suite.py; CONTRIBUTING.md, "A busy machine"). Tests of threading set their
+#: own counts.
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+os.environ.update(ONE_THREAD)
+
+import matplotlib  # noqa: E402 (after the thread settings)
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from .estimators import FittedModels  # noqa: E402
+
+# A library loaded before this file (by a plugin, or a doctest of the package collected first)
+# read no variable: threadpoolctl sets its pool directly, for the whole session.
+_ONE_BLAS_THREAD = threadpool_limits(limits=1)
+
+# hypothesis: a test whose every example fits an estimator takes the profile's number of
+# examples (`settings.default.max_examples`): few by default, all of them with `pytest
+# --hypothesis-profile thorough`; a test whose examples fit nothing sets its own, many.
+settings.register_profile("fits-few", max_examples=40)
+settings.register_profile("thorough", max_examples=100)
+settings.load_profile("fits-few")
 
 # One intra-op thread: the suite's networks and tensors are tiny, where a second thread gains
 # little on a quiet machine and, beside any other busy process, makes torch's operations wait
@@ -17,6 +44,15 @@ torch.set_num_threads(1)
 def pytest_configure(config):
     # `pytest -m cuda` runs the tests that need a GPU (benchmarks/gpu_check.py does).
     config.addinivalue_line("markers", "cuda: needs a CUDA device; skipped without one")
+
+
+def pytest_collection_modifyitems(items):
+    # the commands' doctests run a command's code end to end (a bench, a report): slow
+    for item in items:
+        if type(item).__name__ == "DoctestItem" and item.nodeid.startswith(
+            "ebmclassifier/experiments/"
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):
@@ -65,3 +101,18 @@ def small_blobs():
     y = rng.integers(0, 3, size=150)
     X = centers[y] + 0.5 * rng.standard_normal((150, 4))
     return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="session")
+def _shared_models(request):
+    return FittedModels(request.getfixturevalue)
+
+
+@pytest.fixture
+def fitted_model(_shared_models):
+    """``fitted_model(kind, data="small_blobs", **overrides)``: a small estimator fitted once per
+    session on a shared data set (``tests/estimators.py``), read-only: a test that changes it
+    fails here, after it ran."""
+    yield _shared_models
+    changed = _shared_models.changed()
+    assert not changed, f"the test changed shared fitted models (take a deepcopy): {changed}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import pickle
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,22 +22,14 @@ from sklearn.frozen import FrozenEstimator
 
 from ebmclassifier import (
     ConceptComposition,
-    JEMClassifier,
-    LatentStructureClassifier,
-    NGEBMClassifier,
     ProductOfExperts,
     load,
 )
 
+from .estimators import tiny
+
 FIXTURES = Path(__file__).parent / "fixtures" / "saved"
-SMALL = {"max_epochs": 1, "random_state": 0}
-ESTIMATORS = {
-    "ngebm": lambda **kw: NGEBMClassifier(module__hidden_sizes=(8,), **SMALL, **kw),
-    "jem": lambda **kw: JEMClassifier(
-        module__hidden_sizes=(8,), sgld_steps=2, buffer_size=20, **SMALL, **kw
-    ),
-    "latent": lambda **kw: LatentStructureClassifier(n_latent=3, **SMALL, **kw),
-}
+ESTIMATORS = {kind: partial(tiny, kind) for kind in ("ngebm", "jem", "latent")}
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +89,7 @@ def test_partial_fit_and_warm_start_add_up_and_fit_resets(data):
 
 def test_class_growth_remaps_the_counts(data):
     X, y = data
-    clf = NGEBMClassifier(class_incremental=True, module__hidden_sizes=(8,), **SMALL)
+    clf = tiny("ngebm", class_incremental=True)
     task1, task2 = np.isin(y, ["dog", "owl"]), y == "cat"  # "cat" sorts before both
     clf.partial_fit(X[task1], y[task1])
     np.testing.assert_array_equal(clf.class_count_, [10, 30])

@@ -33,6 +33,7 @@ def _env() -> dict:
 # ---------------------------------------------------------------- safe for joblib / dask
 
 
+@pytest.mark.slow
 def test_no_cuda_before_fit():
     # Importing, constructing, cloning and pickling must not touch CUDA: a parent process that
     # initialised it cannot fork workers that use it. Any CUDA query fails in this child.
@@ -102,6 +103,7 @@ def _beta_search(n_jobs):
     )
 
 
+@pytest.mark.slow
 def test_grid_search_on_dask_cluster_equals_single_process():
     distributed = pytest.importorskip("dask.distributed")
     X, y = _blobs()
@@ -251,6 +253,7 @@ def test_data_parallel_needs_a_process_group(small_blobs):
     not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
     reason="this torch build has no torch.distributed with the gloo backend",
 )
+@pytest.mark.slow
 def test_data_parallel_two_processes_match_one(tmp_path):
     # torchrun starts two CPU processes (gloo); each trains on its shard of every global batch.
     sys.path.insert(0, str(TESTS))

@@ -4,9 +4,12 @@ import re
 import textwrap
 from pathlib import Path
 
+import pytest
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
+@pytest.mark.slow
 def test_the_front_page_example_runs_as_written():
     text = (DOCS / "index.rst").read_text()
     (block,) = re.findall(r"\.\. code-block:: python\n\n(.*?)\n\n\S", text, flags=re.S)

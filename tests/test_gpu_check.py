@@ -21,6 +21,7 @@ def gpu_check():
     return module
 
 
+@pytest.mark.slow
 def test_dry_run_writes_every_figure(gpu_check, tmp_path):
     out = tmp_path / "gpu_check.json"
     # The bench stage runs `python -m ebmclassifier bench --quick`, which
@@ -62,6 +63,7 @@ def test_dry_run_writes_every_figure(gpu_check, tmp_path):
     assert all(d < 1e-6 for d in roundtrip["max_abs_diff"].values())  # CPU to CPU here
 
 
+@pytest.mark.slow
 def test_main_job_stage_times_the_compare_command(gpu_check):
     sizes = {**gpu_check.SIZES["dry"], "main_job": ["--help"]}  # the command, not the job
     job = gpu_check.stage_main_job(sizes, timeout=120)

@@ -30,6 +30,8 @@ from ebmclassifier.metrics import (
     ood_metrics,
 )
 
+from .estimators import tiny
+
 DOCUMENTED = (ValueError, TypeError, NotFittedError)
 FAST = settings(
     max_examples=25,
@@ -42,17 +44,17 @@ RNG = np.random.default_rng(0)
 X_GOOD = RNG.normal(size=(24, 3)).astype(np.float32)
 Y_GOOD = np.arange(24) % 3
 TINY = dict(max_epochs=1, batch_size=8, random_state=0)
+#: Each class's small settings (tests/estimators.py), smaller still: a refusal costs milliseconds.
+SMALLER = {
+    NGEBMClassifier: ("ngebm", dict(batch_size=8, module__hidden_sizes=(4,))),
+    JEMClassifier: ("jem", dict(batch_size=8, buffer_size=16, module__hidden_sizes=(4,))),
+    LatentStructureClassifier: ("latent", dict(batch_size=8, n_latent=2)),
+}
 
 
 def _tiny(cls, **params):
-    base = dict(TINY)
-    if cls is LatentStructureClassifier:
-        base.update(n_latent=2)
-    elif cls is JEMClassifier:
-        base.update(buffer_size=16, sgld_steps=2, module__hidden_sizes=(4,))
-    else:
-        base.update(module__hidden_sizes=(4,))
-    return cls(**{**base, **params})
+    kind, settings = SMALLER[cls]
+    return tiny(kind, **{**settings, **params})
 
 
 ESTIMATORS = [NGEBMClassifier, JEMClassifier, LatentStructureClassifier]

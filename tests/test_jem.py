@@ -16,15 +16,17 @@ from ebmclassifier import DivergenceError, JEMClassifier
 from ebmclassifier._divergence import Divergence, Rollback, diagnose_step
 from ebmclassifier.sampling import GaussianStart, sgld
 
+from .estimators import params
+
 # Small and quick: tiny buffer, few SGLD steps, few epochs.
-FAST = dict(
+FAST = params(
+    "jem",
     max_epochs=4,
     lr=1e-2,
     batch_size=32,
     module__hidden_sizes=(32,),
     sgld_steps=5,
     buffer_size=100,
-    random_state=0,
 )
 
 
@@ -352,7 +354,7 @@ def test_diagnose_step_reads_the_device_once(monkeypatch):
 
 # ---------------------------------------------------------------- skorch hooks and the policy
 
-SMALL = dict(max_epochs=1, sgld_steps=5, buffer_size=50, module__hidden_sizes=(8,), random_state=0)
+SMALL = params("jem", sgld_steps=5, buffer_size=50)
 
 
 @pytest.fixture()

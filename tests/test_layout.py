@@ -39,6 +39,7 @@ package written to ``tmp_path``.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import textwrap
 import tokenize
@@ -106,6 +107,17 @@ OWN_DRAWS = ("datasets", "experiments")
 MAX_MODULE_DOCSTRING = 50
 
 
+@functools.cache
+def _parsed(path: Path, stamp: tuple[int, int]) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once for all the rules (again if the file changed)."""
+    status = path.stat()
+    return _parsed(path, (status.st_mtime_ns, status.st_size))
+
+
 def _modules(root: Path) -> dict[str, Path]:
     """Dotted module name -> file, for every ``.py`` under the package directory ``root``."""
     modules = {}
@@ -120,7 +132,7 @@ def _modules(root: Path) -> dict[str, Path]:
 def _imports(name: str, path: Path) -> list[tuple[str, str | None, int]]:
     """``(module, imported name or None, line)`` of every import in the file, lazy ones too."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found += [(alias.name, None, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -156,7 +168,7 @@ def alias_modules(root: Path) -> list[str]:
             continue
         body = [
             statement
-            for statement in ast.parse(path.read_text()).body
+            for statement in _tree(path).body
             if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
         ]
         if all(
@@ -282,7 +294,7 @@ def long_functions(root: Path) -> list[str]:
     return [
         f"{name}.{node.name} (line {node.lineno}): {code_lines(node)} code lines"
         for name, path in _modules(root).items()
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and code_lines(node) > MAX_FUNCTION_LINES
     ]
@@ -323,7 +335,7 @@ def core_reaching(root: Path, core=CORE, libraries=ESTIMATOR_LIBRARIES) -> list[
 def _top_level_names(path: Path) -> set[str]:
     return {
         node.name
-        for node in ast.parse(path.read_text()).body
+        for node in _tree(path).body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     }
 
@@ -366,7 +378,7 @@ def figure_savers(root: Path, home: str = FIGURE_HOME) -> list[str]:
         f"{name}:{node.lineno}"
         for name, path in _modules(root).items()
         if name != f"{root.name}.{home}"
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "savefig"
@@ -378,7 +390,7 @@ def private_imports_from_outside(folders: list[Path], package: str) -> list[str]
     found = []
     for folder in folders:
         for path in sorted(folder.rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in ast.walk(_tree(path)):
                 if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     bases, names = [node.module], [alias.name for alias in node.names]
                 elif isinstance(node, ast.Import):

@@ -19,13 +19,15 @@ from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.exceptions import FiniteDifferenceWarning
 from ebmclassifier.nn import MLP, WideResNet
 
-FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
+from .estimators import params
+
+FAST = params("ngebm", max_epochs=3, lr=1e-2, module__hidden_sizes=(32,))
 
 
-@pytest.fixture(scope="module")
-def fitted(small_blobs):
-    X, y = small_blobs
-    return NGEBMClassifier(**FAST).fit(X, y)
+@pytest.fixture
+def fitted(fitted_model):
+    """Fitted once per session on small_blobs, read-only (tests/estimators.py)."""
+    return fitted_model("ngebm", **FAST)
 
 
 def test_predict_shapes_and_invariants(fitted, small_blobs):

@@ -27,9 +27,10 @@ from ebmclassifier.distributed import DataParallelNGEBMClassifier
 from ebmclassifier.energy import energy_grad_norm_finite_difference, penalty_rows
 from ebmclassifier.losses import ngebm_loss
 
+from . import estimators
 from .kills import Kill, SaveEachEpoch
 
-FAST = dict(max_epochs=2, batch_size=32, random_state=0, module__hidden_sizes=(8,))
+FAST = estimators.params("ngebm", max_epochs=2, batch_size=32)
 
 # ---------------------------------------------------------------- references
 

@@ -30,6 +30,8 @@ from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.distributed import DataParallelNGEBMClassifier
 from ebmclassifier.latent.score_function import RunningMeanBaseline
 
+from .estimators import params
+
 # One full batch in a fixed order: dropping or repeating samples then changes no batch.
 FULL_BATCH = dict(
     max_epochs=4,
@@ -40,7 +42,7 @@ FULL_BATCH = dict(
     random_state=0,
 )
 JEM_SMALL = dict(sgld_steps=3, buffer_size=40)
-FAST = dict(max_epochs=3, lr=1e-2, module__hidden_sizes=(16,), random_state=0)
+FAST = params("ngebm", max_epochs=3, lr=1e-2, module__hidden_sizes=(16,))
 
 
 def _weights(n, seed=7, high=4):

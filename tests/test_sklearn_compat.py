@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier.latent.classifier import LatentStructureClassifier
 
+from .estimators import params
 from .precision import run_sklearn_check
 
 # Small and quick, yet good enough for check_classifiers_train (accuracy > 0.83).
@@ -60,6 +61,7 @@ def expected_failed_checks(estimator):
 # passes (it only warns, suggesting to validate in fit, which our own parameters do); the
 # warning is about skorch's callbacks, so it is silenced here rather than printed 40 times.
 @pytest.mark.filterwarnings("ignore:TypeError occurred during set_params:UserWarning")
+@pytest.mark.slow  # about 150 checks of three estimators, each fitting 10-epoch networks
 @parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
 def test_sklearn_contract(estimator, check, monkeypatch):
     # sample_weight equivalence at float32 precision (tests/precision.py): it passes there
@@ -93,7 +95,7 @@ def test_init_and_set_params_take_any_value_of_every_parameter(estimator):
         Estimator(callbacks="helloworld").set_params(callbacks="helloworld")
 
 
-FAST = dict(max_epochs=4, lr=1e-2, module__hidden_sizes=(32,), random_state=0)
+FAST = params("ngebm", max_epochs=4, lr=1e-2, module__hidden_sizes=(32,))
 
 
 def test_grid_search_over_beta(small_blobs):

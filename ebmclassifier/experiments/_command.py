@@ -25,8 +25,11 @@ import shlex
 import tempfile
 import textwrap
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from threadpoolctl import threadpool_limits
 
 
 class CommandError(Exception):
@@ -434,7 +437,8 @@ PROGRESS = Option(
 #: The ``--threads`` option of every command that trains or times networks, declared once.
 THREADS = Option(
     "--threads",
-    "torch's intra-op threads for the whole run: auto (the default) runs the small networks "
+    "torch's intra-op threads (and numpy's BLAS threads) for the whole run: auto (the "
+    "default) runs the small networks "
     "of this command on one thread, where more threads gain nothing and slow the run down many "
     "times beside another busy process (docs/performance.md); or a number",
     {"type": ThreadCount(), "default": "auto"},
@@ -521,7 +525,11 @@ class Command:
 
         threads = self.threads(args)
         pinned = getattr(args, THREADS.dest, None) != "auto"
-        with intra_op_threads(threads, pin=pinned):
+        # numpy's BLAS (scikit-learn's baselines) on the same threads: a pool of one per core
+        # spins waiting for a descheduled thread beside other busy processes (tests/experiments/
+        # test_command.py; CONTRIBUTING.md, "A busy machine")
+        blas = nullcontext() if threads is None else threadpool_limits(threads, user_api="blas")
+        with intra_op_threads(threads, pin=pinned), blas:
             return self.run(args)
 
     def threads(self, args: argparse.Namespace) -> int | None:

@@ -9,7 +9,9 @@ from skorch.dataset import ValidSplit
 
 from ebmclassifier import DivergenceError, NGEBMClassifier
 
-FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(16,), random_state=0, batch_size=32)
+from ..estimators import params
+
+FAST = params("ngebm", max_epochs=2, lr=1e-2, module__hidden_sizes=(16,), batch_size=32)
 
 
 class _Recording(NGEBMClassifier):

@@ -190,6 +190,7 @@ class Unwatch(Callback):
         self.watching["on"] = False
 
 
+@pytest.mark.slow
 def test_a_kill_at_any_step_of_the_write_leaves_a_set_that_resumes_bitwise(
     small_blobs, tmp_path, monkeypatch
 ):
@@ -226,6 +227,7 @@ def test_a_kill_at_any_step_of_the_write_leaves_a_set_that_resumes_bitwise(
 # ---------------------------------------------------------------- a real SIGKILL
 
 
+@pytest.mark.slow
 def test_a_fit_killed_by_sigkill_at_a_random_moment_resumes_bitwise(small_blobs, tmp_path):
     X, y = small_blobs
     epochs, folder = 20, tmp_path / "run"  # 5 batches an epoch

@@ -21,7 +21,9 @@ from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier._estimator.early_stopping import SklearnEarlyStopping
 from ebmclassifier._estimator.training_loss_stopping import TrainingLossStopping
 
-PARAMS = dict(max_epochs=60, lr=0.03, module__hidden_sizes=(16,), random_state=0)
+from ..estimators import params
+
+PARAMS = params("ngebm", max_epochs=60, lr=0.03, module__hidden_sizes=(16,))
 STOP = dict(early_stopping=True, n_iter_no_change=3)
 
 

@@ -1,5 +1,6 @@
 """The training engine (ebmclassifier/_estimator/engine.py): skorch's hooks and overrides."""
 
+import copy
 import operator
 import pickle
 import re
@@ -17,13 +18,21 @@ from ebmclassifier import DivergenceError, NGEBMClassifier
 from ebmclassifier._estimator.base import EBMClassifierBase
 from ebmclassifier._utils.generators import FitGenerators
 
-FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
+from ..estimators import params
+
+FAST = params("ngebm", max_epochs=2, lr=1e-2)
 
 
-@pytest.fixture(scope="module")
-def fitted(small_blobs):
-    X, y = small_blobs
-    return NGEBMClassifier(**FAST).fit(X, y)
+@pytest.fixture
+def fitted(fitted_model):
+    """Fitted once per session on small_blobs, read-only (tests/estimators.py)."""
+    return fitted_model("ngebm", **FAST)
+
+
+@pytest.fixture
+def changed(fitted):
+    """A copy for a test that changes it (a history row, a network built anew)."""
+    return copy.deepcopy(fitted)
 
 
 def _tensors(clf, X, y, n=8):
@@ -165,30 +174,30 @@ def test_check_data_leaves_validation_to_fit(small_blobs):
         clf.fit(X, y[:5])
 
 
-def test_on_epoch_begin_seeds_the_fits_own_generators_never_torchs(fitted):
+def test_on_epoch_begin_seeds_the_fits_own_generators_never_torchs(changed):
     before = torch.get_rng_state()
-    fitted.on_epoch_begin(fitted)  # as skorch does before epoch 3
+    changed.on_epoch_begin(changed)  # as skorch does before epoch 3
     try:
-        assert len(fitted.history) == 3 and torch.equal(torch.get_rng_state(), before)
+        assert len(changed.history) == 3 and torch.equal(torch.get_rng_state(), before)
         # the batch order keeps the stream torch.manual_seed(seed_ + epoch) gave it before
-        order = torch.randperm(10, generator=fitted._generator("shuffle", "cpu"))
-        torch.manual_seed(fitted.seed_ + 3)
+        order = torch.randperm(10, generator=changed._generator("shuffle", "cpu"))
+        torch.manual_seed(changed.seed_ + 3)
         assert torch.equal(order, torch.randperm(10))
         # each purpose a stream of its own, from (seed_, epoch, purpose) alone
-        seeds = {p: fitted._generator(p).initial_seed() for p in ("sampler", "augment")}
-        again = FitGenerators(fitted.seed_, 0)
+        seeds = {p: changed._generator(p).initial_seed() for p in ("sampler", "augment")}
+        again = FitGenerators(changed.seed_, 0)
         again.begin(3)
         assert seeds == {p: again(p, "cpu").initial_seed() for p in seeds}
-        assert len(set(seeds.values()) | {fitted.seed_ + 3}) == 3
+        assert len(set(seeds.values()) | {changed.seed_ + 3}) == 3
     finally:
-        fitted.history = fitted.history[:-1]
-        fitted._generators = None
+        changed.history = changed.history[:-1]
+        changed._generators = None
         torch.set_rng_state(before)
 
 
-def test_initialize_module_builds_the_network_for_the_data(fitted):
-    assert fitted.initialize_module() is fitted
-    shapes = [tuple(p.shape) for p in fitted.module_.parameters()]
+def test_initialize_module_builds_the_network_for_the_data(changed):
+    assert changed.initialize_module() is changed
+    shapes = [tuple(p.shape) for p in changed.module_.parameters()]
     assert shapes == [(8, 4), (8,), (3, 8), (3,)]  # 4 features -> 8 -> 3 classes
     with pytest.raises(RuntimeError, match=r"so initialize\(\) has no network .* before fit"):
         NGEBMClassifier().initialize()
@@ -224,12 +233,12 @@ def test_train_step_single_back_propagates_without_stepping(small_blobs):
         assert torch.equal(p, b)
 
 
-def test_validation_step_is_in_eval_mode_without_a_graph(fitted, small_blobs):
+def test_validation_step_is_in_eval_mode_without_a_graph(changed, small_blobs):
     X, y = small_blobs
     with torch.no_grad():  # the gradient-norm term is computed all the same
-        step = fitted.validation_step(_tensors(fitted, X, y))
+        step = changed.validation_step(_tensors(changed, X, y))
     assert bool(torch.isfinite(step["loss"])) and not step["loss"].requires_grad
-    assert not fitted.module_.training
+    assert not changed.module_.training
 
 
 def test_history_records_the_validation_batches(small_blobs):

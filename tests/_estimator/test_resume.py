@@ -18,30 +18,23 @@ import pytest
 import torch
 from skorch.callbacks import Callback, Checkpoint, LoadInitState
 
-from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier, load
+from ebmclassifier import JEMClassifier, NGEBMClassifier, load
 from ebmclassifier._divergence import Divergence, Rollback
 from ebmclassifier.recipes import paper_callbacks
 
+from ..estimators import params, tiny
 from ..kills import Kill, SaveEachEpoch, Tell
 
 EPOCHS = 6
-COMMON = dict(max_epochs=EPOCHS, batch_size=32, random_state=0)
+COMMON = dict(max_epochs=EPOCHS, batch_size=32)
+JEM = dict(COMMON, sgld_steps=3, buffer_size=40)
 ESTIMATORS = {
-    "ngebm": lambda **kw: NGEBMClassifier(module__hidden_sizes=(8,), **{**COMMON, **kw}),
-    "jem": lambda **kw: JEMClassifier(
-        module__hidden_sizes=(8,), sgld_steps=3, buffer_size=40, **{**COMMON, **kw}
+    "ngebm": lambda **kw: tiny("ngebm", **{**COMMON, **kw}),
+    "jem": lambda **kw: tiny("jem", **{**JEM, **kw}),
+    "jem_uniform": lambda **kw: tiny(
+        "jem", **{**JEM, "buffer_init": "uniform", "sampler": "proximal", **kw}
     ),
-    "jem_uniform": lambda **kw: JEMClassifier(
-        module__hidden_sizes=(8,),
-        sgld_steps=3,
-        buffer_size=40,
-        buffer_init="uniform",
-        sampler="proximal",
-        **{**COMMON, **kw},
-    ),  # fmt: skip
-    "latent": lambda **kw: LatentStructureClassifier(
-        n_latent=3, gradient="gumbel", **{**COMMON, **kw}
-    ),
+    "latent": lambda **kw: tiny("latent", **{**COMMON, "gradient": "gumbel", **kw}),
 }
 
 
@@ -96,6 +89,7 @@ def uninterrupted(small_blobs):
     return {name: make().fit(X, y) for name, make in ESTIMATORS.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["checkpoint", "save"])
 @pytest.mark.parametrize("kill", [2, 4])
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
@@ -208,8 +202,7 @@ def test_a_resumed_fit_rolls_back_to_the_snapshots_of_the_interrupted_one(small_
     X, y = small_blobs
 
     def make(**kw):
-        params = dict(module__hidden_sizes=(8,), sgld_steps=3, buffer_size=40)
-        return ForcedDivergenceJEM(**{**COMMON, **params, **kw})
+        return ForcedDivergenceJEM(**params("jem", **{**JEM, **kw}))
 
     with pytest.warns(RuntimeWarning, match="recovered from 4 divergence"):
         uninterrupted = make().fit(X, y)
@@ -347,6 +340,7 @@ def uninterrupted_streams(small_blobs):
         ("jem", 4, "skip"),
     ],
 )
+@pytest.mark.slow
 def test_a_killed_class_incremental_stream_with_replay_resumes_bitwise(
     small_blobs, uninterrupted_streams, tmp_path, name, kill, reading
 ):
@@ -393,6 +387,7 @@ def _killed(stream, event=None) -> None:
     "name, seed, kill",
     [("ngebm", 0, None), ("ngebm", 1, None), ("ngebm", 2, None), ("jem", 0, 3)],
 )
+@pytest.mark.slow
 def test_a_stream_killed_by_sigkill_resumes_bitwise(small_blobs, tmp_path, name, seed, kill):
     # real SIGKILLs of a process streaming the tasks: just after a random batch (seeded) of
     # the 37 the stream trains, and at the boundary of the two tasks (kill=3: right after the

@@ -10,13 +10,16 @@ the caller's path (issue #41).
 
 import ast
 import errno
+import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -30,7 +33,9 @@ from ebmclassifier._utils import atomic as _atomic
 from ebmclassifier._utils.atomic import atomic_write, write_file
 from ebmclassifier.plotting import finish_figure
 
-FAST = dict(max_epochs=1, module__hidden_sizes=(8,), random_state=0)
+from ..estimators import params
+
+FAST = params("ngebm")
 PACKAGE = Path(__file__).resolve().parents[2] / "ebmclassifier"
 
 
@@ -464,6 +469,7 @@ for i in range(10**6):
 """
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_saving_leaves_a_whole_file(tmp_path):
     path = tmp_path / "model.ebm"
     writer = subprocess.Popen(
@@ -548,3 +554,80 @@ def test_a_failed_checkpoint_write_leaves_the_previous_files(two_models, tmp_pat
     restored = NGEBMClassifier(**FAST).fit(X[:30], np.arange(30) % 3)
     restored.load_params(**files)
     np.testing.assert_array_equal(restored.predict_proba(X), new.predict_proba(X))
+
+
+# ---------------------------------------------------------------- the symlink rule (#47)
+# Linux's protected_symlinks rule, which atomic_write applies itself: a link in a folder that
+# is sticky and writable by all is followed only if the writer or the folder's owner owns it.
+# As root, the writer and the folder's owner are one user here, so the rule is a truth table
+# walked by a writer who is not root (a process started as uid A), over every folder mode,
+# folder owner and link owner.
+
+A, B = 61_001, 61_002  # two users without a name: setuid needs none
+
+
+def _write_as(uid: int, links: list[str]) -> dict[str, str]:
+    """``{link: outcome}`` of ``write_file(link, "new")`` in a child forked from this process
+    that runs as ``uid`` (its groups too): "followed", "refused" (the rule), or another error."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop root, write, report, and leave without pytest's exit
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            outcome = {}
+            for link in links:
+                try:
+                    write_file(link, "new")
+                    outcome[link] = "followed"
+                except ValueError as err:
+                    rule = "protected_symlinks" in str(err)
+                    outcome[link] = "refused" if rule else repr(err)
+                except OSError as err:
+                    outcome[link] = repr(err)
+            os.write(write, json.dumps(outcome).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        data = pipe.read()
+    assert os.waitpid(pid, 0)[1] == 0, data
+    return json.loads(data)
+
+
+@needs_root
+def test_a_writer_who_is_not_root_follows_links_by_the_protected_symlinks_rule():
+    root = Path(tempfile.mkdtemp(prefix="symlinks-"))  # pytest's tmp_path is root's alone
+    try:
+        os.chmod(root, 0o755)
+        home = root / "home"  # the writer's own folder, where the links lead
+        home.mkdir()
+        os.chown(home, A, A)
+        expected = {}
+        for mode, folder_owner, link_owner in itertools.product(
+            (0o1777, 0o0777, 0o1775), (0, A, B), (0, A, B)
+        ):
+            name = f"{mode:o}-{folder_owner}-{link_owner}"
+            folder = root / name
+            folder.mkdir()
+            os.chown(folder, folder_owner, folder_owner)
+            os.chmod(folder, mode)
+            victim = home / f"{name}.txt"
+            victim.write_text("precious")
+            os.chown(victim, A, A)
+            link = folder / "report.txt"
+            link.symlink_to(victim)
+            os.lchown(link, link_owner, link_owner)
+            shared = mode & 0o1002 == 0o1002  # sticky and writable by others
+            followed = not shared or link_owner in (A, folder_owner)
+            expected[str(link)] = "followed" if followed else "refused"
+        assert _write_as(A, list(expected)) == expected
+        for link, result in expected.items():
+            content = Path(link).resolve().read_text()
+            assert content == ("new" if result == "followed" else "precious"), link
+    finally:
+        shutil.rmtree(root)

@@ -45,6 +45,7 @@ def test_compile_trains_the_same_objective(small_blobs, mode):
     assert type(compiled.module_) is type(plain.module_)  # compiled in place
 
 
+@pytest.mark.slow
 def test_compile_with_inductor_trains_the_finite_difference(small_blobs):
     # the mode that crashed in its first batch ("compiled with non-empty donated buffers")
     X, y = small_blobs

@@ -13,8 +13,10 @@ from ebmclassifier import JEMClassifier, NGEBMClassifier
 from ebmclassifier._utils.parameters import InvalidParameterError, ParamChecker
 from ebmclassifier.nn import MLP, ConvNet, WideResNet
 
-TINY = dict(max_epochs=1, batch_size=16, random_state=0, module__hidden_sizes=(8,))
-JEM_TINY = dict(TINY, sgld_steps=2, buffer_size=20)
+from ..estimators import params
+
+TINY = params("ngebm", batch_size=16)
+JEM_TINY = params("jem", batch_size=16)
 
 
 def _untrained(clf) -> bool:

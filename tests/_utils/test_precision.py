@@ -33,8 +33,10 @@ from ebmclassifier.energy import energy_grad_norm
 from ebmclassifier.experiments.bench import _hand_fit
 from ebmclassifier.losses import fd_step_size
 
+from ..estimators import params
+
 PARAMS = dict(max_epochs=2, random_state=0, device="cpu")
-TINY = dict(PARAMS, module__hidden_sizes=(8,))
+TINY = params("ngebm", max_epochs=2, device="cpu")
 CPU = torch.device("cpu")
 
 

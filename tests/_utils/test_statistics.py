@@ -113,3 +113,17 @@ def test_the_statistics_refuse_a_copy_of_chunked_rows():
     """Chunked rows are never turned into one array by accident (numpy would iterate them)."""
     with pytest.raises(TypeError, match="read in chunks"):
         np.asarray(ArrayRows(np.zeros((3, 2), np.uint8)))
+
+
+@pytest.mark.parametrize("kind", ["uint8", "float16", "memmap"])
+def test_every_chunk_size_gives_numpys_statistics(kind, tmp_path, monkeypatch):
+    """The running sums carried from chunk to chunk, at every chunk size: one row, a last chunk
+    of one row, of all but one, the whole data in one chunk."""
+    shape = (23, 3)
+    X = _data(shape, kind, tmp_path)
+    expected = _references(np.asarray(X, dtype=np.float32))
+    for rows in (1, 2, 3, 11, 22, 23, 24):  # 22: a last chunk of one row; 11: of one too
+        monkeypatch.setattr("ebmclassifier._utils.streamed.CHUNK_ELEMENTS", rows * shape[1])
+        got = _chunked(X)
+        for name, value in expected.items():
+            np.testing.assert_array_equal(got[name], value, err_msg=f"{name}, {rows} rows")

@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
+from skorch.callbacks import Callback
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier
 from ebmclassifier._utils.streamed import ArrayRows, DatasetRows, StreamedDataset, is_streamed
 
-PARAMS = dict(max_epochs=2, batch_size=128, module__hidden_sizes=(16,), random_state=0)
+from ..estimators import params, tiny
+
+PARAMS = params("ngebm", max_epochs=2, batch_size=128, module__hidden_sizes=(16,))
 INFERENCE = ("predict", "predict_proba", "predict_log_proba", "energy", "score_samples")
 
 
@@ -301,6 +304,7 @@ for name, data in [("stream", lambda: X), ("copy", lambda: np.asarray(X, np.floa
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc are Linux's")
 def test_a_memmap_trains_under_a_memory_limit_the_float_copy_exceeds(tmp_path):
     """Under ``RLIMIT_AS`` (``ulimit -v``) 32 MiB above what the process maps, a 12 MiB uint8
@@ -314,3 +318,75 @@ def test_a_memmap_trains_under_a_memory_limit_the_float_copy_exceeds(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["stream", "ok", "copy", "MemoryError"], run.stdout
+
+
+# ---------------------------------------------------------------- every chunk boundary (#47)
+# The checks read streamed input a chunk at a time (the first chunk through scikit-learn's
+# validate_data, the others by the library's own loop), so a non-finite value is a property
+# of every position where the chunks meet, not of one position: the first and last row of
+# each chunk, and a last chunk of one row. Chunks of ROWS rows of FEATURES values here.
+
+ROWS, FEATURES = 4, 4
+BAD = (np.nan, np.inf, -np.inf)
+
+
+def _boundaries(n: int, rows: int = ROWS) -> list[int]:
+    """The first and the last row of every chunk of ``rows`` rows of ``n``."""
+    return sorted({p for s in range(0, n, rows) for p in (s, min(s + rows, n) - 1)})
+
+
+class _NoTraining(Callback):
+    """Fails the test if training begins: the refusal must come before it."""
+
+    def on_train_begin(self, net, **kwargs):
+        raise AssertionError("training began on input the checks should have refused")
+
+
+def _holders(X: np.ndarray, y: np.ndarray, tmp_path) -> dict:
+    """The streamed ways of holding ``X`` (float32 memmap, float16 array, a Dataset of
+    pairs, a Dataset of samples with y) as ``name -> (X, y)``."""
+    memmap = np.lib.format.open_memmap(tmp_path / "x.npy", "w+", np.float32, X.shape)
+    memmap[:] = X
+    return {
+        "memmap": (memmap, y),
+        "float16": (X.astype(np.float16), y),
+        "pairs": (Pairs(X, y), None),
+        "samples": (Pairs(X), y),
+    }
+
+
+@pytest.mark.parametrize("n", [3 * ROWS, 3 * ROWS + 1], ids=["whole chunks", "one-row last"])
+def test_a_non_finite_value_at_every_chunk_boundary_is_refused_before_training(
+    n, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("ebmclassifier._utils.streamed.CHUNK_ELEMENTS", ROWS * FEATURES)
+    y = np.arange(n) % 3
+    positions = _boundaries(n)
+    assert positions[-1] == n - 1 and (n % ROWS != 1 or positions[-2] == n - 2)
+    for k, row in enumerate(positions):
+        X = np.ones((n, FEATURES), np.float32)
+        X[row, k % FEATURES] = BAD[k % len(BAD)]
+        for name, (held, labels) in _holders(X, y, tmp_path).items():
+            clf = tiny("ngebm", callbacks=[("no_training", _NoTraining())])
+            with pytest.raises(ValueError, match="NaN|infinity") as info:
+                clf.fit(held, labels)
+            if row >= ROWS:  # beyond the first chunk, the library's loop names the sample
+                assert f"in sample {row};" in str(info.value), (name, row)
+
+
+@pytest.mark.parametrize("n", [3 * ROWS, 3 * ROWS + 1], ids=["whole chunks", "one-row last"])
+def test_predict_refuses_a_non_finite_value_at_every_chunk_boundary(
+    n, tmp_path, monkeypatch, fitted_model
+):
+    clf = fitted_model("ngebm")  # on small_blobs: FEATURES features
+    monkeypatch.setattr("ebmclassifier._utils.streamed.CHUNK_ELEMENTS", ROWS * FEATURES)
+    for k, row in enumerate(_boundaries(n)):
+        X = np.ones((n, FEATURES), np.float32)
+        X[row, k % FEATURES] = BAD[k % len(BAD)]
+        for name, (held, _) in _holders(X, None, tmp_path).items():
+            if name == "pairs":
+                continue  # inference reads samples
+            with pytest.raises(ValueError, match="NaN|infinity") as info:
+                clf.predict_proba(held)
+            if row >= ROWS:
+                assert f"in sample {row};" in str(info.value), (name, row)

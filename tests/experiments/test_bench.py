@@ -52,6 +52,7 @@ def quick_result(tmp_path_factory):
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_quick_bench_json_structure(quick_result):
     assert set(quick_result) == {"meta", "steps", "fit", "inference", "memory", "gpu"}
     assert quick_result["meta"]["quick"] is True

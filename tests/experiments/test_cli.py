@@ -285,6 +285,7 @@ def test_data_free_checks_come_before_out_is_made(capsys, no_training, tmp_path,
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.slow
 def test_data_names_are_stripped_of_blanks(capsys, no_training, tmp_path):
     args = cli.build_parser().parse_args(["compare", "--data", " digits , mnist1d "])
     assert args.data == ["digits", "mnist1d"]
@@ -427,6 +428,7 @@ def _registry_with_failing_ngebm(failing):
     return registry
 
 
+@pytest.mark.slow
 def test_a_failed_fit_leaves_the_report_of_the_others_and_exits_1(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(compare, "default_models", lambda: _registry_with_failing_ngebm((1,)))
     out_dir = tmp_path / "report"
@@ -466,6 +468,7 @@ class _FailsOnFiveFeatures(NGEBMClassifier):
         return super().fit(X, y)
 
 
+@pytest.mark.slow
 def test_a_data_set_whose_fits_all_fail_leaves_the_others_report(capsys, monkeypatch, tmp_path):
     # It used to exit before writing anything, discarding the finished digits report.
     registry = default_models()

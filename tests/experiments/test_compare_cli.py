@@ -16,6 +16,7 @@ from .compare_stand_ins import (
 )
 
 
+@pytest.mark.slow
 def test_cli_compare(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr("ebmclassifier.experiments.compare.default_models", stand_in_registry)
     out = tmp_path / "report"
@@ -87,6 +88,7 @@ def test_the_reproducing_command_line_spells_every_given_option():
     assert "--network" not in COMMAND.command_line(default)
 
 
+@pytest.mark.slow
 def test_several_data_sets_run_in_one_command_one_section_each(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr("ebmclassifier.experiments.compare.default_models", stand_in_registry)
     rng = np.random.default_rng(0)

@@ -198,6 +198,7 @@ def test_aurc_and_ood_decisions_equal_a_hand_computation(near_ood):
     assert ce["ood_decisions"]["knn"]["threshold"] == pytest.approx(threshold)
 
 
+@pytest.mark.slow
 def test_report_shows_the_new_tables_and_figure(near_ood, tmp_path):
     results, _, _, _ = near_ood
     tabs = write_report(results, tmp_path)

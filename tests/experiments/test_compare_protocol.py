@@ -25,6 +25,7 @@ def _cifar10_files(folder, n=24):
         (folder / name).write_bytes(pickle.dumps(batch, protocol=2))
 
 
+@pytest.mark.slow
 def test_protocol_paper_runs_end_to_end_on_cifar_files_and_is_recorded(tmp_path, capsys):
 
     _cifar10_files(tmp_path / "cifar")
@@ -48,6 +49,7 @@ def test_protocol_paper_runs_end_to_end_on_cifar_files_and_is_recorded(tmp_path,
     )
 
 
+@pytest.mark.slow
 def test_protocol_paper_builds_the_papers_estimators(tmp_path):
     from ebmclassifier.augment import Compose
 

@@ -8,6 +8,7 @@ from ebmclassifier.experiments._report_figures import FIGURE_GUIDES
 from ebmclassifier.experiments.compare import write_report
 
 
+@pytest.mark.slow
 def test_report_files(results, tmp_path):
     results, _ = results
     tabs = write_report(results, tmp_path, command="python -m ebmclassifier compare")
@@ -27,6 +28,7 @@ def test_report_files(results, tmp_path):
     assert any(line.startswith("OOD AUROC on uniform") for line in tabs["verdicts"])
 
 
+@pytest.mark.slow
 def test_report_states_divergences(results, tmp_path):
     import copy
 
@@ -45,6 +47,7 @@ def test_report_states_divergences(results, tmp_path):
     assert "`ngebm` recovered from 2 [0, 4] training divergences per fit." in text
 
 
+@pytest.mark.slow
 def test_several_reports_are_combined_from_memory(results, tmp_path, monkeypatch):
     # write_compare_report used to read back each data set's report.md and results.json
     import copy
@@ -71,6 +74,7 @@ def test_several_reports_are_combined_from_memory(results, tmp_path, monkeypatch
     assert list(saved["datasets"]) == ["digits", "other"]
 
 
+@pytest.mark.slow
 def test_the_ce_ts_sentence_only_with_ce_ts(results, tmp_path):
     import copy
 
@@ -86,6 +90,7 @@ def test_the_ce_ts_sentence_only_with_ce_ts(results, tmp_path):
     assert sentence not in text and "`cost x CE`: seconds per epoch over the CE model's" in text
 
 
+@pytest.mark.slow
 def test_every_figure_has_a_caption_and_its_kind_a_reading_guide(results, tmp_path):
     results, _ = results
     captions = write_report(results, tmp_path)["figures"]
@@ -100,6 +105,7 @@ def test_every_figure_has_a_caption_and_its_kind_a_reading_guide(results, tmp_pa
     assert "Each model has one colour and marker in every figure" in "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_the_report_opens_with_the_summary_table(results, tmp_path):
     results, _ = results
     printed = write_report(results, tmp_path)

@@ -58,6 +58,7 @@ def test_summary_is_median_over_seeds(results):
     assert (stat["min"], stat["max"]) == (min(values), max(values))
 
 
+@pytest.mark.slow
 def test_real_estimators_end_to_end(tmp_path):
     # the default registry: NGEBMClassifier as ce and ngebm, ce_ts over the frozen ce
     config = CompareConfig(
@@ -86,6 +87,7 @@ class FailsAtSeedOne(SoftmaxRegression):
         return super().fit(X, y)
 
 
+@pytest.mark.slow
 def test_a_failed_fit_is_recorded_and_the_run_goes_on(tmp_path):
     registry = {
         **stand_in_registry(),
@@ -118,6 +120,7 @@ def test_unknown_and_unavailable_models():
         )
 
 
+@pytest.mark.slow
 def test_network_option_trains_a_wide_resnet_on_images(tmp_path):
     from ebmclassifier.nn import WideResNet
 
@@ -155,6 +158,7 @@ def test_network_option_is_checked_before_training():
         )  # flat digits
 
 
+@pytest.mark.slow
 def test_ensembles_mix_five_seeds_nets_and_cost_five_fits(tmp_path):
     from ebmclassifier import ProductOfExperts
 

@@ -75,6 +75,7 @@ def wine150(tmp_path_factory):
     return status, json.loads((out / "results.json").read_text()), out
 
 
+@pytest.mark.slow
 def test_the_main_job_on_150_wine_samples_finishes_with_a_report(wine150):
     # It used to stop at ViM ("no residual outside a principal subspace of 128 dimensions")
     # and write nothing: ~80 training rows cannot span half of 256 features.
@@ -98,6 +99,7 @@ def test_detectors_read_every_trained_models_features(wine150):
     assert "| ngebm / knn |" in table and "| jem / vim |" in table
 
 
+@pytest.mark.slow
 def test_the_main_job_on_60_wine_samples_finishes(tmp_path, capsys):
     status, out, err = _run(capsys, "compare", "--data", str(_wine(tmp_path, 60)), *MAIN_JOB,
                             *FAST, "--out", str(tmp_path / "report"))  # fmt: skip
@@ -107,6 +109,7 @@ def test_the_main_job_on_60_wine_samples_finishes(tmp_path, capsys):
     assert len(results["runs"]) == 12
 
 
+@pytest.mark.slow
 def test_a_detector_that_cannot_be_fitted_is_a_not_available_row(tmp_path, capsys, monkeypatch):
     # ViM with half of the features as its subspace (n_components=None, the old rule) cannot
     # be fitted on ~100 training rows: the row says why, the rest of the run goes on.
@@ -138,6 +141,7 @@ class _NeverFits(NGEBMClassifier):
         raise FloatingPointError("diverged")
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_be_fitted_is_a_not_available_row(tmp_path, capsys, monkeypatch):
     registry = default_models()
     registry["jem"] = ModelSpec("jem", "never fits", build=lambda params: _NeverFits(**params))
@@ -165,6 +169,7 @@ def test_a_model_that_cannot_be_fitted_is_a_not_available_row(tmp_path, capsys, 
 # ----------------------------------------------------------------- temperature scaling, any size
 
 
+@pytest.mark.slow
 def test_temperature_scaling_works_on_60_training_samples(tmp_path, capsys):
     # It used to be refused by scikit-learn: "n_splits=5 cannot be greater than the number
     # of members in each class" (a calibration split of 12 digits, about one per class).

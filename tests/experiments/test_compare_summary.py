@@ -69,6 +69,7 @@ def test_one_column_per_data_set_and_the_held_out_classes_row(results):
     assert held.split(" | ")[2].startswith(permuted)
 
 
+@pytest.mark.slow
 def test_the_main_jobs_printout_reads_in_a_screen(results, tmp_path):
     results, _ = results
     other = copy.deepcopy(results)
@@ -102,6 +103,7 @@ def test_the_table_keeps_only_the_rows_the_run_has(results, models):
     assert f"| ECE: {models[0]} |" in table
 
 
+@pytest.mark.slow
 def test_a_busy_machine_and_a_wide_cost_spread_are_said_in_the_terminal(results, tmp_path):
     results, _ = results
     busy = copy.deepcopy(results)

@@ -31,6 +31,7 @@ def _task(*labels):
 # ---------------------------------------------------------------- the report
 
 
+@pytest.mark.slow
 def test_continual_command_writes_its_report(tmp_path, capsys):
     out = tmp_path / "run"
     status = main(

@@ -12,6 +12,7 @@ from ebmclassifier.cli import main
 from ebmclassifier.experiments.demo import format_demo, run_demo
 
 
+@pytest.mark.slow
 def test_default_accuracy_is_that_of_mlpclassifier(digits_split):
     X_train, X_test, y_train, y_test = digits_split
     with warnings.catch_warnings():
@@ -26,6 +27,7 @@ def demo_rows():
     return run_demo(seeds=[0], progress=False)
 
 
+@pytest.mark.slow
 def test_ngebm_keeps_accuracy_and_detects_noise(demo_rows):
     ce, ngebm = demo_rows
     assert ce["model"].startswith("ce") and ngebm["model"].startswith("ngebm")

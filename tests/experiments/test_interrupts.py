@@ -54,6 +54,7 @@ def _interrupted(argv: list[str]) -> int:
     return process.exitcode
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_ctrl_c_stops_the_command_and_leaves_the_previous_report(tmp_path, command, capfd):
     out = tmp_path / "out"

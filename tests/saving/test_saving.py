@@ -18,8 +18,10 @@ from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassif
 from ebmclassifier.datasets import make_latent_trees
 from ebmclassifier.saving import save
 
-FAST = dict(max_epochs=2, lr=1e-2, module__hidden_sizes=(8,), random_state=0)
-JEM_FAST = dict(**FAST, sgld_steps=2, buffer_size=30)
+from ..estimators import params
+
+FAST = params("ngebm", max_epochs=2, lr=1e-2)
+JEM_FAST = params("jem", max_epochs=2, lr=1e-2, buffer_size=30)
 
 
 def _labels(y):

@@ -42,7 +42,9 @@ from ebmclassifier.saving._allowed_classes import ATTRIBUTE_KINDS, loadable
 from ebmclassifier.saving._budget import meta_modules
 from ebmclassifier.saving._files import SavedEstimatorMixin
 
-FAST = dict(max_epochs=1, module__hidden_sizes=(4,), random_state=0)
+from ..estimators import params
+
+FAST = params("ngebm", module__hidden_sizes=(4,))
 
 
 @pytest.fixture(scope="module")
