@@ -6,6 +6,7 @@ commands reproduces them (slow)."""
 import importlib.util
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,82 @@ def test_a_jem_figure_within_its_tolerance_passes_and_beyond_it_fails(quoted, ta
         shutil.copy(ROOT / quote["doc"], root / quote["doc"])
 
 
-@pytest.mark.slow
-def test_a_fresh_run_of_the_cheap_commands_gives_the_quoted_figures(quoted, capsys):
-    # demo and compare --data digits, on one thread: a few minutes of CPU
+def _fake_runs(quoted, table, monkeypatch, edit=lambda name, out: out):
+    """``--rerun`` with each command's process replaced by its recorded output (``edit``ed)."""
+    outputs = quoted.recorded_outputs(table)
+    ran = []
+
+    def run(args, **kwargs):
+        out = args[-1]  # the temporary folder of a command that writes a report
+        (name,) = [
+            n
+            for n, r in table["runs"].items()
+            if r["command"].format(out=out).split()[1:] == args[1:]
+        ]
+        ran.append(name)
+        return subprocess.CompletedProcess(args, 0, edit(name, outputs[name]), "")
+
+    monkeypatch.setattr(quoted.subprocess, "run", run)
+    return ran
+
+
+def test_a_rerun_compares_each_cheap_commands_fresh_output(quoted, table, monkeypatch, capsys):
+    # the fresh run itself (minutes of CPU) is CI's own step: .ci/run runs
+    # `python benchmarks/quoted_figures.py --rerun` after the tests
+    ran = _fake_runs(quoted, table, monkeypatch)
     assert quoted.main(["--rerun"]) == 0, capsys.readouterr().out
+    assert ran == [name for name, run in table["runs"].items() if run["cheap"]]
+    figures = [q for q in table["quotes"] if q["run"] in ran and q.get("run_line")]
+    assert figures
+    for quote in figures:
+
+        def edit(name, out, quote=quote):  # the quoted line's first figure, moved by 0.5
+            if name != quote["run"]:
+                return out
+            lines = out.splitlines(keepends=True)
+            i = next(i for i, line in enumerate(lines) if quote["run_line"] in line)
+            figure = quoted.numbers(lines[i].split(quote["run_line"], 1)[1])[0]
+            decimals = len(figure.split(".")[1]) if "." in figure else 0
+            lines[i] = lines[i].replace(figure, f"{float(figure) + 0.5:.{decimals}f}", 1)
+            return "".join(lines)
+
+        _fake_runs(quoted, table, monkeypatch, edit)
+        assert quoted.main(["--rerun"]) == 1, quote
+
+
+def test_on_another_machine_an_exact_figure_is_held_to_the_cross_machine_tolerance(
+    quoted, table, monkeypatch, capsys
+):
+    quote = next(q for q in table["quotes"] if q.get("run_line") and q.get("tolerance") is None)
+    tolerance = table["tolerances"]["another_machine"]["value"]
+
+    def moved_by(shift):
+        def edit(name, out):
+            if name != quote["run"]:
+                return out
+            lines = out.splitlines(keepends=True)
+            i = next(i for i, line in enumerate(lines) if quote["run_line"] in line)
+            figure = quoted.numbers(lines[i].split(quote["run_line"], 1)[1])[0]
+            decimals = len(figure.split(".")[1])
+            lines[i] = lines[i].replace(figure, f"{float(figure) + shift:.{decimals}f}", 1)
+            return "".join(lines)
+
+        return edit
+
+    here = quoted.environment()
+    for cpu, shift, status in (
+        (here["cpu"], tolerance / 2, 1),  # the recorded machine: exact
+        ("another CPU", tolerance / 2, 0),
+        ("another CPU", tolerance * 2, 1),
+    ):
+        monkeypatch.setattr(quoted, "environment", lambda cpu=cpu: {**here, "cpu": cpu})
+        recorded = {n: {**r["environment"], "cpu": here["cpu"]} for n, r in table["runs"].items()}
+        runs = {n: {**r, "environment": recorded[n]} for n, r in table["runs"].items()}
+        monkeypatch.setattr(quoted.json, "loads", lambda text, runs=runs: {**table, "runs": runs})
+        _fake_runs(quoted, table, monkeypatch, moved_by(shift))
+        assert quoted.main(["--rerun"]) == status, (cpu, shift, capsys.readouterr().out)
+
+
+def test_ci_reruns_the_cheap_commands():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python benchmarks/quoted_figures.py --rerun" in ci
