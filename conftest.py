@@ -10,11 +10,14 @@ collect_ignore = ["ebmclassifier/__main__.py"]
 
 
 @pytest.fixture(autouse=True)
-def _shared_doctest_names(doctest_namespace):
+def _shared_doctest_names(request):
     """Names the docstring examples share: ``np``, ``torch`` and a small three-class problem.
 
     ``X, y = make_blobs(40, n_features=4, centers=3, random_state=0)``, fresh for each
-    example, as the module docstring of ``ebmclassifier._estimator.base`` says.
+    example, as the module docstring of ``ebmclassifier._estimator.base`` says. The tests
+    under ``tests/`` are no examples: they skip it.
     """
+    if type(request.node).__name__ != "DoctestItem":
+        return
     X, y = make_blobs(40, n_features=4, centers=3, random_state=0)
-    doctest_namespace.update(np=np, torch=torch, X=X, y=y)
+    request.getfixturevalue("doctest_namespace").update(np=np, torch=torch, X=X, y=y)
