@@ -56,15 +56,6 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
-def pytest_collection_modifyitems(items):
-    # the commands' doctests run a command's code end to end (a bench, a report): slow
-    for item in items:
-        if type(item).__name__ == "DoctestItem" and item.nodeid.startswith(
-            "ebmclassifier/experiments/"
-        ):
-            item.add_marker(pytest.mark.slow)
-
-
 def pytest_runtest_setup(item):
     if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
