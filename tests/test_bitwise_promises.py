@@ -60,6 +60,7 @@ def test_a_seeded_refit_and_a_round_trip_are_bitwise(threads, small_blobs, tmp_p
 
 
 # the snapshot pins the continual settings from before "auto": no replay, which warns
+@pytest.mark.slow  # the benchmark's JEM and continual runs on the digits, twice
 @pytest.mark.filterwarnings("ignore:.*learns new classes poorly:UserWarning")
 def test_the_fit_snapshot_repeats_bitwise(threads):
     spec = importlib.util.spec_from_file_location("fit_snapshot", SNAPSHOT)

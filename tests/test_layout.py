@@ -112,10 +112,24 @@ def _parsed(path: Path, stamp: tuple[int, int]) -> ast.Module:
     return ast.parse(path.read_text())
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_mtime_ns, status.st_size
+
+
 def _tree(path: Path) -> ast.Module:
     """The file's syntax tree, parsed once for all the rules (again if the file changed)."""
-    status = path.stat()
-    return _parsed(path, (status.st_mtime_ns, status.st_size))
+    return _parsed(path, _stamp(path))
+
+
+@functools.cache
+def _walked(path: Path, stamp: tuple[int, int]) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_parsed(path, stamp)))
+
+
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the file's tree (``ast.walk``'s order), listed once for all the rules."""
+    return _walked(path, _stamp(path))
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -129,10 +143,15 @@ def _modules(root: Path) -> dict[str, Path]:
     return modules
 
 
-def _imports(name: str, path: Path) -> list[tuple[str, str | None, int]]:
+def _imports(name: str, path: Path) -> tuple[tuple[str, str | None, int], ...]:
     """``(module, imported name or None, line)`` of every import in the file, lazy ones too."""
+    return _found_imports(name, path, _stamp(path))
+
+
+@functools.cache
+def _found_imports(name: str, path: Path, stamp: tuple[int, int]):
     found = []
-    for node in ast.walk(_tree(path)):
+    for node in _walked(path, stamp):
         if isinstance(node, ast.Import):
             found += [(alias.name, None, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -143,7 +162,7 @@ def _imports(name: str, path: Path) -> list[tuple[str, str | None, int]]:
             else:
                 base = node.module or ""
             found += [(base, alias.name, node.lineno) for alias in node.names]
-    return found
+    return tuple(found)
 
 
 def _edges(root: Path) -> dict[str, set[str]]:
@@ -257,10 +276,13 @@ def file_code_lines(source: str) -> int:
 
 
 def long_files(root: Path) -> list[str]:
+    sources = {name: path.read_text() for name, path in _modules(root).items()}
     return [
         f"{name}: {n} code lines"
-        for name, path in _modules(root).items()
-        if (n := file_code_lines(path.read_text())) > MAX_CODE_LINES
+        for name, source in sources.items()
+        # no more code lines than lines: only the longer files are tokenized
+        if source.count("\n") + 1 > MAX_CODE_LINES
+        and (n := file_code_lines(source)) > MAX_CODE_LINES
     ]
 
 
@@ -294,7 +316,7 @@ def long_functions(root: Path) -> list[str]:
     return [
         f"{name}.{node.name} (line {node.lineno}): {code_lines(node)} code lines"
         for name, path in _modules(root).items()
-        for node in ast.walk(_tree(path))
+        for node in _nodes(path)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and code_lines(node) > MAX_FUNCTION_LINES
     ]
@@ -378,7 +400,7 @@ def figure_savers(root: Path, home: str = FIGURE_HOME) -> list[str]:
         f"{name}:{node.lineno}"
         for name, path in _modules(root).items()
         if name != f"{root.name}.{home}"
-        for node in ast.walk(_tree(path))
+        for node in _nodes(path)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "savefig"
@@ -390,7 +412,7 @@ def private_imports_from_outside(folders: list[Path], package: str) -> list[str]
     found = []
     for folder in folders:
         for path in sorted(folder.rglob("*.py")):
-            for node in ast.walk(_tree(path)):
+            for node in _nodes(path):
                 if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     bases, names = [node.module], [alias.name for alias in node.names]
                 elif isinstance(node, ast.Import):
@@ -478,7 +500,7 @@ def _classes(root: Path) -> dict[str, tuple[list[str], set[str]]]:
     modules = _modules(root)
     found, imported = {}, {}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         names = {}
         for base, alias, _ in _imports(name, path):
             if alias is not None:
@@ -550,7 +572,7 @@ def face_bases(root: Path, face: str = FACE, engine: str = ENGINE) -> list[str]:
 def _private_definitions(path: Path) -> set[str]:
     """Private names a module defines on its classes: methods, class attributes, ``self._x``."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _nodes(path):
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -577,7 +599,7 @@ def capability_privates_read(root: Path) -> list[str]:
             owners.setdefault(private, set()).add(f"{root.name}.{capability}")
     found = []
     for name, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 homes = owners.get(node.attr, set())
                 if homes and name not in homes and node.attr not in defined[name]:
@@ -603,7 +625,7 @@ def seed_arithmetic(root: Path) -> list[str]:
     for name, path in _modules(root).items():
         if name == home or _in(name, own):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             if isinstance(node, ast.Call):
                 called = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
                 if called in ("default_rng", "SeedSequence"):
@@ -621,7 +643,7 @@ def seed_arithmetic(root: Path) -> list[str]:
 def long_module_docstrings(root: Path, most: int = MAX_MODULE_DOCSTRING) -> list[str]:
     found = []
     for name, path in _modules(root).items():
-        body = ast.parse(path.read_text()).body
+        body = _tree(path).body
         first = body[0] if body else None
         if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
             if isinstance(first.value.value, str):

@@ -6,8 +6,11 @@ back as float32 arrays of shape (n, 3, 32, 32) with values in [0, 1], labels as 
 
 from __future__ import annotations
 
+import io
+import math
 import os
 import pickle
+import pickletools
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +45,21 @@ def _find_folder(data_dir, required: list[str], subfolder: str, name: str, hint:
     )
 
 
+#: Stands for ``numpy.ndarray`` where a batch names it: the type an array pickle passes to
+#: ``_reconstruct``. Calling the class itself would allocate any shape the file declares.
+_NDARRAY = object()
+
+
 class _BatchUnpickler(pickle.Unpickler):
-    """An unpickler that builds only builtin containers and numpy arrays.
+    """An unpickler that builds only builtin containers and numpy arrays, none larger than
+    the file.
 
     The CIFAR "python version" batches are pickles, and a plain ``pickle.load`` runs whatever
     code a crafted file names. Containers, strings, bytes and numbers are pickle opcodes and
     need no global; a numpy array needs the few globals below (numpy 1 and 2 spell its module
-    differently). Any other global is refused before anything is built.
+    differently). Any other global is refused before anything is built. numpy's array pickle
+    first builds an empty array of a declared shape, then fills it with bytes of the file: an
+    array declared larger than the file is refused before it is allocated.
     """
 
     _ALLOWED = frozenset(
@@ -59,29 +70,57 @@ class _BatchUnpickler(pickle.Unpickler):
             (f"{prefix}.multiarray", "scalar"),
             (f"{prefix}.numeric", "_frombuffer"),
         )
-    ) | {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+    ) | {("numpy", "dtype"), ("_codecs", "encode")}
+
+    def __init__(self, file, max_bytes: int, **kwargs):
+        super().__init__(file, **kwargs)
+        self._max_bytes = max_bytes
 
     def find_class(self, module: str, name: str):
+        if (module, name) == ("numpy", "ndarray"):
+            return _NDARRAY
         if (module, name) not in self._ALLOWED:
             raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
-        return super().find_class(module, name)
+        found = super().find_class(module, name)
+        return self._bounded(found) if name == "_reconstruct" else found
+
+    def _bounded(self, reconstruct):
+        def bounded_reconstruct(subtype, shape, dtype):
+            if subtype is not _NDARRAY:
+                raise pickle.UnpicklingError("only numpy.ndarray arrays are read")
+            shape = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+            claimed = math.prod(shape) * np.dtype(dtype).itemsize  # Python ints: no overflow
+            if claimed > self._max_bytes:
+                raise pickle.UnpicklingError(
+                    f"an array of shape {shape} claims {claimed} bytes, more than the file's "
+                    f"{self._max_bytes}"
+                )
+            return reconstruct(np.ndarray, shape, dtype)
+
+        return bounded_reconstruct
 
 
 def _unpickle(path: Path) -> dict:
     """A CIFAR batch: a pickled dict (bytes keys when written by Python 2), keys as str.
 
     Read with :class:`_BatchUnpickler`, so a crafted file cannot run code: anything but
-    builtin containers and numpy arrays is refused with a ``ValueError`` naming the file.
+    builtin containers and numpy arrays is refused with a ``ValueError`` naming the file. Every
+    count the pickle declares is checked against the bytes that follow it first: Python's
+    unpickler allocates what a count claims before reading it.
     """
     try:
-        with open(path, "rb") as f:
-            batch = _BatchUnpickler(f, encoding="bytes").load()
+        raw = path.read_bytes()
+        for _ in pickletools.genops(raw):  # reads each counted value: short ones raise
+            pass
+        batch = _BatchUnpickler(io.BytesIO(raw), len(raw), encoding="bytes").load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
         raise ValueError(
             f"{str(path)!r} is not a CIFAR batch in the python format ({exc}); only pickled "
             "dicts of lists and numpy arrays are read. Extract the batch again from the "
             "official archive."
         ) from None
+    except MemoryError:
+        raise ValueError(f"{str(path)!r}: the batch does not fit in memory.") from None
     if not isinstance(batch, dict):
         raise ValueError(
             f"{str(path)!r} is not a CIFAR batch: it holds a {type(batch).__name__}, not a dict."
@@ -167,6 +206,7 @@ def load_cifar10(data_dir, *, subset: str = "all") -> Bunch:
     ValueError
         Naming the file, when a batch is not a pickled dict of lists and numpy arrays (a
         pickle that would build anything else, and so could run code, is refused unread),
+        declares a value or an array larger than the file (refused before it is allocated),
         lacks a key, holds images that are not uint8 rows of 3,072 bytes, or has labels that
         do not match the images in number or lie outside the classes.
 
@@ -253,6 +293,7 @@ def load_cifar100(data_dir, label_mode: str = "fine", *, subset: str = "all") ->
     ValueError
         Naming the file, when a batch is not a pickled dict of lists and numpy arrays (a
         pickle that would build anything else, and so could run code, is refused unread),
+        declares a value or an array larger than the file (refused before it is allocated),
         lacks a key, holds images that are not uint8 rows of 3,072 bytes, or has labels that
         do not match the images in number or lie outside the classes.
 

@@ -167,6 +167,7 @@ EFBIG_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a process started under a file-size limit
 def test_a_save_past_a_file_size_limit_names_the_path_and_leaves_the_old_file(tmp_path):
     # a save past RLIMIT_FSIZE raised "OSError: [Errno 27] File too large" naming no path
     folder = tmp_path / "out"

@@ -33,10 +33,24 @@ MODES = {
 }
 
 
+@pytest.fixture(scope="module")
+def compiled_fit(small_blobs):
+    """``compiled_fit(mode)``: the mode fitted with ``compile=True`` once for the module's tests,
+    which only read it."""
+    fits = {}
+
+    def fitted(mode):
+        if mode not in fits:
+            fits[mode] = MODES[mode](**AOT).fit(*small_blobs)
+        return fits[mode]
+
+    return fitted
+
+
 @pytest.mark.parametrize("mode", list(MODES))
-def test_compile_trains_the_same_objective(small_blobs, mode):
+def test_compile_trains_the_same_objective(small_blobs, compiled_fit, mode):
     X, y = small_blobs
-    compiled = MODES[mode](**AOT).fit(X, y)
+    compiled = compiled_fit(mode)
     plain = MODES[mode](**FAST).fit(X, y)
     np.testing.assert_allclose(
         compiled.history[:, "train_loss"], plain.history[:, "train_loss"], rtol=1e-4
@@ -72,9 +86,11 @@ def test_without_the_switch_the_finite_difference_breaks(small_blobs, monkeypatc
     torch._dynamo.reset()  # no graph compiled with donated buffers is left for other tests
 
 
-def test_compiled_module_keeps_its_state_and_pickles_without_the_compiled_code(small_blobs):
+def test_compiled_module_keeps_its_state_and_pickles_without_the_compiled_code(
+    small_blobs, compiled_fit
+):
     X, y = small_blobs
-    clf = MODES["ngebm_fd"](**AOT).fit(X, y)
+    clf = compiled_fit("ngebm_fd")
     keys = list(clf.module_.state_dict())
     assert keys and not any("_orig_mod" in k for k in keys)
     restored = pickle.loads(pickle.dumps(clf))

@@ -119,6 +119,7 @@ def test_bfloat16_runs_the_forward_passes_in_bf16_and_keeps_float32_state(small_
     assert {dtype for _, dtype in net.seen} == {torch.bfloat16}  # SGLD in bf16 too
 
 
+@pytest.mark.slow  # an accuracy on the digits, six trainings of 5 to 10 epochs
 @pytest.mark.parametrize(
     "make",
     [

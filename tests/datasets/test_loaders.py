@@ -1,6 +1,7 @@
 """Loaders on files the tests write in the standard formats; the offline benchmarks."""
 
 import pickle
+import tracemalloc
 import zipfile
 
 import numpy as np
@@ -157,6 +158,98 @@ def test_load_cifar10_missing_files(cifar10_dir):
     (root / "cifar-10-batches-py" / "data_batch_3").unlink()
     with pytest.raises(FileNotFoundError, match="data_batch_3.*cifar-10-batches-py"):
         load_cifar10(root)
+
+
+@pytest.mark.parametrize("protocol", range(2, pickle.HIGHEST_PROTOCOL + 1))
+def test_cifar_batches_load_under_every_pickle_protocol(cifar10_dir, protocol):
+    # protocol 4 frames the pickle, protocol 5 writes numpy's bytes as one bytearray8
+    root, batches = cifar10_dir
+    folder = root / "cifar-10-batches-py"
+    for name, batch in batches.items():
+        (folder / name).write_bytes(pickle.dumps(batch, protocol=protocol))
+    data = load_cifar10(root)
+    np.testing.assert_array_equal(data.y_test, batches["test_batch"][b"labels"])
+    np.testing.assert_allclose(data.X_test.reshape(3, -1), batches["test_batch"][b"data"] / 255)
+
+
+def _peak_bytes(call):
+    """The most memory Python and numpy held during ``call()`` (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        call()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def _refused_unallocated(folder, batch: bytes):
+    """``load_cifar10`` refuses a test batch with a ValueError naming it, and holds at most a
+    megabyte meanwhile (the good batches are 12 KiB)."""
+    (folder / "test_batch").write_bytes(batch)
+
+    def load():
+        with pytest.raises(ValueError, match="test_batch"):
+            load_cifar10(folder)
+
+    assert _peak_bytes(load) < 2**20
+
+
+# a pickle's counted values: opcode, the width of its count, the protocol that has it
+COUNTED = {
+    "FRAME": (b"\x95", 8, 4),
+    "BINBYTES8": (b"\x8e", 8, 4),
+    "BINUNICODE8": (b"\x8d", 8, 4),
+    "BYTEARRAY8": (b"\x96", 8, 5),
+    "BINBYTES": (b"B", 4, 3),
+    "BINUNICODE": (b"X", 4, 2),
+    "BINSTRING": (b"T", 4, 2),
+    "LONG4": (b"\x8b", 4, 2),
+}
+
+
+@pytest.mark.parametrize("opcode", sorted(COUNTED))
+@pytest.mark.parametrize("claimed", ["a gigabyte", "2**31 - 1", "the most its count holds"])
+def test_a_cifar_batch_claiming_more_bytes_than_it_holds_is_refused_unallocated(
+    cifar10_dir, opcode, claimed
+):
+    # Python's unpickler allocates a bytes8 or a bytearray8 before reading it, and its file
+    # reader allocates any counted value: a 20-byte file claiming 2**62 bytes raised
+    # MemoryError, one claiming a gigabyte got it (overcommitted)
+    code, width, protocol = COUNTED[opcode]
+    size = {"a gigabyte": 2**30, "2**31 - 1": 2**31 - 1}.get(claimed, 2 ** (8 * width) - 1)
+    count = size.to_bytes(width, "little")
+    batch = bytes([0x80, protocol]) + code + count + b"\x00" * 16
+    _refused_unallocated(cifar10_dir[0] / "cifar-10-batches-py", batch)
+
+
+class _Reduced:
+    """Pickles as ``function(*args)``: a crafted batch."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+@pytest.mark.parametrize("rows", [10**5, 10**8])
+@pytest.mark.parametrize("how", ["reconstruct", "ndarray"])
+def test_a_cifar_batch_declaring_an_array_larger_than_its_file_is_refused_unallocated(
+    cifar10_dir, rows, how
+):
+    # numpy's array pickle builds an empty array of a declared shape, then fills it: a 300-byte
+    # batch declaring 10**5 images got 307 MB of them (zeros: valid CIFAR), 10**8 MemoryError
+    from numpy._core.multiarray import _reconstruct
+
+    def array(shape, dtype):
+        if how == "reconstruct":
+            return _Reduced(_reconstruct, np.ndarray, shape, np.dtype(dtype).char.encode())
+        return _Reduced(np.ndarray, shape, np.dtype(dtype))
+
+    batch = {b"data": array((rows, 3072), np.uint8), b"labels": array((rows,), np.int64)}
+    folder = cifar10_dir[0] / "cifar-10-batches-py"
+    _refused_unallocated(folder, pickle.dumps(batch, protocol=2))
 
 
 @pytest.mark.parametrize(

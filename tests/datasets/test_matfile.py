@@ -228,6 +228,7 @@ def scipy_reader():
     print(f"\nscipy's loadmat crashed on {reader.crashes} of the fuzzed files")
 
 
+@pytest.mark.slow  # scipy reads in a process of its own
 def test_scipy_dies_on_the_crafted_file_and_the_reader_says_why(scipy_reader, tmp_path):
     # the reason the reader is ours: one byte changed makes scipy's loadmat die (signal 11 in
     # scipy 1.17); the intact file shows that the worker itself reads files
@@ -259,6 +260,7 @@ def fuzzed_svhn(draw):
     return bytes(raw[:end]) + tail
 
 
+@pytest.mark.slow  # scipy reads in a process of its own
 def test_fuzzed_files_give_scipys_arrays_or_a_value_error(scipy_reader, tmp_path):
     # counted: a family where our reader refused everything would prove nothing
     outcomes = Counter()

@@ -42,6 +42,7 @@ def _check_compared(entry: dict, with_ratio: bool) -> None:
 
 @pytest.fixture(scope="module")
 def quick_result(tmp_path_factory):
+    """``bench --quick``'s JSON: the command run end to end, so its tests are slow."""
     path = tmp_path_factory.mktemp("bench") / "out.json"
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -80,6 +81,7 @@ def test_quick_bench_json_structure(quick_result):
         assert row["errors"] == {}
 
 
+@pytest.mark.slow
 def test_quick_bench_fit_matches_hand_loop(quick_result):
     assert set(quick_result["fit"]) == {"exact", "finite_difference"}
     for row in quick_result["fit"].values():
@@ -89,6 +91,18 @@ def test_quick_bench_fit_matches_hand_loop(quick_result):
         assert row["max_abs_weight_difference"] < 1e-5
 
 
+def test_bench_fit_ends_on_the_hand_loops_weights(one_thread):
+    # the fit section alone, on 64 digits: the inner loop's check of what the command reports
+    result = bench.bench_fit(rounds=1, warmup=0, epochs=1, n_samples=64)
+    assert set(result) == {"exact", "finite_difference"}
+    for row in result.values():
+        _check_compared(row["fit"], with_ratio=True)
+        _check_compared(row["hand_loop"], with_ratio=True)
+        assert row["max_abs_weight_difference"] < 1e-5
+        assert row["n_samples"] == 64 and row["epochs"] == 1
+
+
+@pytest.mark.slow
 def test_quick_bench_inference(quick_result):
     for row in quick_result["inference"].values():
         _check_compared(row["estimator"], with_ratio=True)
@@ -96,6 +110,7 @@ def test_quick_bench_inference(quick_result):
         assert _positive_finite(row["plain_samples_per_s"])
 
 
+@pytest.mark.slow
 def test_quick_bench_inference_memory(quick_result):
     memory = quick_result["memory"]
     assert set(memory) == {"predict_proba/float32", "approx_mass/float32"}
@@ -109,6 +124,7 @@ def test_quick_bench_inference_memory(quick_result):
             assert row["exact"] and row["ratio_to_input"] >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="exact peaks need /proc")
 def test_inference_memory_stays_near_the_input(quick_result):
     # Issue #15: predicting or scoring many rows holds peak memory near the input's size.
@@ -129,6 +145,7 @@ def test_peak_memory_above_measures_a_known_allocation():
         assert abs(memory["resident_bytes"] - size) < 4_000_000, memory
 
 
+@pytest.mark.slow
 def test_format_bench_mentions_every_setting(quick_result):
     text = bench.format_bench(quick_result)
     for setting in quick_result["steps"]:

@@ -89,6 +89,7 @@ class _FailsAtSeedOne(SoftmaxRegression):
         return -scores if self.random_state == 1 else scores
 
 
+@pytest.mark.slow
 def test_a_compare_run_with_a_failed_seed_names_it_in_the_terminal_and_the_report(
     capsys, monkeypatch, tmp_path
 ):

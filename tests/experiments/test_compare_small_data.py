@@ -87,6 +87,7 @@ def test_the_main_job_on_150_wine_samples_finishes_with_a_report(wine150):
     assert (out / "report.md").exists()
 
 
+@pytest.mark.slow
 def test_detectors_read_every_trained_models_features(wine150):
     _, results, _ = wine150
     for run in results["runs"]:

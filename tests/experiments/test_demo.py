@@ -37,6 +37,7 @@ def test_ngebm_keeps_accuracy_and_detects_noise(demo_rows):
     assert ce["auroc_approx_mass"] < 0.5
 
 
+@pytest.mark.slow
 def test_demo_table_and_cli(demo_rows, capsys):
     table = format_demo(demo_rows)
     assert "ngebm (beta=0.5)" in table and "auroc_approx_mass" in table

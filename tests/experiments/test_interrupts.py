@@ -9,7 +9,10 @@ forked process (no second import of torch), which tells the test when a fit has 
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +30,16 @@ COMMANDS = {
         "--seeds", "1", "--epochs", "50", "--hidden", "8", "--quiet",
     ],
 }  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt in these tests and in the commands they fork, however
+    pytest was started: a shell starts a background job (``pytest &``) with SIGINT ignored,
+    Python then installs no handler, and the job and its children ignore Ctrl-C."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 def _interrupted(argv: list[str]) -> int:
@@ -119,3 +132,20 @@ def test_ctrl_c_while_the_report_is_written_takes_effect_after_it():
 def _deferred_in_a_thread() -> str:
     with interrupts_deferred():  # no signal handler can be set here: the block just runs
         return "ran"
+
+
+@pytest.mark.slow
+def test_these_tests_pass_when_pytest_starts_with_ctrl_c_ignored():
+    # as `python -m pytest &` from a script: every Ctrl-C test failed, the commands ran on
+    def ignore_ctrl_c():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    this = Path(__file__)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(this),
+         "-k", "not pytest_starts_with_ctrl_c_ignored"],
+        preexec_fn=ignore_ctrl_c, capture_output=True, text=True, timeout=600,
+        cwd=this.parents[2],
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "5 passed" in run.stdout, run.stdout[-3000:]

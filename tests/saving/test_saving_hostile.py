@@ -900,6 +900,7 @@ def test_every_byte_of_the_archive_s_end_record_changed_loads_or_is_a_value_erro
     assert refused >= 8  # the entry counts, the table's size and offset
 
 
+@pytest.mark.slow  # about 1,900 loads, one per byte
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's, on a changed byte
 def test_every_byte_of_the_weights_pickle_changed_loads_or_is_a_value_error(data, saved):
     # the way (an edit inside weights.pt, every CRC recomputed): a changed byte of its
