@@ -9,6 +9,7 @@ the caller's path (issue #41).
 """
 
 import ast
+import contextlib
 import errno
 import itertools
 import json
@@ -561,43 +562,44 @@ def test_a_failed_checkpoint_write_leaves_the_previous_files(two_models, tmp_pat
 # Linux's protected_symlinks rule, which atomic_write applies itself: a link in a folder that
 # is sticky and writable by all is followed only if the writer or the folder's owner owns it.
 # As root, the writer and the folder's owner are one user here, so the rule is a truth table
-# walked by a writer who is not root (a process started as uid A), over every folder mode,
-# folder owner and link owner.
+# walked by a writer who is not root (the test's effective user set to uid A), over every
+# folder mode, folder owner and link owner.
 
 A, B = 61_001, 61_002  # two users without a name: setuid needs none
 
 
+@contextlib.contextmanager
+def _effective_user(uid: int, groups: tuple[int, ...] = ()):
+    """Run the block as the user ``uid`` (its group, and ``groups`` besides), in this process:
+    the kernel checks files against the effective ids, and mutmut sees the calls (a forked
+    child's it cannot). Root's ids and groups come back after the block, whatever it raised."""
+    before = os.getgroups()
+    os.setgroups(list(groups))
+    os.setegid(uid)
+    os.seteuid(uid)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+        os.setgroups(before)
+
+
 def _write_as(uid: int, links: list[str]) -> dict[str, str]:
-    """``{link: outcome}`` of ``write_file(link, "new")`` in a child forked from this process
-    that runs as ``uid`` (its groups too): "followed", "refused" (the rule), or another error."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: drop root, write, report, and leave without pytest's exit
-        code = 1
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            outcome = {}
-            for link in links:
-                try:
-                    write_file(link, "new")
-                    outcome[link] = "followed"
-                except ValueError as err:
-                    rule = "protected_symlinks" in str(err)
-                    outcome[link] = "refused" if rule else repr(err)
-                except OSError as err:
-                    outcome[link] = repr(err)
-            os.write(write, json.dumps(outcome).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        data = pipe.read()
-    assert os.waitpid(pid, 0)[1] == 0, data
-    return json.loads(data)
+    """``{link: outcome}`` of ``write_file(link, "new")`` written as ``uid``: "followed",
+    "refused" (the rule), or another error."""
+    outcome = {}
+    with _effective_user(uid):
+        for link in links:
+            try:
+                write_file(link, "new")
+                outcome[link] = "followed"
+            except ValueError as err:
+                rule = "protected_symlinks" in str(err)
+                outcome[link] = "refused" if rule else repr(err)
+            except OSError as err:
+                outcome[link] = repr(err)
+    return outcome
 
 
 @needs_root
@@ -632,3 +634,139 @@ def test_a_writer_who_is_not_root_follows_links_by_the_protected_symlinks_rule()
             assert content == ("new" if result == "followed" else "precious"), link
     finally:
         shutil.rmtree(root)
+
+
+@needs_root
+@pytest.mark.parametrize("writer", [0, A])
+def test_a_replaced_file_keeps_its_owner_and_group_where_the_writer_may_give_them(writer):
+    # the writer's own ids, another user's, a group the writer is in (G) or not (H); the
+    # set-group-ID bit, which a change of owner clears, survives with the mode
+    G, H = 61_003, 61_004
+    root = Path(tempfile.mkdtemp(prefix="owners-"))
+    try:
+        os.chmod(root, 0o755)
+        os.chown(root, writer, writer)
+        expected = {}
+        for uid, gid in itertools.product((writer, B), (writer, G, H)):
+            path = root / f"{uid}-{gid}.txt"
+            path.write_text("old")
+            os.chown(path, uid, gid)
+            os.chmod(path, 0o2664)
+            # root gives the file to anyone; a user keeps the group if it is one of theirs
+            if writer == 0:
+                expected[path] = (uid, gid)
+            else:
+                expected[path] = (writer, gid if gid in (writer, G) else writer)
+        with _effective_user(writer, groups=(G,)) if writer else contextlib.nullcontext():
+            for path in expected:
+                write_file(path, "new")
+        for path, owner in expected.items():
+            status = os.stat(path)
+            assert (status.st_uid, status.st_gid) == owner, path
+            assert stat.S_IMODE(status.st_mode) == 0o2664 and path.read_text() == "new", path
+    finally:
+        shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("linked", [False, True])
+@pytest.mark.parametrize("names", ["both", "staged", "target", "none"])
+def test_a_failed_rename_of_a_staged_file_names_the_path_given(
+    tmp_path, monkeypatch, names, linked
+):
+    # the rename's error names the staged file, the target (a link's target when the path
+    # given is a link), both or neither (a disk's EIO): the error names the path given
+    path = tmp_path / "model.ebm"
+    target = tmp_path / "real" / "model.ebm" if linked else path
+    target.parent.mkdir(exist_ok=True)
+    target.write_text("old")
+    if linked:
+        path.symlink_to(target)
+    staged = target.parent / ".model.ebm.next"
+    staged.write_text("new")
+    named = {"both": (str(staged), None, str(target)), "staged": (str(staged),)}
+    named.update(target=(str(target),), none=())
+
+    def refuse(source, destination):
+        raise OSError(errno.EACCES, "Permission denied", *named[names])
+
+    monkeypatch.setattr(_atomic.os, "replace", refuse)
+    with pytest.raises(PermissionError) as info:
+        _atomic.replace_staged(str(staged), path)
+    assert info.value.filename == str(path) and info.value.filename2 is None
+    assert staged.read_text() == "new" and target.read_text() == "old"
+
+
+@pytest.mark.parametrize(
+    "data", ["text ✓\nline 2", "", b"\xff\x00bytes\r\n that are not UTF-8", b""]
+)
+def test_write_file_writes_bytes_as_given_and_text_as_utf8(tmp_path, data):
+    path = tmp_path / "out"
+    write_file(path, data)
+    assert path.read_bytes() == (data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@pytest.mark.parametrize(
+    "target", ["real.ebm", "./real.ebm", "../data/real.ebm", "sub/../real.ebm", "sub/hop"]
+)
+def test_a_relative_link_is_followed_from_its_own_folder(tmp_path, target):
+    # a link's target is read from the link's folder, ".." lexically (no link in between),
+    # a link met inside a target followed in turn; the links stay links
+    (tmp_path / "data").mkdir()
+    (tmp_path / "models" / "sub").mkdir(parents=True)
+    real = (tmp_path / "models" / "real.ebm").resolve()
+    if target.startswith("../"):
+        real = (tmp_path / "data" / "real.ebm").resolve()
+    real.write_text("old")
+    (tmp_path / "models" / "sub" / "hop").symlink_to("../real.ebm")
+    link = tmp_path / "models" / "model.ebm"
+    link.symlink_to(target)
+    write_file(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert _atomic.resolved_path(link) == str(real)
+
+
+@pytest.mark.parametrize("chain", [1, 39, 40, 41])
+def test_links_are_followed_up_to_the_kernels_limit_of_40(tmp_path, chain):
+    # Linux follows at most 40 links in a path (ELOOP after): so does atomic_write, naming
+    # the path given
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    previous = real
+    for i in range(chain):
+        link = tmp_path / f"link{i}"
+        link.symlink_to(previous.name)
+        previous = link
+    if chain <= 40:
+        write_file(previous, "new")
+        assert real.read_text() == "new"
+        return
+    with pytest.raises(OSError) as info:
+        write_file(previous, "new")
+    assert (info.value.errno, info.value.filename) == (errno.ELOOP, str(previous))
+    assert info.value.strerror == os.strerror(errno.ELOOP) and real.read_text() == "old"
+
+
+@needs_root
+@pytest.mark.parametrize("through", ["path", "link target"])
+def test_a_planted_link_is_refused_wherever_the_path_meets_it(tmp_path, through):
+    # another user's link to a folder, in a sticky folder anyone may write to: refused when
+    # the path given passes through it, and when a link's target does; the error names the
+    # path given
+    shared, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    shared.mkdir()
+    elsewhere.mkdir()
+    os.chmod(shared, 0o1777)
+    (elsewhere / "victim.txt").write_text("precious")
+    planted = shared / "planted"
+    planted.symlink_to(elsewhere)
+    os.lchown(planted, B, B)
+    path = planted / "victim.txt"
+    if through == "link target":
+        path = tmp_path / "model.txt"
+        path.symlink_to(planted / "victim.txt")
+    with pytest.raises(ValueError, match="protected_symlinks") as info:
+        write_file(path, "new")
+    assert str(info.value).startswith(
+        f"{str(path)!r} leads through the symbolic link {str(planted)!r}"
+    )
+    assert (elsewhere / "victim.txt").read_text() == "precious"

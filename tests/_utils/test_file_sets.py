@@ -5,6 +5,7 @@ writer makes (what a SIGKILL at that moment leaves on the disk: nothing of the w
 clean-up runs).
 """
 
+import itertools
 import json
 import os
 import shutil
@@ -106,6 +107,25 @@ def test_a_writer_finishes_what_a_killed_writer_left(tmp_path, monkeypatch):
         assert {n: (copy / n).read_text() for n in NAMES} == expected
         _write(files, copy, "next")  # and the next set is written as usual
         assert _read(files) == {name: f"next {name}" for name in NAMES}
+
+
+@pytest.mark.parametrize(
+    "staged", [subset for n in range(len(NAMES)) for subset in itertools.combinations(NAMES, n)]
+)
+def test_a_set_with_any_file_not_staged_is_refused_and_changes_nothing(tmp_path, staged):
+    # committing a part would replace some files and keep the others: files of two epochs
+    _write(_set(tmp_path), tmp_path, "old")
+    files = _set(tmp_path)
+    for name in staged:
+        with files.stage(tmp_path / name, "w") as file:
+            file.write(f"new {name}")
+    missing = sorted(str(tmp_path / n) for n in NAMES if n not in staged)
+    with pytest.raises(FileNotFoundError, match="Not every file of the set was staged") as info:
+        files.commit()
+    assert all(name in str(info.value) for name in missing)
+    assert {n: (tmp_path / n).read_text() for n in NAMES} == {n: f"old {n}" for n in NAMES}
+    assert _read(files) == {n: f"old {n}" for n in NAMES}
+    assert not (tmp_path / ".a.pt.commit").exists()
 
 
 def test_a_set_without_a_first_file_commits_with_its_journal(tmp_path):
