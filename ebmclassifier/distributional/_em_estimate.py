@@ -130,10 +130,10 @@ def warn_unreferenced_test() -> None:
     warn_user(
         "DistributionalConstraint: priors='em' tests whether the class priors moved before it "
         "adapts, and no held-out samples were given to bootstrap the test's threshold from: it "
-        "is resampled from X instead, which measures EM's sampling noise but not the bias of "
-        "the model's posteriors. A model whose posteriors are biased is then adapted to its "
-        "own bias, the more often the larger X is. Pass fit(X, heldout=X_held) with samples "
-        "of the training distribution the model was not trained on (or calibration= with "
+        "takes the threshold of Wilks's chi-square law instead, which holds for calibrated "
+        "posteriors only. A model whose posteriors are biased is then adapted to its own bias, "
+        "the more often the larger X is. Pass fit(X, heldout=X_held) with samples of the "
+        "training distribution the model was not trained on (or calibration= with "
         "calibration_set=), or shift_test=False to adapt without the test."
     )
 

@@ -141,16 +141,17 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         With ``priors="em"``, adapt only when a test detects that the priors moved
         (:func:`~ebmclassifier.distributional.prior_shift_test`), its threshold bootstrapped
         from the model's posteriors on ``fit``'s ``heldout`` samples (or on the
-        ``calibration_set``, recalibrated per resample; without either, on ``X`` reweighted
-        to the training priors, which ignores the model's bias: ``fit`` warns); with a
-        detected shift, move the priors from the training priors towards EM's by the test's
-        ``shift_weight_``. ``False`` adapts to EM's priors always (for a shift known to be
-        there; the behaviour before the test existed).
+        ``calibration_set``, recalibrated per resample; without either, Wilks's chi-square
+        law, which ignores the model's bias: ``fit`` warns); with a detected shift, move the
+        priors from the training priors towards EM's by the test's ``shift_weight_``.
+        ``False`` adapts to EM's priors always (for a shift known to be there; the behaviour
+        before the test existed).
     shift_significance : float in (0, 1), default=0.05
         The test's level: the share of deployment sets without a shift on which it detects
         one, when the held-out samples are of the deployment's distribution.
     shift_resamples : int >= 1, default=200
-        The test's bootstrap resamples (each an EM run on ``n`` samples).
+        The test's bootstrap resamples (each an EM run on ``n`` samples; with a calibration
+        set, a calibration too).
     random_state : None, int, numpy Generator or RandomState, default=None
         Seeds the test's bootstrap; an int makes its threshold reproducible.
 
@@ -179,8 +180,9 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     shift_weight_ : float or None
         How far ``prior_`` moved from the training priors towards ``em_prior_``, in
         ``[0, 1]``: 0 without a detected shift.
-    shift_threshold_source_ : {"heldout", "calibration_set", "X"} or None
-        What the threshold was bootstrapped from; ``"X"`` when no held-out samples were given.
+    shift_threshold_source_ : {"heldout", "calibration_set", "chi2"} or None
+        What the threshold was bootstrapped from; ``"chi2"``: no held-out samples were given,
+        and the threshold is that of Wilks's chi-square law.
     residual_ : float
         ``max_k |mean_i E_{p_λ}[φ_k] - μ_k|`` on ``X`` (0 for ``method="bayes"``, which has no
         constraint to meet).
@@ -393,7 +395,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             (a held-out split; no labels needed), for the test of the shift of
             ``priors="em"``: its threshold is bootstrapped from the model's (calibrated)
             posteriors on them. Without them and without ``calibration_set``, the threshold is
-            resampled from ``X``, which ignores the model's bias, and ``fit`` warns.
+            that of Wilks's chi-square law, which ignores the model's bias, and ``fit`` warns.
 
         Returns
         -------
@@ -411,10 +413,15 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         --------
         >>> from sklearn.linear_model import LogisticRegression
         >>> clf = LogisticRegression().fit(X, y)
-        >>> adapted = DistributionalConstraint(clf, priors="em", train_priors=[1 / 3] * 3)
+        >>> adapted = DistributionalConstraint(
+        ...     clf, priors="em", train_priors=[1 / 3] * 3, shift_test=False)
         >>> X_deploy = np.repeat(X[y != 2], 2, axis=0)  # 54 samples, none of class 2
         >>> adapted.fit(X_deploy).prior_.round(3).tolist()  # class 2 near its floor (1/3) / 55
         [0.516, 0.478, 0.006]
+        >>> X_held = X[::2]  # held-out samples of the training distribution, for the test
+        >>> tested = adapted.set_params(shift_test=True, random_state=0)
+        >>> tested.fit(X_deploy, heldout=X_held).prior_shift_detected_
+        True
         """
         self._check_params()
         try:
@@ -515,7 +522,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
                 "calibration": self.calibration,
                 "source": "calibration_set",
             }
-        return {**test, "reference": None, "source": "X"}
+        return {**test, "reference": None, "source": "chi2"}
 
     def _fit_bayes(self, priors: np.ndarray) -> None:
         offset = bayes_offset(self._train_priors(), priors)

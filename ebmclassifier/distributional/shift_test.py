@@ -15,13 +15,11 @@ calibrated model; a model's posteriors are not calibrated, and its bias makes ``
 ``n`` under no shift. So its threshold is bootstrapped from the model's own posteriors on
 held-out samples of the training distribution (no shift there, by construction): ``n`` of
 them drawn with replacement, ``n_resamples`` times, ``Λ`` computed on each, the ``1 - alpha``
-quantile taken. The model's bias is then in the null law. Without held-out samples, the null
-is resampled from the deployment posteriors themselves, each weighted by
-``1 / Σ_y p(y|x_i) π̂(y) / π(y)`` (the ratio of the training to the deployment density of
-``x_i`` under label shift), which makes ``π`` EM's estimate on the resampled law: a bootstrap
-under the null hypothesis (Efron & Tibshirani, 1993, §16.4) that measures the statistic's
-sampling noise but not the model's bias. Arrays: ``proba`` is ``(n, K)``, ``reference`` is
-``(m, K)``, priors are ``(K,)``.
+quantile taken. The model's bias is then in the null law. Without held-out samples there is
+nothing to resample the null from (the deployment samples themselves cannot stand for it:
+reweighting them to the training priors cannot bring back a class that is absent from them),
+and the test falls back on Wilks's chi-square law, which ignores the bias. Arrays: ``proba``
+is ``(n, K)``, ``reference`` is ``(m, K)``, priors are ``(K,)``.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from .._utils.parameters import ParamChecker
 from .calibration import calibrated_log_proba, fit_temperature
@@ -39,7 +38,7 @@ __all__ = ["PriorShiftTest", "prior_shift_statistic", "prior_shift_test"]
 #: The largest ``resamples x n x K`` block that the bootstrap's EM holds at once (float64).
 BLOCK_ITEMS = 2**22
 #: Where the threshold came from (:attr:`PriorShiftTest.source`).
-SOURCES = ("reference", "deployment", "given")
+SOURCES = ("reference", "chi2", "given")
 #: The calibrations a reference may have been fitted by.
 CALIBRATIONS = (None, "temperature", "bcts")
 
@@ -67,13 +66,13 @@ class PriorShiftTest:
         The level of the test.
     n_resamples : int
         The bootstrap's resamples.
-    source : {"reference", "deployment", "given"}
-        What the null was resampled from: the held-out posteriors, the deployment posteriors
-        reweighted to the training priors (no held-out posteriors), or nothing (the
-        ``null_statistics`` of an earlier test were given).
+    source : {"reference", "chi2", "given"}
+        Where the null law came from: the held-out posteriors, Wilks's chi-square law (no
+        held-out posteriors), or the ``null_statistics`` of an earlier test.
     null_statistics : ndarray of shape (n_resamples,)
-        The bootstrapped ``Λ_b``: pass them to :func:`prior_shift_test` to test another
-        deployment set of the same size against the same held-out samples without resampling.
+        The bootstrapped ``Λ_b`` (empty for ``"chi2"``): pass them to
+        :func:`prior_shift_test` to test another deployment set of the same size against the
+        same held-out samples without resampling.
 
     Examples
     --------
@@ -185,7 +184,6 @@ def _null_sets(pool, rows, calibration, rng):
 
 def _null_statistics(
     pool: np.ndarray,
-    weights: np.ndarray | None,
     calibration: tuple[str, np.ndarray] | None,
     n_samples: int,
     train_priors: np.ndarray,
@@ -197,13 +195,13 @@ def _null_statistics(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """``Λ`` on ``n_resamples`` draws of ``n_samples`` rows of ``pool`` with replacement
-    (probabilities ``weights``, uniform if None; recalibrated per draw with a
-    ``calibration``), in blocks of at most :data:`BLOCK_ITEMS`."""
+    (recalibrated per draw with a ``calibration``), in blocks of at most
+    :data:`BLOCK_ITEMS`."""
     per_block = max(1, BLOCK_ITEMS // (n_samples * pool.shape[1]))
     statistics = []
     for start in range(0, n_resamples, per_block):
         size = min(per_block, n_resamples - start)
-        rows = rng.choice(len(pool), size=(size, n_samples), replace=True, p=weights)
+        rows = rng.choice(len(pool), size=(size, n_samples), replace=True)
         sets = _null_sets(pool, rows, calibration, rng)
         priors = _em_batched(sets, train_priors, pseudo_count, tol, max_iter)
         statistics.append(prior_shift_statistic(sets, train_priors, priors))
@@ -262,26 +260,24 @@ def _given_null(null_statistics) -> np.ndarray:
     return null
 
 
-def _bootstrap(
-    proba: np.ndarray,
-    train_priors: np.ndarray,
-    priors: np.ndarray,
-    reference: np.ndarray | None,
-    calibration: tuple[str, np.ndarray] | None,
-    rng: np.random.Generator,
-    options: dict,
-) -> tuple[np.ndarray, str]:
-    """The bootstrapped ``Λ_b`` (module notes) and what they were resampled from."""
-    if reference is None:
-        # the density ratio p_train(x) / p_deploy(x) = 1 / Σ_y p(y|x) π̂(y) / π(y)
-        weights = 1.0 / (proba @ (priors / train_priors))
-        pool, weights, source = proba, weights / weights.sum(), "deployment"
+def _decide(statistic: float, null: np.ndarray | None, alpha: float, n_classes: int) -> dict:
+    """The threshold, decision, p-value and weight of ``statistic`` against the bootstrapped
+    ``null``, or (None) Wilks's chi-square law with ``K - 1`` degrees of freedom."""
+    if null is None:
+        law = stats.chi2(df=n_classes - 1)
+        threshold, p_value, mean = float(law.isf(alpha)), float(law.sf(statistic)), law.mean()
     else:
-        pool, weights, source = reference, None, "reference"
-    null = _null_statistics(
-        pool, weights, calibration, len(proba), train_priors, rng=rng, **options
-    )
-    return null, source
+        threshold = float(np.quantile(null, 1.0 - alpha))
+        p_value = float((1 + np.sum(null >= statistic)) / (1 + len(null)))
+        mean = float(null.mean())
+    detected = bool(statistic > threshold)
+    weight = max(0.0, 1.0 - mean / statistic) if detected else 0.0
+    return {
+        "threshold": threshold,
+        "shift_detected": detected,
+        "p_value": p_value,
+        "weight": float(weight),
+    }
 
 
 def prior_shift_test(
@@ -310,15 +306,16 @@ def prior_shift_test(
     the training distribution, drawn with replacement ``n_resamples`` times, ``Λ`` computed on
     each with the same EM. When the held-out samples also fitted the calibration of the
     posteriors (``calibration``), each resample refits it on a stratified bootstrap resample of
-    them, so that the calibration's own error is in the null law too. Without ``reference``,
-    the rows are drawn from ``proba`` weighted to the training priors: that law has the
-    statistic's sampling noise but not the model's bias, so a biased model's ``Λ`` exceeds its
-    threshold more often than ``alpha`` under no shift. Costs ``n_resamples`` EM runs on ``n``
-    samples, batched (and as many calibrations, with ``calibration``).
+    them, so that the calibration's own error is in the null law too. Costs ``n_resamples`` EM
+    runs on ``n`` samples, batched (and as many calibrations, with ``calibration``). Without
+    ``reference``, the threshold is the ``1 - alpha`` quantile of Wilks's chi-square law with
+    ``K - 1`` degrees of freedom, right for calibrated posteriors only: a biased model's ``Λ``
+    exceeds it more often than ``alpha`` under no shift, the more often the larger ``n``.
 
-    With the shift detected, ``weight = 1 - mean_b Λ_b / Λ`` says how far to move from ``π``
-    to ``π̂``: the positive-part James-Stein shrinkage (James & Stein, 1961), with the noise
-    level that the mean of the bootstrapped ``Λ_b`` measures; ``0`` without a detected shift.
+    With the shift detected, ``weight = 1 - mean_0(Λ) / Λ`` says how far to move from ``π``
+    to ``π̂``: a positive-part James-Stein shrinkage (James & Stein, 1961), with the noise
+    level measured by the mean of the null law (of the bootstrapped ``Λ_b``, or ``K - 1``);
+    ``0`` without a detected shift.
 
     Parameters
     ----------
@@ -330,7 +327,7 @@ def prior_shift_test(
         The same model's ``p(y|x)`` on held-out samples of the training distribution (not
         those it was fitted on: its posteriors there are sharper than anywhere else), after the
         same calibration as ``proba`` (before it, with ``calibration``). ``m`` may differ from
-        ``n``. None: resample ``proba`` under the null instead.
+        ``n``. None: Wilks's chi-square law instead.
     reference_labels : ndarray of shape (m,) or None, default=None
         The labels of the held-out samples, integers in ``0..K-1``, with ``calibration`` only.
     calibration : {None, "temperature", "bcts"}, default=None
@@ -363,7 +360,7 @@ def prior_shift_test(
     -------
     PriorShiftTest
         ``statistic``, ``threshold``, ``shift_detected``, ``p_value``, ``weight``, ``priors``
-        (``π̂``), ``alpha``, ``n_resamples``, ``source`` (``"reference"``, ``"deployment"``
+        (``π̂``), ``alpha``, ``n_resamples``, ``source`` (``"reference"``, ``"chi2"``
         or ``"given"``) and ``null_statistics``.
 
     References
@@ -373,7 +370,9 @@ def prior_shift_test(
        the likelihood-ratio test of a change in the priors).
     .. [2] Efron & Tibshirani, "An Introduction to the Bootstrap", Chapman & Hall, 1993
        (chapter 16: hypothesis testing with the bootstrap).
-    .. [3] James & Stein, "Estimation with quadratic loss", Proc. Fourth Berkeley Symposium,
+    .. [3] Wilks, "The large-sample distribution of the likelihood ratio for testing composite
+       hypotheses", Annals of Mathematical Statistics 9(1), 1938.
+    .. [4] James & Stein, "Estimation with quadratic loss", Proc. Fourth Berkeley Symposium,
        1961.
 
     Examples
@@ -405,27 +404,25 @@ def prior_shift_test(
     statistic = float(prior_shift_statistic(proba, train_priors, priors))
     if null_statistics is not None:
         null, source = _given_null(null_statistics), "given"
-    else:
-        null, source = _bootstrap(
-            proba,
-            train_priors,
-            priors,
+    elif reference is not None:
+        null = _null_statistics(
             reference,
             None if calibration is None else (calibration, labels),
-            np.random.default_rng(random_state),
-            {**options, "n_resamples": n_resamples},
+            len(proba),
+            train_priors,
+            n_resamples=n_resamples,
+            rng=np.random.default_rng(random_state),
+            **options,
         )
-    threshold = float(np.quantile(null, 1.0 - alpha))
-    detected = bool(statistic > threshold)
+        source = "reference"
+    else:
+        null, source = None, "chi2"
     return PriorShiftTest(
         statistic=statistic,
-        threshold=threshold,
-        shift_detected=detected,
-        p_value=float((1 + np.sum(null >= statistic)) / (1 + len(null))),
-        weight=max(0.0, 1.0 - float(null.mean()) / statistic) if detected else 0.0,
+        **_decide(statistic, null, alpha, len(train_priors)),
         priors=np.asarray(priors, dtype=float),
         alpha=float(alpha),
-        n_resamples=len(null),
+        n_resamples=0 if null is None else len(null),
         source=source,
-        null_statistics=null,
+        null_statistics=np.zeros(0) if null is None else null,
     )

@@ -158,22 +158,24 @@ def test_the_chi_square_threshold_fires_on_a_biased_model_without_shift():
     assert rates[True] > 0.5
 
 
-def test_without_reference_the_null_comes_from_the_deployment_samples():
-    """On a calibrated model the deployment-resampled threshold holds the level; on a biased
-    one it misses the bias and fires more often than the level (what the docs say it costs)."""
+def test_without_reference_the_threshold_is_wilks_s_chi_square():
+    """Without held-out posteriors the threshold is the chi-square law's, the weight's noise
+    level its mean K - 1: the level holds on a calibrated model, not on a biased one (what the
+    docs say it costs), and a shift that empties a class is detected (which resampling the
+    deployment samples could not do: no reweighting brings the class back)."""
     rng = np.random.default_rng(7)
     counts = {}
     for biased in (False, True):
-        results = [
-            prior_shift_test(
-                _draw(TRAIN, 500, rng, biased), TRAIN, n_resamples=50, random_state=seed
-            )
-            for seed in range(60)
-        ]
-        assert {r.source for r in results} == {"deployment"}
+        results = [prior_shift_test(_draw(TRAIN, 500, rng, biased), TRAIN) for _ in range(100)]
+        assert {(r.source, r.n_resamples, r.null_statistics.size) for r in results} == {
+            ("chi2", 0, 0)
+        }
+        assert {r.threshold for r in results} == {chi2.isf(0.05, df=2)}
         counts[biased] = sum(r.shift_detected for r in results)
-    assert counts[False] <= _level_bounds(60, 0.05)[1] < counts[True]
-    assert prior_shift_test(_draw(SHIFTED, 300, rng), TRAIN, random_state=0).shift_detected
+    assert counts[False] <= _level_bounds(100, 0.05)[1] < counts[True]
+    absent = prior_shift_test(_draw(np.array([0.6, 0.4, 0.0]), 200, rng), TRAIN)
+    assert absent.shift_detected and absent.p_value == chi2.sf(absent.statistic, df=2)
+    assert absent.weight == pytest.approx(1 - 2 / absent.statistic)
 
 
 def test_a_calibration_fitted_on_the_reference_is_refitted_per_resample():
@@ -383,13 +385,14 @@ def test_the_calibration_set_is_the_reference_after_a_calibration(table):
     assert adapted.shift_threshold_source_ == "heldout"
 
 
-def test_without_held_out_samples_it_warns_and_resamples_x(table):
+def test_without_held_out_samples_it_warns_and_takes_the_chi_square_threshold(table):
     clf, _ = table
     adapted = DistributionalConstraint(clf, priors="em", random_state=0)
     with pytest.warns(UserWarning, match="no held-out samples .* heldout=X_held") as record:
         adapted.fit(SHIFT)
     assert {w.filename for w in record} == {__file__}  # it names the user's line
-    assert adapted.shift_threshold_source_ == "X" and adapted.prior_shift_detected_
+    assert adapted.shift_threshold_source_ == "chi2" and adapted.prior_shift_detected_
+    assert adapted.shift_threshold_ == chi2.isf(0.05, df=2)
 
 
 def test_the_threshold_of_the_face_is_reproducible_with_random_state(table):
