@@ -75,6 +75,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from scipy import optimize
+from scipy.special import logsumexp
+from scipy.stats import chi2
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
@@ -87,10 +90,14 @@ from ebmclassifier.distributional import (
     calibrated_log_proba,
     em_priors,
     fit_temperature,
+    prior_shift_statistic,
+    prior_shift_test,
 )
 from ebmclassifier.metrics import expected_calibration_error
 
 ALPHAS = (0.1, 0.5, 1.0, 10.0)
+#: The deployment conditions: no shift (drawn with the training priors), then Dirichlet(α).
+CONDITIONS = ("noshift", *ALPHAS)
 DATA = {
     "digits": {"max_train": None, "epochs": 30, "jem_epochs": 10, "lr": None},
     "mnist1d": {"max_train": 2000, "epochs": 30, "jem_epochs": 10, "lr": 3e-3},
@@ -103,15 +110,25 @@ TRAINED = ("ce", "ngebm", "ngebm_all", "jem", "ce_conv", "ngebm_conv")
 CONV = ("ce_conv", "ngebm_conv")
 CALIBRATIONS = {"ts": (False, 1.0), "ts_mle": (False, 0.0), "bcts": (True, 1.0),
                 "bcts_mle": (True, 0.0)}  # fmt: skip
-CALIBRATED = ("ce", "ngebm")
+#: The calibrations of each base model (issue #49 adds JEM's, and vector scaling ``vs``: a
+#: temperature and a bias per class, fitted here with the library's penalty 1).
+CALIBRATED = {"ce": tuple(CALIBRATIONS), "ngebm": tuple(CALIBRATIONS), "jem": ("ts", "bcts", "vs")}
 MODELS = (
-    *(f"ce{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATIONS))),
-    *(f"ngebm{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATIONS))),
+    *(f"ce{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATED["ce"]))),
+    *(f"ngebm{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATED["ngebm"]))),
     "ngebm_all",
     "jem",
+    *(f"jem_{c}" for c in CALIBRATED["jem"]),
     *CONV,
 )
-ESTIMATORS = ("none", "em", "em_ml", "emq", "bbse", "oracle")
+ESTIMATORS = (
+    *("none", "em", "em_ml", "emq", "bbse", "oracle"),
+    *("gate", "gate_hard", "gate_chi2", "gate_x"),
+)
+#: The calibrations the test of the shift refits per resample (``prior_shift_test``'s names).
+GATE_CALIBRATIONS = {"ts": "temperature", "bcts": "bcts"}
+#: The headline: a draw counts as damaged when its NLL is above no adaptation's by this much.
+DAMAGE = 0.05
 #: Probabilities below this count as it in the NLL (an adaptation that gives the true class 0
 #: would otherwise make the mean infinite): a miss costs at most -log(1e-12) = 27.6 nats.
 NLL_FLOOR = 1e-12
@@ -191,27 +208,65 @@ def _posteriors(name: str, seed: int, cache: Path, quick: bool, models=TRAINED) 
     return out
 
 
+def _vector_scaling(log_proba: np.ndarray, y: np.ndarray, penalty: float = 1.0):
+    """Vector scaling (Guo et al. 2017): ``log softmax(w * log p + b)``, a temperature and a
+    bias per class, fitted by the NLL of the held-out labels with the library's Gaussian
+    prior (``penalty / (2 n)`` times ``|w - 1|^2 + |b|^2``, as ``fit_temperature``'s); the
+    library has no vector scaling, so the benchmark fits it (L-BFGS, analytic gradient).
+    Returns the function that calibrates log posteriors."""
+    n, k = log_proba.shape
+    onehot = np.eye(k)[y]
+
+    def fun(theta):
+        w, b = theta[:k], theta[k:]
+        scores = log_proba * w + b
+        log_q = scores - logsumexp(scores, axis=1, keepdims=True)
+        residual = (np.exp(log_q) - onehot) / n
+        value = -np.mean(log_q[np.arange(n), y])
+        value += penalty / (2 * n) * (np.sum((w - 1) ** 2) + np.sum(b**2))
+        grad_w = np.sum(residual * log_proba, axis=0) + penalty / n * (w - 1)
+        grad_b = np.sum(residual, axis=0) + penalty / n * b
+        return value, np.concatenate([grad_w, grad_b])
+
+    theta = optimize.minimize(fun, np.r_[np.ones(k), np.zeros(k)], jac=True, method="L-BFGS-B").x
+
+    def calibrate(z):
+        scores = z * theta[:k] + theta[k:]
+        return scores - logsumexp(scores, axis=1, keepdims=True)
+
+    return calibrate
+
+
 def _with_calibration(post: dict) -> dict:
     """``post`` with each model of ``CALIBRATED`` calibrated on the held-out part.
 
     :func:`~ebmclassifier.distributional.fit_temperature` (the function that
-    ``DistributionalConstraint(calibration=...)`` calls) on the held-out log posteriors; the
-    training priors of a calibrated model are the held-out part's class shares, as there.
+    ``DistributionalConstraint(calibration=...)`` calls) on the held-out log posteriors, or
+    :func:`_vector_scaling`; the training priors of a calibrated model are the held-out
+    part's class shares, as there.
     """
     post = dict(post)
     held_priors = np.bincount(post["y_held"], minlength=10) / len(post["y_held"])
-    for base in CALIBRATED:
+    for base, calibrations in CALIBRATED.items():
         if f"{base}_held" not in post:
             continue
-        for calibration, (bias, penalty) in CALIBRATIONS.items():
+        for calibration in calibrations:
             name = f"{base}_{calibration}"
-            t, b, _ = fit_temperature(
-                post[f"{base}_held"], post["y_held"], bias=bias, penalty=penalty
-            )
+            if calibration == "vs":
+                calibrate = _vector_scaling(post[f"{base}_held"], post["y_held"])
+            else:
+                bias, penalty = CALIBRATIONS[calibration]
+                t, b, _ = fit_temperature(
+                    post[f"{base}_held"], post["y_held"], bias=bias, penalty=penalty
+                )
+                post[f"{name}_temperature"] = np.array(t)
+
+                def calibrate(z, t=t, b=b):
+                    return calibrated_log_proba(z, t, b)
+
             for split in ("held", "test"):
-                post[f"{name}_{split}"] = calibrated_log_proba(post[f"{base}_{split}"], t, b)
+                post[f"{name}_{split}"] = calibrate(post[f"{base}_{split}"])
             post[f"{name}_train_priors"] = held_priors
-            post[f"{name}_temperature"] = np.array(t)
     return post
 
 
@@ -250,64 +305,142 @@ def _emq(proba: np.ndarray, train: np.ndarray) -> np.ndarray:
         return EMQ.EM(train, proba)[0]
 
 
-def _estimate(estimator, model, post, idx, true_priors) -> np.ndarray | None:
-    """The priors ``estimator`` gives on the deployment rows ``idx`` (None: no adaptation).
+def _reference(model: str, post: dict) -> dict | None:
+    """``prior_shift_test``'s held-out arguments for ``model``, as
+    ``DistributionalConstraint(priors="em")`` builds them: its posteriors on the held-out part,
+    and for a model calibrated there the raw ones with the labels, to refit the calibration per
+    resample. None where the library has no such model (the maximum-likelihood calibrations,
+    vector scaling) or no held-out split (``ngebm_all`` trained on it: its fallback is
+    ``gate_x``)."""
+    base, _, calibration = model.partition("_")
+    if model == "ngebm_all" or (
+        calibration and calibration not in GATE_CALIBRATIONS and model not in CONV
+    ):
+        return None
+    if calibration in GATE_CALIBRATIONS:
+        return {
+            "reference": np.exp(post[f"{base}_held"]),
+            "reference_labels": post["y_held"],
+            "calibration": GATE_CALIBRATIONS[calibration],
+        }
+    return {"reference": np.exp(post[f"{model}_held"])}
+
+
+def _shift_test(model, post, proba, train, priors, context):
+    """``prior_shift_test`` as ``DistributionalConstraint`` runs it (200 resamples, level
+    0.05): bootstrapped once per (seed, model, n) from a generator of its own, then reused
+    through ``null_statistics`` for every draw of that size (the same threshold the
+    constraint gets for the same ``random_state``). None where ``_reference`` is None."""
+    nulls, seed, n = context["nulls"], context["seed"], len(proba)
+    if model not in nulls:
+        reference = _reference(model, post)
+        if reference is None:
+            nulls[model] = None
+        else:
+            first = prior_shift_test(
+                proba,
+                train,
+                **reference,
+                priors=priors,
+                random_state=[seed, n, MODELS.index(model)],
+            )
+            nulls[model] = first.null_statistics
+    if nulls[model] is None:
+        return None
+    return prior_shift_test(proba, train, priors=priors, null_statistics=nulls[model])
+
+
+def _estimate(estimator, model, post, idx, true_priors, context) -> tuple:
+    """The priors ``estimator`` gives on the deployment rows ``idx`` (None: no adaptation;
+    the string "skip": not measured for this model), and the per-draw records of a test.
 
     ``em``: :func:`~ebmclassifier.distributional.em_priors` with the library's defaults, as
-    ``DistributionalConstraint(priors="em")`` runs it (one pseudo-sample, ``tol=1e-8``,
-    ``max_iter=1000``); ``em_ml``: the same with ``pseudo_count=0`` (maximum likelihood, the
-    library before issue #39); ``em_s<s>``: pseudo-count ``s``; ``em_floor``: the
-    maximum-likelihood priors floored at one sample of X (``1 / n``) and renormalised.
+    ``DistributionalConstraint(priors="em", shift_test=False)`` runs it (one pseudo-sample,
+    ``tol=1e-8``, ``max_iter=1000``); ``em_ml``: the same with ``pseudo_count=0`` (maximum
+    likelihood, the library before issue #39); ``em_s<s>``: pseudo-count ``s``; ``em_floor``:
+    the maximum-likelihood priors floored at one sample of X (``1 / n``) and renormalised.
+    ``gate``: the library's default since issue #49, EM's priors moved from the training
+    priors by the test's weight (``_shift_test``); ``gate_hard``: the same test, EM's priors
+    adopted whole when it detects a shift (no shrinkage); ``gate_chi2``: adopted whole when
+    the statistic exceeds the chi-square threshold of Wilks's theorem (K - 1 degrees of
+    freedom, level 0.05); ``gate_x``: the library's fallback without held-out samples (that
+    chi-square threshold, and the test's weight with the chi-square's mean as noise level).
     """
     train = post[f"{model}_train_priors"]
     proba = np.exp(post[f"{model}_test"][idx])
     if estimator == "none":
-        return None
+        return None, {}
+    if estimator.startswith("gate"):
+        return _gated(estimator, model, post, proba, train, context)
     if estimator == "em":
-        return em_priors(proba, train)[0]
+        return context["em"](), {}
     if estimator == "em_ml":
-        return em_priors(proba, train, pseudo_count=0.0)[0]
+        return em_priors(proba, train, pseudo_count=0.0)[0], {}
     if estimator.startswith("em_s"):
-        return em_priors(proba, train, pseudo_count=float(estimator[4:]))[0]
+        return em_priors(proba, train, pseudo_count=float(estimator[4:]))[0], {}
     if estimator == "em_floor":
         floored = np.maximum(em_priors(proba, train, pseudo_count=0.0)[0], 1.0 / len(idx))
-        return floored / floored.sum()
+        return floored / floored.sum(), {}
     if estimator == "emq":
-        return _emq(proba, train)
+        return _emq(proba, train), {}
     if estimator == "oracle":
-        return true_priors
+        return true_priors, {}
     pred_held = post["ce_held"].argmax(axis=1)
-    return bbse_priors(post["y_held"], pred_held, post["ce_test"][idx].argmax(axis=1), 10)
+    return bbse_priors(post["y_held"], pred_held, post["ce_test"][idx].argmax(axis=1), 10), {}
+
+
+def _gated(estimator, model, post, proba, train, context) -> tuple:
+    """``_estimate`` of the gates: (priors, {"detected", "weight"}), or ("skip", {})."""
+    priors = context["em"]()
+    if estimator == "gate_chi2":
+        statistic = float(prior_shift_statistic(proba, train, priors))
+        detected = statistic > chi2.isf(0.05, df=len(train) - 1)
+        return (priors if detected else None), {"detected": float(detected)}
+    if estimator == "gate_x":
+        result = prior_shift_test(proba, train, priors=priors)  # no reference: chi-square
+    else:
+        if "test" not in context:  # gate and gate_hard: one test per draw
+            context["test"] = _shift_test(model, post, proba, train, priors, context)
+        result = context["test"]
+    if result is None:
+        return "skip", {}
+    record = {"detected": float(result.shift_detected), "weight": result.weight}
+    if estimator == "gate_hard":
+        return (priors if result.shift_detected else None), record
+    return train + result.weight * (priors - train), record
 
 
 def _estimators(args) -> tuple[str, ...]:
-    """``ESTIMATORS``, with the ``--pseudo-counts`` sweep and the floor when asked for, and
-    without ``emq`` when quapy is not installed (said once)."""
-    estimators = list(ESTIMATORS)
+    """``ESTIMATORS`` (or ``--estimators``), with the ``--pseudo-counts`` sweep and the floor
+    when asked for, and without ``emq`` when quapy is not installed (said once)."""
+    estimators = list(args.estimators or ESTIMATORS)
     if args.pseudo_counts:
         estimators += [f"em_s{v:g}" for v in args.pseudo_counts] + ["em_floor"]
     try:
         import quapy  # noqa: F401
     except ImportError:
         print("quapy is not installed: no 'emq' rows (pip install quapy)")
-        estimators.remove("emq")
+        estimators = [e for e in estimators if e != "emq"]
     return tuple(estimators)
 
 
 def _with_comparisons(cells: dict) -> dict:
     """Per cell ``model/estimator``, the per-draw counts that say where it loses: draws with
-    a higher NLL than no adaptation (``nll_gt_none``) and than quapy's EMQ (``nll_gt_emq``),
-    with a larger prior error than EMQ (``l1_gt_emq``), and the largest NLL excess over no
-    adaptation (``nll_excess_max``); ``draws`` counts them."""
+    a higher NLL than no adaptation (``nll_gt_none``), higher by more than ``DAMAGE``
+    (``nll_worse``, the headline), and than quapy's EMQ (``nll_gt_emq``), with a larger prior
+    error than EMQ (``l1_gt_emq``), and the largest NLL excess over no adaptation
+    (``nll_excess_max``); ``draws`` counts them. The means of the per-draw records of a test
+    (``detected``, ``weight``) are its detection rate and mean weight."""
     out = {}
     for key, draws in cells.items():
         model = key.split("/")[0]
         row = {m: float(np.mean([d[m] for d in draws])) for m in draws[0]}
-        none = [d["nll"] for d in cells[f"{model}/none"]]
-        nll = [d["nll"] for d in draws]
+        none = np.array([d["nll"] for d in cells[f"{model}/none"]])
+        nll = np.array([d["nll"] for d in draws])
         row["draws"] = len(draws)
-        row["nll_gt_none"] = int(np.sum(np.array(nll) > np.array(none) + 1e-12))
-        row["nll_excess_max"] = float(np.max(np.array(nll) - np.array(none)))
+        row["nll_gt_none"] = int(np.sum(nll > none + 1e-12))
+        row["nll_worse"] = int(np.sum(nll > none + DAMAGE))
+        row["nll_excess_max"] = float(np.max(nll - none))
         if f"{model}/emq" in cells:
             pairs = list(zip(draws, cells[f"{model}/emq"], strict=True))
             row["nll_gt_emq"] = int(sum(d["nll"] > e["nll"] + 1e-12 for d, e in pairs))
@@ -316,41 +449,100 @@ def _with_comparisons(cells: dict) -> dict:
     return out
 
 
+def _deployments(post: dict, seed: int, n: int, draws: int):
+    """``(condition, rows of the test split, true class shares)`` of every
+    deployment set of size ``n``: without shift (the class shares of the fit part, the
+    training priors) and under Dirichlet(α) shares, a generator per (seed, condition, n)."""
+    y = post["y_test"]
+    for condition in CONDITIONS:
+        code = 0 if condition == "noshift" else round(condition * 1000)
+        rng = np.random.default_rng([seed, code, n])
+        for _ in range(draws):
+            if condition == "noshift":
+                priors = post["ce_train_priors"]
+            else:
+                priors = rng.dirichlet(np.full(10, condition))
+            idx = _draw(y, priors, n, rng)
+            yield str(condition), idx, np.bincount(y[idx], minlength=10) / n
+
+
+def _once(function, *args):
+    """``function(*args)[0]``, computed at the first call only (EM's priors, which every EM
+    estimate and gate of a draw shares)."""
+    cache = []
+
+    def value():
+        if not cache:
+            cache.append(function(*args)[0])
+        return cache[0]
+
+    return value
+
+
+def _cells_at(post: dict, models: list, estimators: tuple, n: int, seed: int, args) -> dict:
+    """Per condition, the per-draw metrics of every ``model/estimator`` on sets of size ``n``."""
+    by_condition: dict = {}
+    nulls: dict = {}  # the bootstrapped null of each model at this n
+    for condition, idx, true in _deployments(post, seed, n, args.draws):
+        cells = by_condition.setdefault(condition, {})
+        for model in models:
+            proba = np.exp(post[f"{model}_test"][idx])
+            train = post[f"{model}_train_priors"]
+            context = {
+                "nulls": nulls,
+                "seed": seed,
+                "em": _once(em_priors, proba, train),
+            }
+            for estimator in estimators:
+                est, record = _estimate(estimator, model, post, idx, true, context)
+                if isinstance(est, str):
+                    continue
+                if est is None:
+                    adapted, error = proba, float(np.abs(train - true).sum())
+                else:
+                    adapted = bayes_correction(proba, train, est)
+                    error = float(np.abs(est - true).sum())
+                metrics = {"prior_l1": error, **_metrics(adapted, post["y_test"][idx]), **record}
+                cells.setdefault(f"{model}/{estimator}", []).append(metrics)
+    return {condition: _with_comparisons(cells) for condition, cells in by_condition.items()}
+
+
 def run_seed(name: str, seed: int, args) -> dict:
     post = _with_calibration(_posteriors(name, seed, Path(args.cache), args.quick, args.models))
     models = [m for m in MODELS if f"{m}_test" in post]
     estimators = _estimators(args)
-    rows = {}
-    for alpha in ALPHAS:
-        # a generator per (seed, alpha): adding an alpha leaves the others' draws unchanged
-        rng = np.random.default_rng([seed, round(alpha * 1000)])
-        cells: dict = {}
-        for _ in range(args.draws):
-            priors = rng.dirichlet(np.full(10, alpha))
-            idx = _draw(post["y_test"], priors, args.n_deploy, rng)
-            true = np.bincount(post["y_test"][idx], minlength=10) / len(idx)
-            for model in models:
-                proba = np.exp(post[f"{model}_test"][idx])
-                for estimator in estimators:
-                    est = _estimate(estimator, model, post, idx, true)
-                    if est is None:
-                        adapted, error = (
-                            proba,
-                            float(np.abs(post[f"{model}_train_priors"] - true).sum()),
-                        )
-                    else:
-                        adapted = bayes_correction(proba, post[f"{model}_train_priors"], est)
-                        error = float(np.abs(est - true).sum())
-                    cell = cells.setdefault(f"{model}/{estimator}", [])
-                    cell.append({"prior_l1": error, **_metrics(adapted, post["y_test"][idx])})
-        rows[str(alpha)] = _with_comparisons(cells)
+    by_n = {
+        str(n): {"by_alpha": _cells_at(post, models, estimators, n, seed, args)}
+        for n in args.n_deploy
+    }
     accuracy = {m: float(np.mean(post[f"{m}_test"].argmax(1) == post["y_test"])) for m in models}
     seconds = {m: float(post[f"{m}_seconds"]) for m in TRAINED if f"{m}_seconds" in post}
     temperatures = {
         m: float(post[f"{m}_temperature"]) for m in models if f"{m}_temperature" in post
     }
-    return {"by_alpha": rows, "test_accuracy": accuracy, "fit_seconds": seconds,
+    return {"by_n": by_n, "test_accuracy": accuracy, "fit_seconds": seconds,
             "temperature": temperatures}  # fmt: skip
+
+
+def at_n(results: dict, n: str | None = None) -> dict:
+    """``results`` seen at one deployment size: each seed's ``by_alpha`` is that of ``n``
+    (the largest when None), so that every table of one size reads it. A results.json
+    written before issue #49 (one size, no ``by_n``) is returned as it is."""
+    first = next(iter(next(iter(results["runs"].values())).values()))
+    if "by_n" not in first:
+        return results
+    n = n or max(first["by_n"], key=int)
+    runs = {
+        name: {seed: {**run, "by_alpha": run["by_n"][n]["by_alpha"]} for seed, run in seeds.items()}
+        for name, seeds in results["runs"].items()
+    }
+    return {**results, "runs": runs}
+
+
+def sizes(results: dict) -> list[str]:
+    """The deployment sizes of ``results`` (``[None]`` for a results.json of one size)."""
+    first = next(iter(next(iter(results["runs"].values())).values()))
+    return sorted(first["by_n"], key=int) if "by_n" in first else [None]
 
 
 # ---------------------------------------------------------------- report
@@ -596,6 +788,212 @@ def pseudo_count_table(results: dict) -> str:
     return "\n".join(out)
 
 
+#: The models of the issue's promise (#49), then every model the test runs on.
+GATE_GROUPS = (
+    ("CE and NG-EBM, with and without temperature scaling", ("ce", "ce_ts", "ngebm", "ngebm_ts")),
+    ("every model with a held-out split", None),
+)
+GATE_ROWS = (
+    ("noshift", "no shift"),
+    ("10.0", "α = 10"),
+    ("1.0", "α = 1"),
+    ("0.5", "α = 0.5"),
+    ("0.1", "α = 0.1"),
+)
+GATE_MODELS = (
+    ("ce", "CE"),
+    ("ce_ts", "CE + temperature"),
+    ("ce_bcts", "CE + BCTS"),
+    ("ngebm", "NG-EBM"),
+    ("ngebm_ts", "NG-EBM + temperature"),
+    ("ngebm_bcts", "NG-EBM + BCTS"),
+    ("jem", "JEM"),
+    ("jem_ts", "JEM + temperature"),
+    ("jem_bcts", "JEM + BCTS"),
+    ("ce_conv", "CE ConvNet"),
+    ("ngebm_conv", "NG-EBM ConvNet"),
+    ("ngebm_all", "NG-EBM, all labels (no held-out split)"),
+)
+
+
+def _pool(results, n, condition, models, estimator, metric, data=None) -> tuple[float, int]:
+    """Over data sets (or ``data``), seeds and ``models`` (None: every model with a
+    ``gate`` row) at size ``n``: the sum of a count ``metric`` and the draws, or, for a mean
+    ``metric``, its mean over every draw and the draws."""
+    total, draws = 0.0, 0
+    for name, seeds in at_n(results, n)["runs"].items():
+        if data is not None and name != data:
+            continue
+        for run in seeds.values():
+            cells = run["by_alpha"][condition]
+            chosen = models or [k.split("/")[0] for k in cells if k.endswith("/gate")]
+            for model in chosen:
+                row = cells.get(f"{model}/{estimator}")
+                if row is None:
+                    continue
+                count = metric in ("nll_worse", "nll_gt_none")
+                total += row[metric] if count else row[metric] * row["draws"]
+                draws += row["draws"]
+    return total, draws
+
+
+def _share(results, n, condition, models, estimator, metric, data=None) -> str:
+    total, draws = _pool(results, n, condition, models, estimator, metric, data)
+    return f"{total / draws:.0%}" if draws else "-"
+
+
+def _mean(results, n, condition, models, estimator, metric="nll", data=None) -> str:
+    total, draws = _pool(results, n, condition, models, estimator, metric, data)
+    return f"{total / draws:.3f}" if draws else "-"
+
+
+def gate_table(results: dict) -> str:
+    """The test of the shift (issue #49): the headline per group of models, the false alarms
+    and damage per model and data set, JEM's calibrations, and the fallback and the
+    chi-square threshold where they were measured."""
+    ns = sizes(results)
+    head = "| deployment | " + " | ".join(f"n = {n}" for n in ns) + " |"
+    rule = "|---" * (len(ns) + 1) + "|"
+    out = []
+    for title, models in GATE_GROUPS:
+        out += [
+            f"\n**{title}** (share of draws whose NLL is above no adaptation's by more "
+            f"than {DAMAGE} nats: EM always → the test's default; then the mean NLL: no "
+            "adaptation / EM always / the test / true priors)\n",
+            head,
+            rule,
+        ]
+        for condition, label in GATE_ROWS:
+            cells = []
+            for n in ns:
+                worse = [
+                    _share(results, n, condition, models, e, "nll_worse") for e in ("em", "gate")
+                ]
+                means = [
+                    _mean(results, n, condition, models, e)
+                    for e in ("none", "em", "gate", "oracle")
+                ]
+                cells.append(f"{worse[0]} → {worse[1]} ({' / '.join(means)})")
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        pooled = []
+        for n in ns:
+            nll = []
+            for estimator in ("em", "gate", "gate_hard"):
+                sums = [
+                    _pool(results, n, c, models, estimator, "nll") for c in ("1.0", "0.5", "0.1")
+                ]
+                draws = sum(d for _, d in sums)
+                nll.append(f"{sum(t for t, _ in sums) / draws:.4f}" if draws else "-")
+            pooled.append(" / ".join(nll))
+        out.append(
+            "| α ≤ 1 pooled: NLL EM always / test / test without shrinkage | "
+            + " | ".join(pooled)
+            + " |"
+        )
+    out += _per_model_table(results, ns)
+    return "\n".join(out)
+
+
+def _per_model_table(results: dict, ns: list) -> list[str]:
+    """Per data set and model: the test's false alarms without shift (the gate's, then the
+    fallback's and the chi-square's where measured) and the share of damaged draws without
+    shift and at α = 10, EM always → the test."""
+    out = [
+        f"\n**Per model** (per n: false alarms without shift, the test [fallback without "
+        f"held-out samples; chi-square threshold]; draws damaged by more than {DAMAGE} nats "
+        "without shift and at α = 10, EM always → the test)\n",
+        "| data | model | " + " | ".join(f"n = {n}" for n in ns) + " |",
+        "|---|---" + "|---" * len(ns) + "|",
+    ]
+    for data in results["runs"]:
+        for model, label in GATE_MODELS:
+            if _pool(results, ns[0], "noshift", [model], "none", "nll", data)[1] == 0:
+                continue
+            cells = []
+            for n in ns:
+                alarms = [
+                    _mean(results, n, "noshift", [model], e, "detected", data)
+                    for e in ("gate", "gate_x", "gate_chi2")
+                ]
+                alarms = [f"{float(a):.0%}" if a != "-" else "-" for a in alarms]
+                damage = [
+                    f"{_share(results, n, c, [model], 'em', 'nll_worse', data)} → "
+                    f"{_share(results, n, c, [model], 'gate', 'nll_worse', data)}"
+                    for c in ("noshift", "10.0")
+                ]
+                cells.append(f"{alarms[0]} [{alarms[1]}; {alarms[2]}]; {damage[0]}, {damage[1]}")
+            out.append(f"| {data} | {label} | " + " | ".join(cells) + " |")
+    return out
+
+
+def jem_table(results: dict) -> str:
+    """Does a calibration before EM, or the test's shrinkage, remove JEM's loss? Per data set,
+    JEM and its calibrations (temperature, BCTS, vector scaling), per condition and n: the
+    mean NLL of no adaptation / EM always / the test, and the share of draws damaged by EM
+    always and by the test."""
+    ns = sizes(results)
+    out = []
+    for data in results["runs"]:
+        out += [
+            f"\n**JEM, {data}** (per n: mean NLL no adaptation / EM always / the test; "
+            f"draws damaged by more than {DAMAGE} nats, EM always → the test)\n",
+            "| model | deployment | " + " | ".join(f"n = {n}" for n in ns) + " |",
+            "|---|---" + "|---" * len(ns) + "|",
+        ]
+        for model, label in (
+            ("jem", "JEM"),
+            ("jem_ts", "+ temperature"),
+            ("jem_bcts", "+ BCTS"),
+            ("jem_vs", "+ vector scaling"),
+        ):
+            for condition, condition_label in GATE_ROWS:
+                cells = []
+                for n in ns:
+                    means = [
+                        _mean(results, n, condition, [model], e, data=data)
+                        for e in ("none", "em", "gate")
+                    ]
+                    worse = [
+                        _share(results, n, condition, [model], e, "nll_worse", data)
+                        for e in ("em", "gate")
+                    ]
+                    cells.append(f"{' / '.join(means)}; {worse[0]} → {worse[1]}")
+                out.append(f"| {label} | {condition_label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def gate_figure(results: dict, out: Path) -> None:
+    """``gate.png``: per condition, the share of draws damaged by more than ``DAMAGE`` nats
+    against n, EM always and the test, for the models of the issue's promise and all."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = sizes(results)
+    fig, axes = plt.subplots(1, len(GATE_GROUPS), figsize=(11, 3.8), squeeze=False)
+    for ax, (title, models) in zip(axes[0], GATE_GROUPS, strict=True):
+        for condition, label in GATE_ROWS[:3]:
+            for estimator, style in (("em", "--"), ("gate", "-")):
+                shares = [_pool(results, n, condition, models, estimator, "nll_worse") for n in ns]
+                name = "EM always" if estimator == "em" else "test"
+                ax.plot(
+                    [int(n) for n in ns],
+                    [100 * t / d for t, d in shares],
+                    style,
+                    marker="o",
+                    label=f"{label}, {name}",
+                )
+        ax.set_xscale("log")
+        ax.set_xlabel("deployment samples n")
+        ax.set_ylabel(f"% of draws NLL > none + {DAMAGE}")
+        ax.set_title(title, fontsize=9)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "gate.png", dpi=110)
+    plt.close(fig)
+
+
 def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -> None:
     import matplotlib
 
@@ -606,8 +1004,10 @@ def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -
 
     fig, axes = plt.subplots(1, len(summary), figsize=(5 * len(summary), 3.6), squeeze=False)
     curves = [("ce", "em"), ("ce_ts", "em"), ("ce_bcts", "em"), ("ce", "bbse"), ("ngebm", "em"),
-              ("ngebm_bcts", "em"), ("ngebm_all", "em"), ("jem", "em")]  # fmt: skip
+              ("ngebm_bcts", "em"), ("ngebm_all", "em"), ("jem", "em"), ("ngebm", "gate"),
+              ("jem", "gate")]  # fmt: skip
     for ax, (name, by_alpha) in zip(axes[0], summary.items(), strict=True):
+        by_alpha = {a: cells for a, cells in by_alpha.items() if a != "noshift"}
         alphas = [float(a) for a in by_alpha]
         for model, estimator in curves:
             if f"{model}/{estimator}" not in next(iter(by_alpha.values())):
@@ -653,7 +1053,12 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default="digits,mnist1d")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--draws", type=int, default=10)
-    parser.add_argument("--n-deploy", type=int, default=500)
+    parser.add_argument(
+        "--n-deploy",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        default=(100, 300, 1000),
+        help="the sizes of the deployment sets, comma-separated",
+    )
     parser.add_argument("--out", default="label_shift_results")
     parser.add_argument(
         "--cache", default=str(Path(tempfile.gettempdir()) / "ebmclassifier_label_shift")
@@ -681,17 +1086,26 @@ def main(argv=None) -> int:
         "--pseudo-count-table", action="store_true",
         help="with --report of a --pseudo-counts run: the table of EM's default",
     )  # fmt: skip
+    parser.add_argument(
+        "--gate-table",
+        action="store_true",
+        help="with --report: the docs' tables of the test of the shift (issue #49)",
+    )
+    parser.add_argument(
+        "--jem-table",
+        action="store_true",
+        help="with --report: JEM's calibrations and the test (issue #49)",
+    )
+    parser.add_argument("--at-n", help="with --report: the tables of this size only")
+    parser.add_argument(
+        "--estimators",
+        type=lambda v: tuple(v.split(",")),
+        default=None,
+        help=f"the prior estimates to run (default: {','.join(ESTIMATORS)}; 'none' is needed)",
+    )
     args = parser.parse_args(argv)
     if args.report:
-        results = json.loads(Path(args.report).read_text())
-        if args.calibration_table:
-            print(calibration_table(results))
-        elif args.em_table:
-            print(em_table(results), loss_table(results), sep="\n")
-        elif args.pseudo_count_table:
-            print(pseudo_count_table(results))
-        else:
-            print(markdown(results)) if args.markdown else print_tables(results["summary"])
+        report(json.loads(Path(args.report).read_text()), args)
         return 0
     if args.quick:
         args.seeds, args.draws = 1, 3
@@ -706,14 +1120,44 @@ def main(argv=None) -> int:
                 bar.set_postfix_str(f"{name} seed {seed}")
                 results["runs"].setdefault(name, {})[str(seed)] = run_seed(name, seed, args)
                 bar.update()
-    results["summary"] = summarize(results)
+    results["summary"] = {n: summarize(at_n(results, n)) for n in sizes(results)}
     results["seconds"] = time.perf_counter() - start
     (out / "results.json").write_text(json.dumps(results, indent=1))
-    print_tables(results["summary"])
-    figures(results, results["summary"], out, Path(args.cache), args.quick)
-    print(f"\nwrote {out / 'results.json'}, prior_error.png, reliability_*.png "
-          f"in {results['seconds']:.0f} s")  # fmt: skip
+    for n, summary in results["summary"].items():
+        print(f"\n==== n = {n}")
+        print_tables(summary)
+    print(gate_table(results))
+    largest = sizes(results)[-1]
+    figures(at_n(results, largest), results["summary"][largest], out, Path(args.cache), args.quick)
+    gate_figure(results, out)
+    print(
+        f"\nwrote {out / 'results.json'}, prior_error.png (n = {largest}), gate.png, "
+        f"reliability_*.png in {results['seconds']:.0f} s"
+    )
     return 0
+
+
+def report(results: dict, args) -> None:
+    """The tables of a results.json: those of one size for each size (or ``--at-n``)."""
+    if args.gate_table:
+        print(gate_table(results))
+        return
+    if args.jem_table:
+        print(jem_table(results))
+        return
+    for n in [args.at_n] if args.at_n else sizes(results):
+        view = at_n(results, n)
+        print(f"\n==== n = {n or results['config']['n_deploy']}")
+        if args.calibration_table:
+            print(calibration_table(view))
+        elif args.em_table:
+            print(em_table(view), loss_table(view), sep="\n")
+        elif args.pseudo_count_table:
+            print(pseudo_count_table(view))
+        elif args.markdown:
+            print(markdown(view))
+        else:
+            print_tables(summarize(view))
 
 
 if __name__ == "__main__":
