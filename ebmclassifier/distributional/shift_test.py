@@ -59,7 +59,7 @@ class PriorShiftTest:
         ``(1 + #{Λ_b >= Λ}) / (1 + n_resamples)`` over the bootstrapped ``Λ_b``.
     weight : float
         In ``[0, 1]``: how far to move the priors from ``π`` to ``π̂``; ``0`` without a
-        detected shift, ``1 - mean_b Λ_b / Λ`` with one (:func:`prior_shift_test`).
+        detected shift, ``1 - threshold / Λ`` with one (:func:`prior_shift_test`).
     priors : ndarray of shape (K,)
         ``π̂``, EM's estimate on the deployment posteriors.
     alpha : float
@@ -265,13 +265,12 @@ def _decide(statistic: float, null: np.ndarray | None, alpha: float, n_classes: 
     ``null``, or (None) Wilks's chi-square law with ``K - 1`` degrees of freedom."""
     if null is None:
         law = stats.chi2(df=n_classes - 1)
-        threshold, p_value, mean = float(law.isf(alpha)), float(law.sf(statistic)), law.mean()
+        threshold, p_value = float(law.isf(alpha)), float(law.sf(statistic))
     else:
         threshold = float(np.quantile(null, 1.0 - alpha))
         p_value = float((1 + np.sum(null >= statistic)) / (1 + len(null)))
-        mean = float(null.mean())
     detected = bool(statistic > threshold)
-    weight = max(0.0, 1.0 - mean / statistic) if detected else 0.0
+    weight = 1.0 - threshold / statistic if detected else 0.0
     return {
         "threshold": threshold,
         "shift_detected": detected,
@@ -312,10 +311,10 @@ def prior_shift_test(
     ``K - 1`` degrees of freedom, right for calibrated posteriors only: a biased model's ``Λ``
     exceeds it more often than ``alpha`` under no shift, the more often the larger ``n``.
 
-    With the shift detected, ``weight = 1 - mean_0(Λ) / Λ`` says how far to move from ``π``
-    to ``π̂``: a positive-part James-Stein shrinkage (James & Stein, 1961), with the noise
-    level measured by the mean of the null law (of the bootstrapped ``Λ_b``, or ``K - 1``);
-    ``0`` without a detected shift.
+    ``weight = max(0, 1 - threshold / Λ)`` says how far to move from ``π`` to ``π̂``: ``0``
+    without a detected shift, growing continuously from the threshold on, towards 1 for a
+    shift far beyond it; a positive-part James-Stein shrinkage (James & Stein, 1961) with the
+    threshold as its constant, the part of ``Λ`` that no shift explains as well.
 
     Parameters
     ----------

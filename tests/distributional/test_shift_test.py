@@ -119,12 +119,8 @@ def test_a_shift_is_detected_and_no_shift_is_not_on_a_calibrated_model():
     assert all(r.p_value <= 1 / 201 for r in shifted)  # beyond every resample
     for result in shifted:
         assert result.source == "reference" and result.n_resamples == 200
-        assert result.weight == pytest.approx(1 - result.statistic**-1 * _null_mean(result))
-
-
-def _null_mean(result):
-    """The mean of the bootstrapped statistics, from the documented weight's formula."""
-    return (1 - result.weight) * result.statistic
+        assert result.threshold == np.quantile(result.null_statistics, 0.95)
+        assert result.weight == pytest.approx(1 - result.threshold / result.statistic)
 
 
 @pytest.mark.parametrize("biased", [False, True], ids=["calibrated", "biased"])
@@ -159,10 +155,10 @@ def test_the_chi_square_threshold_fires_on_a_biased_model_without_shift():
 
 
 def test_without_reference_the_threshold_is_wilks_s_chi_square():
-    """Without held-out posteriors the threshold is the chi-square law's, the weight's noise
-    level its mean K - 1: the level holds on a calibrated model, not on a biased one (what the
-    docs say it costs), and a shift that empties a class is detected (which resampling the
-    deployment samples could not do: no reweighting brings the class back)."""
+    """Without held-out posteriors the threshold is the chi-square law's: the level holds on a
+    calibrated model, not on a biased one (what the docs say it costs), and a shift that
+    empties a class is detected (which resampling the deployment samples could not do: no
+    reweighting brings the class back)."""
     rng = np.random.default_rng(7)
     counts = {}
     for biased in (False, True):
@@ -175,7 +171,7 @@ def test_without_reference_the_threshold_is_wilks_s_chi_square():
     assert counts[False] <= _level_bounds(100, 0.05)[1] < counts[True]
     absent = prior_shift_test(_draw(np.array([0.6, 0.4, 0.0]), 200, rng), TRAIN)
     assert absent.shift_detected and absent.p_value == chi2.sf(absent.statistic, df=2)
-    assert absent.weight == pytest.approx(1 - 2 / absent.statistic)
+    assert absent.weight == pytest.approx(1 - absent.threshold / absent.statistic)
 
 
 def test_a_calibration_fitted_on_the_reference_is_refitted_per_resample():
