@@ -873,8 +873,9 @@ def gate_table(results: dict) -> str:
     for title, models in GATE_GROUPS:
         out += [
             f"\n**{title}** (share of draws whose NLL is above no adaptation's by more "
-            f"than {DAMAGE} nats: EM always → the test's default; then the mean NLL: no "
-            "adaptation / EM always / the test / true priors)\n",
+            f"than {DAMAGE} nats: EM always → the test's default; the share of draws where the "
+            "test detects a shift; then the mean NLL: no adaptation / EM always / the test / "
+            "true priors)\n",
             head,
             rule,
         ]
@@ -888,7 +889,9 @@ def gate_table(results: dict) -> str:
                     _mean(results, n, condition, models, e)
                     for e in ("none", "em", "gate", "oracle")
                 ]
-                cells.append(f"{worse[0]} → {worse[1]} ({' / '.join(means)})")
+                detected = _mean(results, n, condition, models, "gate", "detected")
+                detected = f"{float(detected):.0%}" if detected != "-" else "-"
+                cells.append(f"{worse[0]} → {worse[1]}; {detected} ({' / '.join(means)})")
             out.append(f"| {label} | " + " | ".join(cells) + " |")
         pooled = []
         for n in ns:

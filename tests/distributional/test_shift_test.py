@@ -532,3 +532,35 @@ def test_given_null_statistics_give_the_same_decision_without_resampling():
             assert getattr(reused, name) == getattr(resampled, name)
     with pytest.raises(ValueError, match="null_statistics must be the finite"):
         prior_shift_test(proba, TRAIN, null_statistics=np.array([1.0, np.nan]))
+
+
+def test_the_decision_at_the_threshold_and_one_step_past_it():
+    """Detected only strictly above the threshold; the weight starts at 0 there."""
+    rng = np.random.default_rng(15)
+    proba = _draw(SHIFTED, 100, rng)
+    statistic = prior_shift_test(proba, TRAIN).statistic
+    at = prior_shift_test(proba, TRAIN, null_statistics=np.full(20, statistic))
+    assert at.threshold == statistic and not at.shift_detected and at.weight == 0.0
+    assert at.p_value == 1.0  # every resample reaches the statistic
+    below = np.nextafter(statistic, 0.0)
+    past = prior_shift_test(proba, TRAIN, null_statistics=np.full(20, below))
+    assert past.shift_detected and 0.0 < past.weight < 1e-12
+    assert past.p_value == 1 / 21
+
+
+def test_the_face_passes_its_level_and_resamples_to_the_test(table):
+    clf, _ = table
+    adapted = DistributionalConstraint(
+        clf, priors="em", shift_significance=0.5, shift_resamples=30, random_state=2
+    ).fit(NO_SHIFT, heldout=HELDOUT)
+    expected = prior_shift_test(
+        clf.predict_proba(NO_SHIFT),
+        TRAIN,
+        clf.predict_proba(HELDOUT),
+        alpha=0.5,
+        n_resamples=30,
+        random_state=2,
+    )
+    assert adapted.shift_threshold_ == pytest.approx(expected.threshold, rel=1e-9)
+    assert adapted.shift_p_value_ == expected.p_value
+    assert adapted.shift_threshold_ < np.quantile(expected.null_statistics, 0.95)
