@@ -196,13 +196,16 @@ def _null_statistics(
 ) -> np.ndarray:
     """``Λ`` on ``n_resamples`` draws of ``n_samples`` rows of ``pool`` with replacement
     (recalibrated per draw with a ``calibration``), in blocks of at most
-    :data:`BLOCK_ITEMS`."""
+    :data:`BLOCK_ITEMS`. The rows and the calibrations' resamples come from two streams of
+    ``rng``, so that the statistics do not depend on the blocks."""
     per_block = max(1, BLOCK_ITEMS // (n_samples * pool.shape[1]))
+    # two child streams (Generator.spawn needs numpy 1.25; the package supports 1.24)
+    rows_rng, calibration_rng = map(np.random.default_rng, rng.integers(2**63, size=2))
     statistics = []
     for start in range(0, n_resamples, per_block):
         size = min(per_block, n_resamples - start)
-        rows = rng.choice(len(pool), size=(size, n_samples), replace=True)
-        sets = _null_sets(pool, rows, calibration, rng)
+        rows = rows_rng.choice(len(pool), size=(size, n_samples), replace=True)
+        sets = _null_sets(pool, rows, calibration, calibration_rng)
         priors = _em_batched(sets, train_priors, pseudo_count, tol, max_iter)
         statistics.append(prior_shift_statistic(sets, train_priors, priors))
     return np.concatenate(statistics)

@@ -31,6 +31,7 @@ from ebmclassifier.distributional import (
     fit_temperature,
     prior_shift_statistic,
     prior_shift_test,
+    shift_test,
 )
 from ebmclassifier.distributional._em_estimate import SHIFT_ATTRIBUTES
 from ebmclassifier.distributional.shift_test import _em_batched
@@ -96,6 +97,19 @@ def test_the_statistic_is_batched_over_leading_axes():
 
 
 @pytest.mark.parametrize("pseudo_count", [0.0, 1.0])
+def test_batched_em_stops_on_the_step_that_moves_by_tol_as_em_priors(pseudo_count):
+    rng = np.random.default_rng(16)
+    proba = _draw(SHIFTED, 40, rng, biased=True)
+    *_, first_step = em_priors(
+        proba, TRAIN, pseudo_count=pseudo_count, max_iter=1, return_step=True
+    )
+    expected, n_iter = em_priors(proba, TRAIN, pseudo_count=pseudo_count, tol=first_step)
+    assert n_iter == 1  # a step of exactly tol ends EM
+    batched = _em_batched(proba[None], TRAIN, pseudo_count, first_step, 1000)
+    np.testing.assert_array_equal(batched[0], expected)
+
+
+@pytest.mark.parametrize("pseudo_count", [0.0, 1.0])
 def test_batched_em_equals_em_priors_on_each_set(pseudo_count):
     rng = np.random.default_rng(3)
     sets = np.stack([_draw(rng.dirichlet(np.ones(3)), 60, rng, biased=True) for _ in range(6)])
@@ -119,6 +133,7 @@ def test_a_shift_is_detected_and_no_shift_is_not_on_a_calibrated_model():
     assert all(r.p_value <= 1 / 201 for r in shifted)  # beyond every resample
     for result in shifted:
         assert result.source == "reference" and result.n_resamples == 200
+        assert result.alpha == 0.05
         assert result.threshold == np.quantile(result.null_statistics, 0.95)
         assert result.weight == pytest.approx(1 - result.threshold / result.statistic)
 
@@ -233,6 +248,9 @@ def test_precomputed_priors_are_used_as_given():
         ({"alpha": 0.0}, r"alpha must be a float in the range \(0.0, 1.0\]"),
         ({"alpha": 1.0}, r"alpha must be a float in the range \(0, 1\)"),
         ({"n_resamples": 0}, r"n_resamples must be an int >= 1"),
+        ({"max_iter": 0}, r"max_iter must be an int >= 1"),
+        ({"proba": np.ones((10, 2)) / 2}, r"proba must be an array of shape \(n_samples, 3\)"),
+        ({"reference": np.ones((0, 3))}, r"reference must hold at least one sample"),
         ({"pseudo_count": -1.0}, r"pseudo_count must be"),
         (
             {"reference": np.ones((5, 2)) / 2},
@@ -251,8 +269,9 @@ def test_precomputed_priors_are_used_as_given():
     ],
 )
 def test_bad_arguments_are_refused_naming_them(kwargs, match):
+    kwargs = {"proba": np.ones((10, 3)) / 3, **kwargs}
     with pytest.raises(ValueError, match=match):
-        prior_shift_test(np.ones((10, 3)) / 3, TRAIN, **kwargs)
+        prior_shift_test(train_priors=TRAIN, **kwargs)
 
 
 def test_adopting_the_weighted_priors_is_no_worse_than_none_without_shift():
@@ -564,3 +583,59 @@ def test_the_face_passes_its_level_and_resamples_to_the_test(table):
     assert adapted.shift_threshold_ == pytest.approx(expected.threshold, rel=1e-9)
     assert adapted.shift_p_value_ == expected.p_value
     assert adapted.shift_threshold_ < np.quantile(expected.null_statistics, 0.95)
+
+
+@pytest.mark.parametrize("calibration", [None, "temperature", "bcts"])
+def test_the_null_statistics_do_not_depend_on_the_blocks(monkeypatch, calibration):
+    """Every block boundary: blocks of 1, 2, 3 and 7 resamples (the last one shorter) give
+    the statistics of one block, as many as asked."""
+    rng = np.random.default_rng(17)
+    y_held = np.repeat(np.arange(3), (TRAIN * 60).round().astype(int))
+    reference = _posteriors(rng.normal(MEANS[y_held], 1.0), biased=True)
+    proba = _draw(TRAIN, 30, rng, biased=True)
+    options = {"reference_labels": y_held, "calibration": calibration} if calibration else {}
+    whole = prior_shift_test(proba, TRAIN, reference, n_resamples=10, random_state=4, **options)
+    for per_block in (1, 2, 3, 7):
+        monkeypatch.setattr(shift_test, "BLOCK_ITEMS", per_block * 30 * 3)
+        blocks = prior_shift_test(
+            proba, TRAIN, reference, n_resamples=10, random_state=4, **options
+        )
+        np.testing.assert_allclose(blocks.null_statistics, whole.null_statistics, rtol=1e-12)
+
+
+@pytest.mark.parametrize("calibration", ["temperature", "bcts"])
+def test_each_resample_refits_the_calibration_it_names(calibration):
+    """With a calibration, every null statistic is that of a set calibrated by a fit of that
+    kind (temperature only: no class bias) on a stratified resample of the held-out set: the
+    sets, written out here from the two streams the bootstrap draws from."""
+    rng = np.random.default_rng(18)
+    y_held = np.repeat(np.arange(3), (TRAIN * 60).round().astype(int))
+    reference = _posteriors(rng.normal(MEANS[y_held], 1.0), biased=True)
+    proba = _draw(TRAIN, 30, rng, biased=True)
+    result = prior_shift_test(
+        proba,
+        TRAIN,
+        reference,
+        reference_labels=y_held,
+        calibration=calibration,
+        n_resamples=4,
+        random_state=5,
+    )
+    rows_rng, calibration_rng = map(
+        np.random.default_rng, np.random.default_rng(5).integers(2**63, size=2)
+    )
+    rows = rows_rng.choice(len(reference), size=(4, 30), replace=True)
+    for drawn, statistic in zip(rows, result.null_statistics, strict=True):
+        fitted = np.concatenate(
+            [
+                calibration_rng.choice(np.flatnonzero(y_held == c), size=k)
+                for c, k in enumerate(np.bincount(y_held))
+            ]
+        )
+        temperature, bias, _ = fit_temperature(
+            np.log(reference[fitted]), y_held[fitted], bias=calibration == "bcts"
+        )
+        assert calibration == "bcts" or not bias.any()
+        calibrated = softmax(np.log(reference[drawn]) / temperature + bias, axis=1)
+        expected = prior_shift_statistic(calibrated, TRAIN, em_priors(calibrated, TRAIN)[0])
+        assert statistic == pytest.approx(expected, rel=1e-6)
