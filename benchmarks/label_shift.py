@@ -1,6 +1,7 @@
-"""Label-shift adaptation on digits and MNIST-1D (issues #25, #39): does NG-EBM's calibration,
-obtained without a held-out split, make EM adaptation as good as the best recipe that needs one,
-and does EM's default keep the probabilities it returns from getting worse than none?
+"""Label-shift adaptation on digits and MNIST-1D (issues #25, #39, #49): does NG-EBM's
+calibration, obtained without a held-out split, make EM adaptation as good as the best recipe
+that needs one, does EM's default keep the probabilities it returns from getting worse than
+none, and does the test of the shift keep them from getting worse where there is no shift?
 
 The standard protocol (Lipton, Wang & Smola 2018; Alexandari, Kundaje & Shrikumar 2020). Per
 data set and seed:
@@ -18,11 +19,14 @@ data set and seed:
 - calibrated on the held-out part, ``ce`` and ``ngebm`` (issue #32): ``_ts`` temperature
   scaling, ``_bcts`` bias-corrected temperature scaling (Alexandari et al.), both by
   :func:`ebmclassifier.distributional.fit_temperature` with the library's default penalty (1),
-  and ``_ts_mle`` / ``_bcts_mle`` their maximum-likelihood fits (penalty 0). A row that an
-  adaptation leaves without mass (0/0, a degenerate maximum-likelihood BCTS) counts as uniform.
-- deployment sets: ``--n-deploy`` (500) samples drawn with replacement from the test split with
-  class priors ``π' ~ Dirichlet(α 1)``, α in {0.1, 0.5, 1, 10}, ``--draws`` (10) draws per α,
-  from a generator per (seed, α).
+  and ``_ts_mle`` / ``_bcts_mle`` their maximum-likelihood fits (penalty 0); ``jem`` (issue
+  #49) by ``_ts``, ``_bcts`` and ``_vs``, vector scaling (a temperature and a bias per class,
+  fitted here with the same penalty: the library has none). A row that an adaptation leaves
+  without mass (0/0, a degenerate maximum-likelihood BCTS) counts as uniform.
+- deployment sets of each size of ``--n-deploy`` (100, 300, 1000) drawn with replacement from
+  the test split, without shift (``noshift``: the class shares of the fit part, the training
+  priors) and with class priors ``π' ~ Dirichlet(α 1)``, α in {0.1, 0.5, 1, 10}, ``--draws``
+  (10) draws per condition, from a generator per (seed, condition, size).
 - prior estimators (training priors = the model's ``class_prior_``, the class shares of the
   labels it was trained on, and for a calibrated model those of the held-out part, as
   ``DistributionalConstraint(calibration=...)`` takes them): ``none`` (no adaptation), ``em``
@@ -33,36 +37,48 @@ data set and seed:
   ``EMQ.EM`` on the same posteriors, when quapy is installed), ``bbse`` (Lipton et al.: hard
   predictions of ``ce`` and its confusion matrix on the held-out part), ``oracle`` (the true
   ``π'``); ``--pseudo-counts 0.5,2`` adds ``em_s0.5``, ``em_s2`` and ``em_floor`` (the
-  maximum-likelihood priors floored at ``1/n``), the candidates for EM's default. Every estimate
+  maximum-likelihood priors floored at ``1/n``), the candidates for EM's default; the test of
+  the shift (issue #49, :func:`~ebmclassifier.distributional.prior_shift_test`): ``gate``
+  (the library's default: EM's priors moved from the training priors by the test's weight, the
+  threshold bootstrapped from the held-out posteriors as ``DistributionalConstraint`` does,
+  with the calibration refitted per resample for ``_ts`` and ``_bcts``), ``gate_hard`` (the
+  same test, EM's priors adopted whole when it fires), ``gate_chi2`` (adopted whole above the
+  chi-square threshold), ``gate_x`` (the library without held-out samples: the chi-square
+  threshold and the weight). Every estimate
   adapts the posteriors by the Bayes correction ``p(y|x) π'(y)/π(y)``
   (:func:`ebmclassifier.distributional.bayes_correction`, = ``DistributionalConstraint(
   method="bayes")``; with EM's priors the moment projection gives the same).
 - metrics on each deployment set: prior-estimation error ``|π̂ - π'|_1``, accuracy, NLL, ECE
   (15 bins), each averaged over the draws, then the median over seeds; and per draw, whether
-  the NLL is above no adaptation's and above EMQ's, the prior error above EMQ's, and the largest
-  NLL excess over no adaptation (``--em-table``).
+  the NLL is above no adaptation's (and by more than 0.05 nats: the headline of issue #49) and
+  above EMQ's, the prior error above EMQ's, the largest NLL excess over no adaptation
+  (``--em-table``), and the test's decision and weight (``--gate-table``, ``--jem-table``).
 
 The posteriors of each trained model are cached in ``--cache`` (``.npz``, read without pickle),
 so a second run (``--report`` only, more draws, other estimators) trains nothing.
 
-    python benchmarks/label_shift.py --seeds 5 --pseudo-counts 0.3,0.5,2,3,5,10 \
-        --out docs/distributional                       # the docs' figures: 968 s, trained
-    python benchmarks/label_shift.py --report docs/distributional/results.json --markdown
-    python benchmarks/label_shift.py --report docs/distributional/results.json --em-table
-    python benchmarks/label_shift.py --report docs/distributional/results.json \
-        --pseudo-count-table
-    python benchmarks/label_shift.py --report docs/distributional/results.json \
-        --calibration-table
+    python benchmarks/label_shift.py --seeds 5 --out docs/distributional   # issue #49's run
+    python benchmarks/label_shift.py --report docs/distributional/results.json --gate-table
+    python benchmarks/label_shift.py --report docs/distributional/results.json --jem-table
+    python benchmarks/label_shift.py --report docs/distributional/results.json --em-table \
+        --at-n 1000                          # any table of one size, at one size or each
     python benchmarks/label_shift.py --quick            # smoke test
 
-Measured wall times, one thread on two CPU cores shared with other jobs: training the models of
-five seeds took 10.5 min (100-130 s per MNIST-1D seed with both ConvNets, 20-50 s per digits
-seed); the run above on those cached posteriors 968 s (EM and quapy's EMQ under every
-estimator, 14 models, 40 draws per seed: 30-40 s per digits seed, 120-140 s per MNIST-1D seed).
+The run of issue #39 (one size, 500, with the pseudo-count candidates) is
+``docs/distributional/results_n500.json``, read by the same ``--report`` (``--markdown``,
+``--em-table``, ``--pseudo-count-table``, ``--calibration-table``); it was
+``--seeds 5 --n-deploy 500 --pseudo-counts 0.3,0.5,2,3,5,10``.
 
-Writes ``results.json``, ``prior_error.png`` (prior-estimation error against α) and
-``reliability_{ce,ce_em,ngebm,ngebm_em}.png`` (reliability diagrams before/after EM on
-MNIST-1D, α = 0.1, seed 0, ten draws pooled) into ``--out`` and prints the tables.
+Measured, one thread on two CPU cores shared with other jobs: training the models of five
+seeds took 10.5 min wall in issue #39's run (100-130 s per MNIST-1D seed with both ConvNets,
+20-50 s per digits seed) and 184 s CPU in issue #49's (with one draw of that issue's
+estimators); issue #49's run on those cached posteriors 899 s CPU, 21.7 min wall at load
+average 2-3 (the test's bootstraps, once per seed, model and size, included).
+
+Writes ``results.json``, ``prior_error.png`` (prior-estimation error against α, at the largest
+size), ``gate.png`` (the share of draws damaged by more than 0.05 nats against n, EM always and
+the test) and ``reliability_{ce,ce_em,ngebm,ngebm_em}.png`` (reliability diagrams before/after
+EM on MNIST-1D, α = 0.1, seed 0, ten draws pooled) into ``--out`` and prints the tables.
 """
 
 from __future__ import annotations
@@ -75,6 +91,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from scipy import optimize
+from scipy.special import logsumexp
+from scipy.stats import chi2
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
@@ -87,10 +106,14 @@ from ebmclassifier.distributional import (
     calibrated_log_proba,
     em_priors,
     fit_temperature,
+    prior_shift_statistic,
+    prior_shift_test,
 )
 from ebmclassifier.metrics import expected_calibration_error
 
 ALPHAS = (0.1, 0.5, 1.0, 10.0)
+#: The deployment conditions: no shift (drawn with the training priors), then Dirichlet(α).
+CONDITIONS = ("noshift", *ALPHAS)
 DATA = {
     "digits": {"max_train": None, "epochs": 30, "jem_epochs": 10, "lr": None},
     "mnist1d": {"max_train": 2000, "epochs": 30, "jem_epochs": 10, "lr": 3e-3},
@@ -103,15 +126,25 @@ TRAINED = ("ce", "ngebm", "ngebm_all", "jem", "ce_conv", "ngebm_conv")
 CONV = ("ce_conv", "ngebm_conv")
 CALIBRATIONS = {"ts": (False, 1.0), "ts_mle": (False, 0.0), "bcts": (True, 1.0),
                 "bcts_mle": (True, 0.0)}  # fmt: skip
-CALIBRATED = ("ce", "ngebm")
+#: The calibrations of each base model (issue #49 adds JEM's, and vector scaling ``vs``: a
+#: temperature and a bias per class, fitted here with the library's penalty 1).
+CALIBRATED = {"ce": tuple(CALIBRATIONS), "ngebm": tuple(CALIBRATIONS), "jem": ("ts", "bcts", "vs")}
 MODELS = (
-    *(f"ce{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATIONS))),
-    *(f"ngebm{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATIONS))),
+    *(f"ce{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATED["ce"]))),
+    *(f"ngebm{suffix}" for suffix in ("", *(f"_{c}" for c in CALIBRATED["ngebm"]))),
     "ngebm_all",
     "jem",
+    *(f"jem_{c}" for c in CALIBRATED["jem"]),
     *CONV,
 )
-ESTIMATORS = ("none", "em", "em_ml", "emq", "bbse", "oracle")
+ESTIMATORS = (
+    *("none", "em", "em_ml", "emq", "bbse", "oracle"),
+    *("gate", "gate_hard", "gate_chi2", "gate_x"),
+)
+#: The calibrations the test of the shift refits per resample (``prior_shift_test``'s names).
+GATE_CALIBRATIONS = {"ts": "temperature", "bcts": "bcts"}
+#: The headline: a draw counts as damaged when its NLL is above no adaptation's by this much.
+DAMAGE = 0.05
 #: Probabilities below this count as it in the NLL (an adaptation that gives the true class 0
 #: would otherwise make the mean infinite): a miss costs at most -log(1e-12) = 27.6 nats.
 NLL_FLOOR = 1e-12
@@ -191,27 +224,65 @@ def _posteriors(name: str, seed: int, cache: Path, quick: bool, models=TRAINED) 
     return out
 
 
+def _vector_scaling(log_proba: np.ndarray, y: np.ndarray, penalty: float = 1.0):
+    """Vector scaling (Guo et al. 2017): ``log softmax(w * log p + b)``, a temperature and a
+    bias per class, fitted by the NLL of the held-out labels with the library's Gaussian
+    prior (``penalty / (2 n)`` times ``|w - 1|^2 + |b|^2``, as ``fit_temperature``'s); the
+    library has no vector scaling, so the benchmark fits it (L-BFGS, analytic gradient).
+    Returns the function that calibrates log posteriors."""
+    n, k = log_proba.shape
+    onehot = np.eye(k)[y]
+
+    def fun(theta):
+        w, b = theta[:k], theta[k:]
+        scores = log_proba * w + b
+        log_q = scores - logsumexp(scores, axis=1, keepdims=True)
+        residual = (np.exp(log_q) - onehot) / n
+        value = -np.mean(log_q[np.arange(n), y])
+        value += penalty / (2 * n) * (np.sum((w - 1) ** 2) + np.sum(b**2))
+        grad_w = np.sum(residual * log_proba, axis=0) + penalty / n * (w - 1)
+        grad_b = np.sum(residual, axis=0) + penalty / n * b
+        return value, np.concatenate([grad_w, grad_b])
+
+    theta = optimize.minimize(fun, np.r_[np.ones(k), np.zeros(k)], jac=True, method="L-BFGS-B").x
+
+    def calibrate(z):
+        scores = z * theta[:k] + theta[k:]
+        return scores - logsumexp(scores, axis=1, keepdims=True)
+
+    return calibrate
+
+
 def _with_calibration(post: dict) -> dict:
     """``post`` with each model of ``CALIBRATED`` calibrated on the held-out part.
 
     :func:`~ebmclassifier.distributional.fit_temperature` (the function that
-    ``DistributionalConstraint(calibration=...)`` calls) on the held-out log posteriors; the
-    training priors of a calibrated model are the held-out part's class shares, as there.
+    ``DistributionalConstraint(calibration=...)`` calls) on the held-out log posteriors, or
+    :func:`_vector_scaling`; the training priors of a calibrated model are the held-out
+    part's class shares, as there.
     """
     post = dict(post)
     held_priors = np.bincount(post["y_held"], minlength=10) / len(post["y_held"])
-    for base in CALIBRATED:
+    for base, calibrations in CALIBRATED.items():
         if f"{base}_held" not in post:
             continue
-        for calibration, (bias, penalty) in CALIBRATIONS.items():
+        for calibration in calibrations:
             name = f"{base}_{calibration}"
-            t, b, _ = fit_temperature(
-                post[f"{base}_held"], post["y_held"], bias=bias, penalty=penalty
-            )
+            if calibration == "vs":
+                calibrate = _vector_scaling(post[f"{base}_held"], post["y_held"])
+            else:
+                bias, penalty = CALIBRATIONS[calibration]
+                t, b, _ = fit_temperature(
+                    post[f"{base}_held"], post["y_held"], bias=bias, penalty=penalty
+                )
+                post[f"{name}_temperature"] = np.array(t)
+
+                def calibrate(z, t=t, b=b):
+                    return calibrated_log_proba(z, t, b)
+
             for split in ("held", "test"):
-                post[f"{name}_{split}"] = calibrated_log_proba(post[f"{base}_{split}"], t, b)
+                post[f"{name}_{split}"] = calibrate(post[f"{base}_{split}"])
             post[f"{name}_train_priors"] = held_priors
-            post[f"{name}_temperature"] = np.array(t)
     return post
 
 
@@ -250,64 +321,142 @@ def _emq(proba: np.ndarray, train: np.ndarray) -> np.ndarray:
         return EMQ.EM(train, proba)[0]
 
 
-def _estimate(estimator, model, post, idx, true_priors) -> np.ndarray | None:
-    """The priors ``estimator`` gives on the deployment rows ``idx`` (None: no adaptation).
+def _reference(model: str, post: dict) -> dict | None:
+    """``prior_shift_test``'s held-out arguments for ``model``, as
+    ``DistributionalConstraint(priors="em")`` builds them: its posteriors on the held-out part,
+    and for a model calibrated there the raw ones with the labels, to refit the calibration per
+    resample. None where the library has no such model (the maximum-likelihood calibrations,
+    vector scaling) or no held-out split (``ngebm_all`` trained on it: its fallback is
+    ``gate_x``)."""
+    base, _, calibration = model.partition("_")
+    if model == "ngebm_all" or (
+        calibration and calibration not in GATE_CALIBRATIONS and model not in CONV
+    ):
+        return None
+    if calibration in GATE_CALIBRATIONS:
+        return {
+            "reference": np.exp(post[f"{base}_held"]),
+            "reference_labels": post["y_held"],
+            "calibration": GATE_CALIBRATIONS[calibration],
+        }
+    return {"reference": np.exp(post[f"{model}_held"])}
+
+
+def _shift_test(model, post, proba, train, priors, context):
+    """``prior_shift_test`` as ``DistributionalConstraint`` runs it (200 resamples, level
+    0.05): bootstrapped once per (seed, model, n) from a generator of its own, then reused
+    through ``null_statistics`` for every draw of that size (the same threshold the
+    constraint gets for the same ``random_state``). None where ``_reference`` is None."""
+    nulls, seed, n = context["nulls"], context["seed"], len(proba)
+    if model not in nulls:
+        reference = _reference(model, post)
+        if reference is None:
+            nulls[model] = None
+        else:
+            first = prior_shift_test(
+                proba,
+                train,
+                **reference,
+                priors=priors,
+                random_state=[seed, n, MODELS.index(model)],
+            )
+            nulls[model] = first.null_statistics
+    if nulls[model] is None:
+        return None
+    return prior_shift_test(proba, train, priors=priors, null_statistics=nulls[model])
+
+
+def _estimate(estimator, model, post, idx, true_priors, context) -> tuple:
+    """The priors ``estimator`` gives on the deployment rows ``idx`` (None: no adaptation;
+    the string "skip": not measured for this model), and the per-draw records of a test.
 
     ``em``: :func:`~ebmclassifier.distributional.em_priors` with the library's defaults, as
-    ``DistributionalConstraint(priors="em")`` runs it (one pseudo-sample, ``tol=1e-8``,
-    ``max_iter=1000``); ``em_ml``: the same with ``pseudo_count=0`` (maximum likelihood, the
-    library before issue #39); ``em_s<s>``: pseudo-count ``s``; ``em_floor``: the
-    maximum-likelihood priors floored at one sample of X (``1 / n``) and renormalised.
+    ``DistributionalConstraint(priors="em", shift_test=False)`` runs it (one pseudo-sample,
+    ``tol=1e-8``, ``max_iter=1000``); ``em_ml``: the same with ``pseudo_count=0`` (maximum
+    likelihood, the library before issue #39); ``em_s<s>``: pseudo-count ``s``; ``em_floor``:
+    the maximum-likelihood priors floored at one sample of X (``1 / n``) and renormalised.
+    ``gate``: the library's default since issue #49, EM's priors moved from the training
+    priors by the test's weight (``_shift_test``); ``gate_hard``: the same test, EM's priors
+    adopted whole when it detects a shift (no shrinkage); ``gate_chi2``: adopted whole when
+    the statistic exceeds the chi-square threshold of Wilks's theorem (K - 1 degrees of
+    freedom, level 0.05); ``gate_x``: the library's fallback without held-out samples (that
+    chi-square threshold, and the test's weight with the chi-square's mean as noise level).
     """
     train = post[f"{model}_train_priors"]
     proba = np.exp(post[f"{model}_test"][idx])
     if estimator == "none":
-        return None
+        return None, {}
+    if estimator.startswith("gate"):
+        return _gated(estimator, model, post, proba, train, context)
     if estimator == "em":
-        return em_priors(proba, train)[0]
+        return context["em"](), {}
     if estimator == "em_ml":
-        return em_priors(proba, train, pseudo_count=0.0)[0]
+        return em_priors(proba, train, pseudo_count=0.0)[0], {}
     if estimator.startswith("em_s"):
-        return em_priors(proba, train, pseudo_count=float(estimator[4:]))[0]
+        return em_priors(proba, train, pseudo_count=float(estimator[4:]))[0], {}
     if estimator == "em_floor":
         floored = np.maximum(em_priors(proba, train, pseudo_count=0.0)[0], 1.0 / len(idx))
-        return floored / floored.sum()
+        return floored / floored.sum(), {}
     if estimator == "emq":
-        return _emq(proba, train)
+        return _emq(proba, train), {}
     if estimator == "oracle":
-        return true_priors
+        return true_priors, {}
     pred_held = post["ce_held"].argmax(axis=1)
-    return bbse_priors(post["y_held"], pred_held, post["ce_test"][idx].argmax(axis=1), 10)
+    return bbse_priors(post["y_held"], pred_held, post["ce_test"][idx].argmax(axis=1), 10), {}
+
+
+def _gated(estimator, model, post, proba, train, context) -> tuple:
+    """``_estimate`` of the gates: (priors, {"detected", "weight"}), or ("skip", {})."""
+    priors = context["em"]()
+    if estimator == "gate_chi2":
+        statistic = float(prior_shift_statistic(proba, train, priors))
+        detected = statistic > chi2.isf(0.05, df=len(train) - 1)
+        return (priors if detected else None), {"detected": float(detected)}
+    if estimator == "gate_x":
+        result = prior_shift_test(proba, train, priors=priors)  # no reference: chi-square
+    else:
+        if "test" not in context:  # gate and gate_hard: one test per draw
+            context["test"] = _shift_test(model, post, proba, train, priors, context)
+        result = context["test"]
+    if result is None:
+        return "skip", {}
+    record = {"detected": float(result.shift_detected), "weight": result.weight}
+    if estimator == "gate_hard":
+        return (priors if result.shift_detected else None), record
+    return train + result.weight * (priors - train), record
 
 
 def _estimators(args) -> tuple[str, ...]:
-    """``ESTIMATORS``, with the ``--pseudo-counts`` sweep and the floor when asked for, and
-    without ``emq`` when quapy is not installed (said once)."""
-    estimators = list(ESTIMATORS)
+    """``ESTIMATORS`` (or ``--estimators``), with the ``--pseudo-counts`` sweep and the floor
+    when asked for, and without ``emq`` when quapy is not installed (said once)."""
+    estimators = list(args.estimators or ESTIMATORS)
     if args.pseudo_counts:
         estimators += [f"em_s{v:g}" for v in args.pseudo_counts] + ["em_floor"]
     try:
         import quapy  # noqa: F401
     except ImportError:
         print("quapy is not installed: no 'emq' rows (pip install quapy)")
-        estimators.remove("emq")
+        estimators = [e for e in estimators if e != "emq"]
     return tuple(estimators)
 
 
 def _with_comparisons(cells: dict) -> dict:
     """Per cell ``model/estimator``, the per-draw counts that say where it loses: draws with
-    a higher NLL than no adaptation (``nll_gt_none``) and than quapy's EMQ (``nll_gt_emq``),
-    with a larger prior error than EMQ (``l1_gt_emq``), and the largest NLL excess over no
-    adaptation (``nll_excess_max``); ``draws`` counts them."""
+    a higher NLL than no adaptation (``nll_gt_none``), higher by more than ``DAMAGE``
+    (``nll_worse``, the headline), and than quapy's EMQ (``nll_gt_emq``), with a larger prior
+    error than EMQ (``l1_gt_emq``), and the largest NLL excess over no adaptation
+    (``nll_excess_max``); ``draws`` counts them. The means of the per-draw records of a test
+    (``detected``, ``weight``) are its detection rate and mean weight."""
     out = {}
     for key, draws in cells.items():
         model = key.split("/")[0]
         row = {m: float(np.mean([d[m] for d in draws])) for m in draws[0]}
-        none = [d["nll"] for d in cells[f"{model}/none"]]
-        nll = [d["nll"] for d in draws]
+        none = np.array([d["nll"] for d in cells[f"{model}/none"]])
+        nll = np.array([d["nll"] for d in draws])
         row["draws"] = len(draws)
-        row["nll_gt_none"] = int(np.sum(np.array(nll) > np.array(none) + 1e-12))
-        row["nll_excess_max"] = float(np.max(np.array(nll) - np.array(none)))
+        row["nll_gt_none"] = int(np.sum(nll > none + 1e-12))
+        row["nll_worse"] = int(np.sum(nll > none + DAMAGE))
+        row["nll_excess_max"] = float(np.max(nll - none))
         if f"{model}/emq" in cells:
             pairs = list(zip(draws, cells[f"{model}/emq"], strict=True))
             row["nll_gt_emq"] = int(sum(d["nll"] > e["nll"] + 1e-12 for d, e in pairs))
@@ -316,41 +465,100 @@ def _with_comparisons(cells: dict) -> dict:
     return out
 
 
+def _deployments(post: dict, seed: int, n: int, draws: int):
+    """``(condition, rows of the test split, true class shares)`` of every
+    deployment set of size ``n``: without shift (the class shares of the fit part, the
+    training priors) and under Dirichlet(α) shares, a generator per (seed, condition, n)."""
+    y = post["y_test"]
+    for condition in CONDITIONS:
+        code = 0 if condition == "noshift" else round(condition * 1000)
+        rng = np.random.default_rng([seed, code, n])
+        for _ in range(draws):
+            if condition == "noshift":
+                priors = post["ce_train_priors"]
+            else:
+                priors = rng.dirichlet(np.full(10, condition))
+            idx = _draw(y, priors, n, rng)
+            yield str(condition), idx, np.bincount(y[idx], minlength=10) / n
+
+
+def _once(function, *args):
+    """``function(*args)[0]``, computed at the first call only (EM's priors, which every EM
+    estimate and gate of a draw shares)."""
+    cache = []
+
+    def value():
+        if not cache:
+            cache.append(function(*args)[0])
+        return cache[0]
+
+    return value
+
+
+def _cells_at(post: dict, models: list, estimators: tuple, n: int, seed: int, args) -> dict:
+    """Per condition, the per-draw metrics of every ``model/estimator`` on sets of size ``n``."""
+    by_condition: dict = {}
+    nulls: dict = {}  # the bootstrapped null of each model at this n
+    for condition, idx, true in _deployments(post, seed, n, args.draws):
+        cells = by_condition.setdefault(condition, {})
+        for model in models:
+            proba = np.exp(post[f"{model}_test"][idx])
+            train = post[f"{model}_train_priors"]
+            context = {
+                "nulls": nulls,
+                "seed": seed,
+                "em": _once(em_priors, proba, train),
+            }
+            for estimator in estimators:
+                est, record = _estimate(estimator, model, post, idx, true, context)
+                if isinstance(est, str):
+                    continue
+                if est is None:
+                    adapted, error = proba, float(np.abs(train - true).sum())
+                else:
+                    adapted = bayes_correction(proba, train, est)
+                    error = float(np.abs(est - true).sum())
+                metrics = {"prior_l1": error, **_metrics(adapted, post["y_test"][idx]), **record}
+                cells.setdefault(f"{model}/{estimator}", []).append(metrics)
+    return {condition: _with_comparisons(cells) for condition, cells in by_condition.items()}
+
+
 def run_seed(name: str, seed: int, args) -> dict:
     post = _with_calibration(_posteriors(name, seed, Path(args.cache), args.quick, args.models))
     models = [m for m in MODELS if f"{m}_test" in post]
     estimators = _estimators(args)
-    rows = {}
-    for alpha in ALPHAS:
-        # a generator per (seed, alpha): adding an alpha leaves the others' draws unchanged
-        rng = np.random.default_rng([seed, round(alpha * 1000)])
-        cells: dict = {}
-        for _ in range(args.draws):
-            priors = rng.dirichlet(np.full(10, alpha))
-            idx = _draw(post["y_test"], priors, args.n_deploy, rng)
-            true = np.bincount(post["y_test"][idx], minlength=10) / len(idx)
-            for model in models:
-                proba = np.exp(post[f"{model}_test"][idx])
-                for estimator in estimators:
-                    est = _estimate(estimator, model, post, idx, true)
-                    if est is None:
-                        adapted, error = (
-                            proba,
-                            float(np.abs(post[f"{model}_train_priors"] - true).sum()),
-                        )
-                    else:
-                        adapted = bayes_correction(proba, post[f"{model}_train_priors"], est)
-                        error = float(np.abs(est - true).sum())
-                    cell = cells.setdefault(f"{model}/{estimator}", [])
-                    cell.append({"prior_l1": error, **_metrics(adapted, post["y_test"][idx])})
-        rows[str(alpha)] = _with_comparisons(cells)
+    by_n = {
+        str(n): {"by_alpha": _cells_at(post, models, estimators, n, seed, args)}
+        for n in args.n_deploy
+    }
     accuracy = {m: float(np.mean(post[f"{m}_test"].argmax(1) == post["y_test"])) for m in models}
     seconds = {m: float(post[f"{m}_seconds"]) for m in TRAINED if f"{m}_seconds" in post}
     temperatures = {
         m: float(post[f"{m}_temperature"]) for m in models if f"{m}_temperature" in post
     }
-    return {"by_alpha": rows, "test_accuracy": accuracy, "fit_seconds": seconds,
+    return {"by_n": by_n, "test_accuracy": accuracy, "fit_seconds": seconds,
             "temperature": temperatures}  # fmt: skip
+
+
+def at_n(results: dict, n: str | None = None) -> dict:
+    """``results`` seen at one deployment size: each seed's ``by_alpha`` is that of ``n``
+    (the largest when None), so that every table of one size reads it. A results.json
+    written before issue #49 (one size, no ``by_n``) is returned as it is."""
+    first = next(iter(next(iter(results["runs"].values())).values()))
+    if "by_n" not in first:
+        return results
+    n = n or max(first["by_n"], key=int)
+    runs = {
+        name: {seed: {**run, "by_alpha": run["by_n"][n]["by_alpha"]} for seed, run in seeds.items()}
+        for name, seeds in results["runs"].items()
+    }
+    return {**results, "runs": runs}
+
+
+def sizes(results: dict) -> list[str]:
+    """The deployment sizes of ``results`` (``[None]`` for a results.json of one size)."""
+    first = next(iter(next(iter(results["runs"].values())).values()))
+    return sorted(first["by_n"], key=int) if "by_n" in first else [None]
 
 
 # ---------------------------------------------------------------- report
@@ -596,6 +804,251 @@ def pseudo_count_table(results: dict) -> str:
     return "\n".join(out)
 
 
+#: The models of the issue's promise (#49), then every model the test runs on.
+GATE_GROUPS = (
+    ("CE and NG-EBM, with and without temperature scaling", ("ce", "ce_ts", "ngebm", "ngebm_ts")),
+    ("every model with a held-out split", None),
+)
+GATE_ROWS = (
+    ("noshift", "no shift"),
+    ("10.0", "α = 10"),
+    ("1.0", "α = 1"),
+    ("0.5", "α = 0.5"),
+    ("0.1", "α = 0.1"),
+)
+GATE_MODELS = (
+    ("ce", "CE"),
+    ("ce_ts", "CE + temperature"),
+    ("ce_bcts", "CE + BCTS"),
+    ("ngebm", "NG-EBM"),
+    ("ngebm_ts", "NG-EBM + temperature"),
+    ("ngebm_bcts", "NG-EBM + BCTS"),
+    ("jem", "JEM"),
+    ("jem_ts", "JEM + temperature"),
+    ("jem_bcts", "JEM + BCTS"),
+    ("ce_conv", "CE ConvNet"),
+    ("ngebm_conv", "NG-EBM ConvNet"),
+    ("ngebm_all", "NG-EBM, all labels (no held-out split)"),
+)
+
+
+def _pool(results, n, condition, models, estimator, metric, data=None) -> tuple[float, int]:
+    """Over data sets (or ``data``), seeds and ``models`` (None: every model with a
+    ``gate`` row) at size ``n``: the sum of a count ``metric`` and the draws, or, for a mean
+    ``metric``, its mean over every draw and the draws."""
+    total, draws = 0.0, 0
+    for name, seeds in at_n(results, n)["runs"].items():
+        if data is not None and name != data:
+            continue
+        for run in seeds.values():
+            cells = run["by_alpha"][condition]
+            chosen = models or [k.split("/")[0] for k in cells if k.endswith("/gate")]
+            for model in chosen:
+                row = cells.get(f"{model}/{estimator}")
+                if row is None:
+                    continue
+                count = metric in ("nll_worse", "nll_gt_none")
+                total += row[metric] if count else row[metric] * row["draws"]
+                draws += row["draws"]
+    return total, draws
+
+
+def _share(results, n, condition, models, estimator, metric, data=None) -> str:
+    total, draws = _pool(results, n, condition, models, estimator, metric, data)
+    return f"{total / draws:.0%}" if draws else "-"
+
+
+def _mean(results, n, condition, models, estimator, metric="nll", data=None) -> str:
+    total, draws = _pool(results, n, condition, models, estimator, metric, data)
+    return f"{total / draws:.3f}" if draws else "-"
+
+
+def gate_table(results: dict) -> str:
+    """The test of the shift (issue #49): the headline per group of models, the false alarms
+    and damage per model and data set, JEM's calibrations, and the fallback and the
+    chi-square threshold where they were measured."""
+    ns = sizes(results)
+    head = "| deployment | " + " | ".join(f"n = {n}" for n in ns) + " |"
+    rule = "|---" * (len(ns) + 1) + "|"
+    out = []
+    for title, models in GATE_GROUPS:
+        out += [
+            f"\n**{title}** (share of draws whose NLL is above no adaptation's by more "
+            f"than {DAMAGE} nats: EM always → the test adopting EM's priors whole → the test's "
+            "default, with its weight; the share of draws where the test detects a shift; then "
+            "the mean NLL: no adaptation / EM always / the test / true priors)\n",
+            head,
+            rule,
+        ]
+        for condition, label in GATE_ROWS:
+            cells = []
+            for n in ns:
+                worse = [
+                    _share(results, n, condition, models, e, "nll_worse")
+                    for e in ("em", "gate_hard", "gate")
+                ]
+                means = [
+                    _mean(results, n, condition, models, e)
+                    for e in ("none", "em", "gate", "oracle")
+                ]
+                detected = _mean(results, n, condition, models, "gate", "detected")
+                detected = f"{float(detected):.0%}" if detected != "-" else "-"
+                cells.append(f"{' → '.join(worse)}; {detected} ({' / '.join(means)})")
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        pooled = []
+        for n in ns:
+            nll = []
+            for estimator in ("em", "gate", "gate_hard"):
+                sums = [
+                    _pool(results, n, c, models, estimator, "nll") for c in ("1.0", "0.5", "0.1")
+                ]
+                draws = sum(d for _, d in sums)
+                nll.append(f"{sum(t for t, _ in sums) / draws:.4f}" if draws else "-")
+            pooled.append(" / ".join(nll))
+        out.append(
+            "| α ≤ 1 pooled: NLL EM always / test / test without shrinkage | "
+            + " | ".join(pooled)
+            + " |"
+        )
+    out += _per_model_table(results, ns)
+    return "\n".join(out) + "\n" + pseudo_count_cost(results)
+
+
+def _per_model_table(results: dict, ns: list) -> list[str]:
+    """Per data set and model: the false alarms without shift of the test and of its fallback
+    without held-out samples (the chi-square threshold), and the share of draws damaged by
+    more than ``DAMAGE`` nats without shift and at α = 10: EM always → the test [the
+    fallback]."""
+    head = "| data | model | " + " | ".join(f"n = {n}" for n in ns) + " |"
+    rule = "|---|---" + "|---" * len(ns) + "|"
+    alarms = ["\n**False alarms without shift, per model** (the test / its fallback without "
+              "held-out samples, the chi-square threshold)\n", head, rule]  # fmt: skip
+    damage = [f"\n**Draws damaged by more than {DAMAGE} nats, per model** (without shift; at "
+              "α = 10: EM always → the test [its fallback])\n", head, rule]  # fmt: skip
+    for data in results["runs"]:
+        for model, label in GATE_MODELS:
+            if _pool(results, ns[0], "noshift", [model], "none", "nll", data)[1] == 0:
+                continue
+            fired, hurt = [], []
+            for n in ns:
+                rates = [_mean(results, n, "noshift", [model], e, "detected", data)
+                         for e in ("gate", "gate_x")]  # fmt: skip
+                fired.append(" / ".join(f"{float(r):.0%}" if r != "-" else "-" for r in rates))
+                hurt.append(
+                    "; ".join(_damage(results, n, c, model, data) for c in ("noshift", "10.0"))
+                )
+            alarms.append(f"| {data} | {label} | " + " | ".join(fired) + " |")
+            damage.append(f"| {data} | {label} | " + " | ".join(hurt) + " |")
+    return alarms + damage
+
+
+def _damage(results, n, condition, model, data) -> str:
+    """``EM → test [fallback]``: the shares of draws damaged by more than ``DAMAGE`` nats."""
+    em, gate, fallback = (
+        _share(results, n, condition, [model], e, "nll_worse", data)
+        for e in ("em", "gate", "gate_x")
+    )
+    return f"{em} → {gate} [{fallback}]"
+
+
+def pseudo_count_cost(results: dict) -> str:
+    """The prior-L1 cost of EM's pseudo-count per n: over the cells (data set, model,
+    condition), the largest excess of the default's mean prior L1 over quapy EMQ's and over
+    the maximum-likelihood EM's, against the bound ``2 s / (n + s)`` of the docs (s = 1)."""
+    out = [
+        "\n**EM's pseudo-count: its prior-L1 cost** (per n, the largest mean excess over a cell "
+        "of data set, model and condition, and where)\n",
+        "| n | bound 2s/(n+s) | over EMQ | over maximum likelihood |",
+        "|---|---|---|---|",
+    ]
+    for n in sizes(results):
+        view = at_n(results, n)
+        worst = {"emq": (-np.inf, ""), "em_ml": (-np.inf, "")}
+        for name, seeds in view["runs"].items():
+            first = next(iter(seeds.values()))["by_alpha"]
+            for condition, cells in first.items():
+                for key in cells:
+                    model, estimator = key.split("/")
+                    if estimator != "em":
+                        continue
+                    for other in worst:
+                        if f"{model}/{other}" not in cells:
+                            continue
+                        excess = _pooled(seeds, condition, key, "prior_l1") - _pooled(
+                            seeds, condition, f"{model}/{other}", "prior_l1"
+                        )
+                        if excess > worst[other][0]:
+                            worst[other] = (excess, f"{name}, {model}, {condition}")
+        shown = [f"{v:+.4f} ({where})" for v, where in worst.values()]
+        out.append(f"| {n} | {2 / (int(n) + 1):.4f} | " + " | ".join(shown) + " |")
+    return "\n".join(out)
+
+
+def jem_table(results: dict) -> str:
+    """Does a calibration before EM, or the test's shrinkage, remove JEM's loss? Per data set,
+    JEM and its calibrations (temperature, BCTS, vector scaling), per condition and n: the
+    mean NLL of no adaptation / EM always / the test, and the share of draws damaged by EM
+    always and by the test."""
+    ns = sizes(results)
+    out = []
+    for data in results["runs"]:
+        out += [
+            f"\n**JEM, {data}** (per n: mean NLL no adaptation / EM always / the test; "
+            f"draws damaged by more than {DAMAGE} nats, EM always → the test)\n",
+            "| model | deployment | " + " | ".join(f"n = {n}" for n in ns) + " |",
+            "|---|---" + "|---" * len(ns) + "|",
+        ]
+        for model, label in (
+            ("jem", "JEM"),
+            ("jem_ts", "+ temperature"),
+            ("jem_bcts", "+ BCTS"),
+            ("jem_vs", "+ vector scaling"),
+        ):
+            for condition, condition_label in GATE_ROWS:
+                cells = []
+                for n in ns:
+                    means = [
+                        _mean(results, n, condition, [model], e, data=data)
+                        for e in ("none", "em", "gate")
+                    ]
+                    worse = [
+                        _share(results, n, condition, [model], e, "nll_worse", data)
+                        for e in ("em", "gate")
+                    ]
+                    cells.append(f"{' / '.join(means)}; {worse[0]} → {worse[1]}")
+                out.append(f"| {label} | {condition_label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def gate_figure(results: dict, out: Path) -> None:
+    """``gate.png``: per condition, the share of draws damaged by more than ``DAMAGE`` nats
+    against n, EM always (dashed) and the test (solid), for the models of the issue's promise
+    and all."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = sizes(results)
+    fig, axes = plt.subplots(1, len(GATE_GROUPS), figsize=(11, 3.8), squeeze=False)
+    for ax, (title, models) in zip(axes[0], GATE_GROUPS, strict=True):
+        for (condition, label), color in zip(GATE_ROWS[:3], ("C0", "C1", "C2"), strict=True):
+            for estimator, style in (("em", "--"), ("gate", "-")):
+                shares = [_pool(results, n, condition, models, estimator, "nll_worse") for n in ns]
+                name = "EM always" if estimator == "em" else "test"
+                ax.plot([int(n) for n in ns], [100 * t / d for t, d in shares], style,
+                        color=color, marker="o", label=f"{label}, {name}")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("deployment samples n", fontsize=9)
+        ax.set_ylabel(f"% of draws damaged (> {DAMAGE} nats)", fontsize=9)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelsize=8)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "gate.png", dpi=110)
+    plt.close(fig)
+
+
 def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -> None:
     import matplotlib
 
@@ -606,8 +1059,10 @@ def figures(results: dict, summary: dict, out: Path, cache: Path, quick: bool) -
 
     fig, axes = plt.subplots(1, len(summary), figsize=(5 * len(summary), 3.6), squeeze=False)
     curves = [("ce", "em"), ("ce_ts", "em"), ("ce_bcts", "em"), ("ce", "bbse"), ("ngebm", "em"),
-              ("ngebm_bcts", "em"), ("ngebm_all", "em"), ("jem", "em")]  # fmt: skip
+              ("ngebm_bcts", "em"), ("ngebm_all", "em"), ("jem", "em"), ("ngebm", "gate"),
+              ("jem", "gate")]  # fmt: skip
     for ax, (name, by_alpha) in zip(axes[0], summary.items(), strict=True):
+        by_alpha = {a: cells for a, cells in by_alpha.items() if a != "noshift"}
         alphas = [float(a) for a in by_alpha]
         for model, estimator in curves:
             if f"{model}/{estimator}" not in next(iter(by_alpha.values())):
@@ -653,7 +1108,12 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default="digits,mnist1d")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--draws", type=int, default=10)
-    parser.add_argument("--n-deploy", type=int, default=500)
+    parser.add_argument(
+        "--n-deploy",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        default=(100, 300, 1000),
+        help="the sizes of the deployment sets, comma-separated",
+    )
     parser.add_argument("--out", default="label_shift_results")
     parser.add_argument(
         "--cache", default=str(Path(tempfile.gettempdir()) / "ebmclassifier_label_shift")
@@ -681,17 +1141,26 @@ def main(argv=None) -> int:
         "--pseudo-count-table", action="store_true",
         help="with --report of a --pseudo-counts run: the table of EM's default",
     )  # fmt: skip
+    parser.add_argument(
+        "--gate-table",
+        action="store_true",
+        help="with --report: the docs' tables of the test of the shift (issue #49)",
+    )
+    parser.add_argument(
+        "--jem-table",
+        action="store_true",
+        help="with --report: JEM's calibrations and the test (issue #49)",
+    )
+    parser.add_argument("--at-n", help="with --report: the tables of this size only")
+    parser.add_argument(
+        "--estimators",
+        type=lambda v: tuple(v.split(",")),
+        default=None,
+        help=f"the prior estimates to run (default: {','.join(ESTIMATORS)}; 'none' is needed)",
+    )
     args = parser.parse_args(argv)
     if args.report:
-        results = json.loads(Path(args.report).read_text())
-        if args.calibration_table:
-            print(calibration_table(results))
-        elif args.em_table:
-            print(em_table(results), loss_table(results), sep="\n")
-        elif args.pseudo_count_table:
-            print(pseudo_count_table(results))
-        else:
-            print(markdown(results)) if args.markdown else print_tables(results["summary"])
+        report(json.loads(Path(args.report).read_text()), args)
         return 0
     if args.quick:
         args.seeds, args.draws = 1, 3
@@ -706,14 +1175,61 @@ def main(argv=None) -> int:
                 bar.set_postfix_str(f"{name} seed {seed}")
                 results["runs"].setdefault(name, {})[str(seed)] = run_seed(name, seed, args)
                 bar.update()
-    results["summary"] = summarize(results)
+    summaries = {n: summarize(at_n(results, n)) for n in sizes(results)}
     results["seconds"] = time.perf_counter() - start
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    print_tables(results["summary"])
-    figures(results, results["summary"], out, Path(args.cache), args.quick)
-    print(f"\nwrote {out / 'results.json'}, prior_error.png, reliability_*.png "
-          f"in {results['seconds']:.0f} s")  # fmt: skip
+    write_results(results, out / "results.json")
+    for n, summary in summaries.items():
+        print(f"\n==== n = {n}")
+        print_tables(summary)
+    print(gate_table(results))
+    largest = sizes(results)[-1]
+    figures(at_n(results, largest), summaries[largest], out, Path(args.cache), args.quick)
+    gate_figure(results, out)
+    print(
+        f"\nwrote {out / 'results.json'}, prior_error.png (n = {largest}), gate.png, "
+        f"reliability_*.png in {results['seconds']:.0f} s"
+    )
     return 0
+
+
+def _rounded(value):
+    """``value`` with every float to 6 significant digits (what the tables print, and more)."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def write_results(results: dict, path: Path) -> None:
+    """``results.json``: every seed's numbers, compact (the medians over seeds are
+    recomputed by ``--report``; issue #39's file also held them, as ``summary``)."""
+    path.write_text(json.dumps(_rounded(results), separators=(",", ":")))
+
+
+def report(results: dict, args) -> None:
+    """The tables of a results.json: those of one size for each size (or ``--at-n``)."""
+    if args.gate_table:
+        print(gate_table(results))
+        return
+    if args.jem_table:
+        print(jem_table(results))
+        return
+    for n in [args.at_n] if args.at_n else sizes(results):
+        view = at_n(results, n)
+        print(f"\n==== n = {n or results['config']['n_deploy']}")
+        if args.calibration_table:
+            print(calibration_table(view))
+        elif args.em_table:
+            print(em_table(view), loss_table(view), sep="\n")
+        elif args.pseudo_count_table:
+            print(pseudo_count_table(view))
+        elif args.markdown:
+            print(markdown(view))
+        else:
+            print_tables(summarize(view))
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ CORE = (
     "continual.generated",
     "distributional.posteriors",
     "distributional.calibration",
+    "distributional.shift_test",
     *(f"latent.{name}" for name in GENERIC_LATENT),
     "latent.categorical.simplex",
     "latent.trees",
@@ -69,7 +70,7 @@ ESTIMATOR_LIBRARIES = ("sklearn", "skorch")
 #: Each wing (a package folder holding a capability's core and its faces) and its core modules.
 WINGS = {
     "compose": ("energies",),
-    "distributional": ("posteriors",),
+    "distributional": ("posteriors", "shift_test"),
     "continual": ("output_layer", "reservoir", "generated"),
 }
 #: The one module that saves figures.

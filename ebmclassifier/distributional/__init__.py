@@ -7,6 +7,8 @@ A wing: its functional core and its face side by side.
   correction, the demographic-parity constraints);
 - :mod:`~ebmclassifier.distributional.calibration`: (bias-corrected) temperature scaling,
   the calibration that label-shift EM is paired with;
+- :mod:`~ebmclassifier.distributional.shift_test`: the test of whether the class priors moved
+  at all, which decides whether EM's priors are adopted;
 - :mod:`~ebmclassifier.distributional.constraint`: :class:`DistributionalConstraint`, the
   meta-estimator that calls them.
 """
@@ -25,9 +27,11 @@ from .posteriors import (
     solve_dual,
     tilted_log_proba,
 )
+from .shift_test import PriorShiftTest, prior_shift_statistic, prior_shift_test
 
 __all__ = [
     "DistributionalConstraint",
+    "PriorShiftTest",
     "bayes_correction",
     "bayes_offset",
     "bbse_priors",
@@ -38,6 +42,8 @@ __all__ = [
     "em_priors",
     "feasibility_margin",
     "fit_temperature",
+    "prior_shift_statistic",
+    "prior_shift_test",
     "solve_dual",
     "tilted_log_proba",
 ]

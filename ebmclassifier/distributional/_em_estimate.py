@@ -1,9 +1,12 @@
 """EM as :class:`~ebmclassifier.DistributionalConstraint` runs it, and when not to trust it.
 
 :func:`em_estimate` runs :func:`~ebmclassifier.distributional.em_priors` on the ``n`` samples
-of ``X``, gives the class shares the projection meets, and warns, with the numbers, for each
-reason the estimate cannot be trusted (:func:`warn_untrusted_em`). Each check has a stated
-meaning:
+of ``X``, tests whether the priors moved at all
+(:func:`~ebmclassifier.distributional.prior_shift_test`: EM's estimate is adopted, shrunk
+towards the training priors by the test's weight, only when the shift is detected), gives the
+class shares the projection meets, and warns, with the numbers, for each reason the estimate
+cannot be trusted (:func:`warn_untrusted_em`; :func:`warn_unreferenced_test` when the test has
+no held-out samples). Each check has a stated meaning:
 
 - **too few samples**: ``n < MIN_SAMPLES_PER_CLASS * K``. The sampling error of a class share
   alone, ``sqrt(π(1 - π) / n)``, is then more than a third of the share ``1 / K`` of a balanced
@@ -25,13 +28,32 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._utils.warn import warn_user
 from .posteriors import bayes_correction, em_priors
+from .shift_test import PriorShiftTest, prior_shift_test
 
-__all__ = ["BOUNDARY_FRACTION", "MIN_SAMPLES_PER_CLASS", "em_estimate", "warn_untrusted_em"]
+__all__ = [
+    "BOUNDARY_FRACTION",
+    "MIN_SAMPLES_PER_CLASS",
+    "SHIFT_ATTRIBUTES",
+    "em_estimate",
+    "shift_record",
+    "warn_untrusted_em",
+    "warn_unreferenced_test",
+]
 
 #: Fewer samples of ``X`` than this many per class make EM's estimate noise-dominated.
 MIN_SAMPLES_PER_CLASS = 10
 #: A prior below this fraction of ``π(y) / n`` counts as pushed to the boundary.
 BOUNDARY_FRACTION = 0.01
+#: The fitted attributes that record EM's estimate and the test of the shift (None without).
+SHIFT_ATTRIBUTES = (
+    "em_prior_",
+    "prior_shift_detected_",
+    "shift_statistic_",
+    "shift_threshold_",
+    "shift_p_value_",
+    "shift_weight_",
+    "shift_threshold_source_",
+)
 
 
 def em_estimate(
@@ -42,13 +64,19 @@ def em_estimate(
     tol: float,
     max_iter: int,
     labels: list,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """EM's priors ``π'``, the class shares the projection meets on ``X``, and EM's steps.
+    test: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray, int, dict]:
+    """The priors to adapt to, the class shares the projection meets on ``X``, EM's steps and
+    the record of the test (:data:`SHIFT_ATTRIBUTES`).
 
-    The shares are the average on ``X`` of the posteriors Bayes-corrected to ``π'``,
-    ``π' + s (π' - π) / n`` (the M step without the pseudo-counts): the projection onto them is
-    that Bayes correction, as at the maximum-likelihood fixed point (``s = 0``), where they are
-    ``π'``. Warns as :func:`warn_untrusted_em` says.
+    EM's priors ``π̂``; with ``test`` (the keyword arguments of
+    :func:`~ebmclassifier.distributional.prior_shift_test` beyond ``proba``,
+    ``train_priors`` and EM's, and ``source``, what the record calls the held-out samples),
+    ``π + w (π̂ - π)`` with the test's weight ``w`` (``π`` itself, no adaptation, without a
+    detected shift). The shares are the average on ``X`` of the posteriors Bayes-corrected to
+    them, ``π' + s (π̂ - π) / n`` at EM's fixed point (the M step without the pseudo-counts):
+    the projection onto them is that Bayes correction, as at the maximum-likelihood fixed point
+    (``s = 0``), where they are ``π̂``. Warns as :func:`warn_untrusted_em` says.
     """
     priors, n_iter, step = em_priors(
         proba,
@@ -69,7 +97,45 @@ def em_estimate(
         tol=tol,
         max_iter=max_iter,
     )
-    return priors, bayes_correction(proba, train_priors, priors).mean(axis=0), n_iter
+    record = dict.fromkeys(SHIFT_ATTRIBUTES, None)
+    record["em_prior_"] = priors
+    adopted = priors
+    if test is not None:
+        test = dict(test)
+        source = test.pop("source")
+        if test.get("reference") is None:
+            warn_unreferenced_test()
+        options = {"pseudo_count": pseudo_count, "tol": tol, "max_iter": max_iter}
+        result = prior_shift_test(proba, train_priors, **test, priors=priors, **options)
+        record.update(shift_record(result, source))
+        adopted = train_priors + result.weight * (priors - train_priors)
+    return adopted, bayes_correction(proba, train_priors, adopted).mean(axis=0), n_iter, record
+
+
+def shift_record(result: PriorShiftTest, source: str) -> dict:
+    """The fitted attributes of :data:`SHIFT_ATTRIBUTES` from a test's ``result``, plain."""
+    return {
+        "em_prior_": result.priors,
+        "prior_shift_detected_": result.shift_detected,
+        "shift_statistic_": result.statistic,
+        "shift_threshold_": result.threshold,
+        "shift_p_value_": result.p_value,
+        "shift_weight_": result.weight,
+        "shift_threshold_source_": source,
+    }
+
+
+def warn_unreferenced_test() -> None:
+    """Warn that the test of the shift has no held-out samples, and what that costs."""
+    warn_user(
+        "DistributionalConstraint: priors='em' tests whether the class priors moved before it "
+        "adapts, and no held-out samples were given to bootstrap the test's threshold from: it "
+        "takes the threshold of Wilks's chi-square law instead, which holds for calibrated "
+        "posteriors only. A model whose posteriors are biased is then adapted to its own bias, "
+        "the more often the larger X is. Pass fit(X, heldout=X_held) with samples of the "
+        "training distribution the model was not trained on (or calibration= with "
+        "calibration_set=), or shift_test=False to adapt without the test."
+    )
 
 
 def warn_untrusted_em(

@@ -16,10 +16,16 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils.parameters import ParamChecker
+from .._utils.parameters import ParamChecker, is_int
 from ..saving._files import save_constraint
-from ._em_estimate import em_estimate
-from ._source import class_vector, fit_calibration, is_share_array, source_priors
+from ._em_estimate import SHIFT_ATTRIBUTES, em_estimate
+from ._source import (
+    calibration_labels,
+    class_vector,
+    fit_calibration,
+    is_share_array,
+    source_priors,
+)
 from .calibration import calibrated_log_proba
 from .posteriors import PSEUDO_COUNT, bayes_offset, check_reachable, solve_dual, tilted_log_proba
 
@@ -28,6 +34,12 @@ __all__ = ["DistributionalConstraint"]
 _METHODS = ("projection", "bayes")
 _SOLVERS = ("trust-exact", "newton-cg", "l-bfgs-b")
 _CALIBRATIONS = (None, "temperature", "bcts")
+
+
+_HELDOUT_UNUSED = (
+    "heldout samples are used by the test of the shift of priors='em' only; {reason} runs no "
+    "test: leave heldout out."
+)
 
 
 def _is_em(priors) -> bool:
@@ -64,8 +76,13 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
       :func:`~ebmclassifier.distributional.em_priors`), so that a class present in ``X`` is
       never driven to a prior of 0; ``em_pseudo_count=0`` is the maximum-likelihood EM. It
       warns, with the numbers, when ``X`` is too small for the classes, when EM did not
-      converge, and when a prior is pushed to the boundary. Both methods then give the Bayes
-      correction under the estimated priors.
+      converge, and when a prior is pushed to the boundary. Before adapting, it tests whether
+      the priors moved at all (``shift_test``,
+      :func:`~ebmclassifier.distributional.prior_shift_test`: EM's likelihood ratio against a
+      threshold bootstrapped from the model's posteriors on held-out samples): without a
+      detected shift it keeps the training priors (the model is left as it is), with one it
+      moves them towards EM's by the test's weight. Both methods then give the Bayes
+      correction under the adopted priors.
     - ``constraints=[(phi, target), ...]``: ``phi(X) -> (n_samples, n_classes)`` gives
       ``φ_k(x, y)``; e.g. :func:`~ebmclassifier.distributional.demographic_parity`.
 
@@ -120,6 +137,23 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     calibration : {None, "temperature", "bcts"}, default=None
         Calibrate the base posteriors on ``fit``'s ``calibration_set`` before anything else:
         temperature scaling (Guo et al., 2017) or bias-corrected temperature scaling.
+    shift_test : bool, default=True
+        With ``priors="em"``, adapt only when a test detects that the priors moved
+        (:func:`~ebmclassifier.distributional.prior_shift_test`), its threshold bootstrapped
+        from the model's posteriors on ``fit``'s ``heldout`` samples (or on the
+        ``calibration_set``, recalibrated per resample; without either, Wilks's chi-square
+        law, which ignores the model's bias: ``fit`` warns); with a detected shift, move the
+        priors from the training priors towards EM's by the test's ``shift_weight_``.
+        ``False`` adapts to EM's priors always (for a shift known to be there; the behaviour
+        before the test existed).
+    shift_significance : float in (0, 1), default=0.05
+        The test's level: the share of deployment sets without a shift on which it detects
+        one, when the held-out samples are of the deployment's distribution.
+    shift_resamples : int >= 1, default=200
+        The test's bootstrap resamples (each an EM run on ``n`` samples; with a calibration
+        set, a calibration too).
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Seeds the test's bootstrap; an int makes its threshold reproducible.
 
     Attributes
     ----------
@@ -135,6 +169,20 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         Iterations of the dual solver (0 when the targets were already met).
     em_n_iter_ : int or None
         EM's iterations with ``priors="em"``.
+    em_prior_ : ndarray of shape (n_classes,) or None
+        EM's estimate with ``priors="em"``, adopted or not (``prior_`` is what was adopted).
+    prior_shift_detected_ : bool or None
+        Whether the test detected a shift (None without a test: ``shift_test=False``, given
+        priors, or a file saved before the test existed).
+    shift_statistic_, shift_threshold_, shift_p_value_ : float or None
+        The test's likelihood ratio on ``X``, its threshold (the ``1 - shift_significance``
+        quantile of its bootstrapped law without a shift) and its bootstrap p-value.
+    shift_weight_ : float or None
+        How far ``prior_`` moved from the training priors towards ``em_prior_``, in
+        ``[0, 1]``: 0 without a detected shift.
+    shift_threshold_source_ : {"heldout", "calibration_set", "chi2"} or None
+        What the threshold was bootstrapped from; ``"chi2"``: no held-out samples were given,
+        and the threshold is that of Wilks's chi-square law.
     residual_ : float
         ``max_k |mean_i E_{p_λ}[φ_k] - μ_k|`` on ``X`` (0 for ``method="bayes"``, which has no
         constraint to meet).
@@ -166,17 +214,30 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
     #: What :meth:`save` writes besides ``priors`` and ``train_priors``, and
     #: :func:`~ebmclassifier.load` restores: plain parameters, fitted values, and the fitted
     #: arrays (private ones too).
-    _saved_params = ("method", "solver", "tol", "max_iter", "calibration", "em_pseudo_count")
+    _saved_params = (
+        *("method", "solver", "tol", "max_iter", "calibration", "em_pseudo_count"),
+        *("shift_test", "shift_significance", "shift_resamples", "random_state"),
+    )
     #: What a file written before a parameter existed meant by it: files written before
-    #: ``em_pseudo_count`` were fitted by the maximum-likelihood EM.
-    _saved_param_defaults = {"em_pseudo_count": 0.0}
+    #: ``em_pseudo_count`` were fitted by the maximum-likelihood EM, those written before
+    #: ``shift_test`` adapted to EM's priors without a test.
+    _saved_param_defaults = {"em_pseudo_count": 0.0, "shift_test": False}
     _saved_attributes = (
         *("prior_", "lambda_", "n_iter_", "em_n_iter_", "residual_", "converged_"),
         "temperature_",
+        *("prior_shift_detected_", "shift_statistic_", "shift_threshold_", "shift_p_value_"),
+        *("shift_weight_", "shift_threshold_source_"),
     )
-    _saved_arrays = ("prior_", "lambda_", "_class_offset_", "_user_lambda_", "calibration_bias_")
-    #: What a file written before an attribute existed gives for it: no calibration.
-    _saved_defaults = {"temperature_": None, "calibration_bias_": None}
+    _saved_arrays = (
+        *("prior_", "lambda_", "_class_offset_", "_user_lambda_", "calibration_bias_"),
+        "em_prior_",
+    )
+    #: What a file written before an attribute existed gives for it: no calibration, no test.
+    _saved_defaults = {
+        "temperature_": None,
+        "calibration_bias_": None,
+        **dict.fromkeys(SHIFT_ATTRIBUTES, None),
+    }
 
     def __init__(
         self,
@@ -190,6 +251,10 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         max_iter=1000,
         calibration=None,
         em_pseudo_count=PSEUDO_COUNT,
+        shift_test=True,
+        shift_significance=0.05,
+        shift_resamples=200,
+        random_state=None,
     ):
         self.estimator = estimator
         self.priors = priors
@@ -201,6 +266,10 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         self.max_iter = max_iter
         self.calibration = calibration
         self.em_pseudo_count = em_pseudo_count
+        self.shift_test = shift_test
+        self.shift_significance = shift_significance
+        self.shift_resamples = shift_resamples
+        self.random_state = random_state
 
     # ---------------------------------------------------------------- validation
 
@@ -212,6 +281,19 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         check.integer("max_iter", 1)
         check.choice("calibration", _CALIBRATIONS)
         check.real("em_pseudo_count", 0.0)
+        check.satisfies("shift_test", isinstance(self.shift_test, bool), "a bool")
+        check.real("shift_significance", 0.0, 1.0, low_open=True)
+        check.satisfies(
+            "shift_significance", self.shift_significance != 1, "a float in the range (0, 1)"
+        )
+        check.integer("shift_resamples", 1)
+        check.satisfies(
+            "random_state",
+            self.random_state is None
+            or is_int(self.random_state)
+            or isinstance(self.random_state, np.random.Generator | np.random.RandomState),
+            "None, an int, a numpy Generator or a RandomState",
+        )
         priors = self.priors
         check.satisfies(
             "priors",
@@ -292,7 +374,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
 
     # ---------------------------------------------------------------- fit
 
-    def fit(self, X, y=None, *, calibration_set=None):
+    def fit(self, X, y=None, *, calibration_set=None, heldout=None):
         """Find ``λ`` on the unlabelled deployment samples ``X``.
 
         Parameters
@@ -305,6 +387,15 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             Labelled held-out samples of the training distribution (every class present),
             needed by ``calibration``: the temperature (and biases) are fitted on them first,
             and their class shares become the training priors unless ``train_priors`` is given.
+            With ``priors="em"`` and ``shift_test``, the test of the shift bootstraps its
+            threshold from them too (unless ``heldout`` is given), refitting the calibration on
+            each resample.
+        heldout : array-like or None, default=None
+            Samples of the training distribution that the base estimator was not trained on
+            (a held-out split; no labels needed), for the test of the shift of
+            ``priors="em"``: its threshold is bootstrapped from the model's (calibrated)
+            posteriors on them. Without them and without ``calibration_set``, the threshold is
+            that of Wilks's chi-square law, which ignores the model's bias, and ``fit`` warns.
 
         Returns
         -------
@@ -322,10 +413,15 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         --------
         >>> from sklearn.linear_model import LogisticRegression
         >>> clf = LogisticRegression().fit(X, y)
-        >>> adapted = DistributionalConstraint(clf, priors="em", train_priors=[1 / 3] * 3)
+        >>> adapted = DistributionalConstraint(
+        ...     clf, priors="em", train_priors=[1 / 3] * 3, shift_test=False)
         >>> X_deploy = np.repeat(X[y != 2], 2, axis=0)  # 54 samples, none of class 2
         >>> adapted.fit(X_deploy).prior_.round(3).tolist()  # class 2 near its floor (1/3) / 55
         [0.516, 0.478, 0.006]
+        >>> X_held = X[::2]  # held-out samples of the training distribution, for the test
+        >>> tested = adapted.set_params(shift_test=True, random_state=0)
+        >>> tested.fit(X_deploy, heldout=X_held).prior_shift_detected_
+        True
         """
         self._check_params()
         try:
@@ -348,9 +444,13 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
         user_features = self._features(X, n_samples)
         user_targets = np.array([t for _, t in self.constraints or ()], dtype=float)
         self.em_n_iter_ = None
+        for name in SHIFT_ATTRIBUTES:
+            setattr(self, name, None)
         priors = shares = None
         if self.priors is not None:
-            priors, shares = self._estimate_priors(log_proba)
+            priors, shares = self._estimate_priors(log_proba, calibration_set, heldout)
+        elif heldout is not None:
+            raise ValueError(_HELDOUT_UNUSED.format(reason="priors=None"))
         if self.method == "bayes":
             self._fit_bayes(priors)
             self.prior_ = priors
@@ -371,21 +471,58 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             max_iter=self.max_iter,
         )
 
-    def _estimate_priors(self, log_proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _estimate_priors(
+        self, log_proba: np.ndarray, calibration_set, heldout
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(prior_, the class shares the projection meets on X)``: given priors are both;
-        EM's, those of :func:`~._em_estimate.em_estimate`."""
+        with ``"em"``, those of :func:`~._em_estimate.em_estimate`, which also gives the
+        record of the test of the shift (``em_prior_``, ``prior_shift_detected_``, ...)."""
         if not _is_em(self.priors):
+            if heldout is not None:
+                raise ValueError(_HELDOUT_UNUSED.format(reason=f"priors={self.priors!r}"))
             priors = class_vector("priors", self.priors, self.classes_.tolist())
             return priors, priors
-        priors, shares, self.em_n_iter_ = em_estimate(
+        priors, shares, self.em_n_iter_, record = em_estimate(
             np.exp(log_proba),
             self._train_priors(),
             pseudo_count=self.em_pseudo_count,
             tol=self.tol,
             max_iter=self.max_iter,
             labels=self.classes_.tolist(),
+            test=self._test_arguments(calibration_set, heldout),
         )
+        for name, value in record.items():
+            setattr(self, name, value)
         return priors, shares
+
+    def _test_arguments(self, calibration_set, heldout) -> dict | None:
+        """The arguments of :func:`~.shift_test.prior_shift_test` for the test of the shift
+        (and ``source``, what the held-out samples were), or None without a test."""
+        if not self.shift_test:
+            if heldout is not None:
+                raise ValueError(_HELDOUT_UNUSED.format(reason="shift_test=False"))
+            return None
+        random_state = self.random_state
+        if isinstance(random_state, np.random.RandomState):  # scikit-learn's: draw a seed
+            random_state = int(random_state.randint(0, 2**31 - 1))
+        test = {
+            "alpha": self.shift_significance,
+            "n_resamples": self.shift_resamples,
+            "random_state": random_state,
+        }
+        if heldout is not None:
+            reference = np.exp(self._calibrated(heldout)[0])
+            return {**test, "reference": reference, "source": "heldout"}
+        if calibration_set is not None:
+            X_val, codes, _ = calibration_labels(calibration_set, self.classes_.tolist())
+            return {
+                **test,
+                "reference": np.exp(self._log_proba(X_val)),
+                "reference_labels": codes,
+                "calibration": self.calibration,
+                "source": "calibration_set",
+            }
+        return {**test, "reference": None, "source": "chi2"}
 
     def _fit_bayes(self, priors: np.ndarray) -> None:
         offset = bayes_offset(self._train_priors(), priors)

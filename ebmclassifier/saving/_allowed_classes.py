@@ -229,8 +229,15 @@ ATTRIBUTE_KINDS = {
     "n_iter_": "count",
     "best_epoch_": "count",
     "best_validation_loss_": "number",
+    # DistributionalConstraint's record of its test of the shift (issue #49)
+    "prior_shift_detected_": "flag",
+    **dict.fromkeys(("shift_statistic_", "shift_threshold_", "shift_p_value_"), "number"),
+    "shift_weight_": "number",
+    "shift_threshold_source_": "text",
+    "em_prior_": "array",
 }
 KINDS = {
+    "flag": "a bool",
     "shape": "a tuple of positive ints",
     "count": "an int from 0 to 2**63 - 1",
     "number": "a number",
@@ -257,6 +264,8 @@ def _of_kind(kind: str, value) -> bool:
         return isinstance(value, torch.Tensor)
     if value is None:
         return True
+    if kind == "flag":
+        return isinstance(value, bool)
     if kind == "shape":
         return isinstance(value, tuple) and all(_is_int(v) and v >= 1 for v in value)
     if kind == "count":

@@ -52,10 +52,10 @@ from ._values import (
     array_or_none,
     closed,
     decode,
-    decode_numbers,
     decode_priors,
     encode,
     encode_priors,
+    fitted_value,
     plain,
 )
 
@@ -520,6 +520,5 @@ def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict,
     fitted = closed(metadata["fitted"], (*cls._saved_attributes, *cls._saved_arrays), "attribute")
     # a file written before an attribute existed gets its default (cls._saved_defaults)
     for name, value in {**cls._saved_defaults, **fitted}.items():
-        as_array = name in cls._saved_arrays and value is not None
-        setattr(adapted, name, decode_numbers(value, name) if as_array else value)
+        setattr(adapted, name, fitted_value(name, value, cls._saved_arrays))
     return adapted

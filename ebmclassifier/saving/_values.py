@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._allowed_classes import class_path, loadable, trusted_class
+from ._allowed_classes import check_attribute_kind, class_path, loadable, trusted_class
 from ._archive import FileLimits, Refused
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "decode_priors",
     "encode",
     "encode_priors",
+    "fitted_value",
     "plain",
 ]
 
@@ -222,6 +223,18 @@ def decode_numbers(value, name: str) -> np.ndarray:
     if array.dtype != float:
         raise Refused(f"its {name} is not an array of numbers")
     return array
+
+
+def fitted_value(name: str, value, arrays: tuple[str, ...]):
+    """A fitted value of a ``distributional.json``: an array of ``arrays`` decoded, then
+    checked of the attribute's kind (:data:`~._allowed_classes.ATTRIBUTE_KINDS`)."""
+    if name in arrays and value is not None:
+        value = decode_numbers(value, name)
+    try:
+        check_attribute_kind(name, value)
+    except ValueError as err:
+        raise Refused(str(err)) from None
+    return value
 
 
 def array_or_none(value):

@@ -170,7 +170,7 @@ def fitted():
 @pytest.mark.parametrize("calibration", ["temperature", "bcts"])
 def test_the_face_calibrates_then_adapts_as_the_core_by_hand(fitted, calibration):
     clf, (X_val, y_val), X_deploy, X = fitted
-    adapted = DistributionalConstraint(clf, priors="em", calibration=calibration)
+    adapted = DistributionalConstraint(clf, priors="em", calibration=calibration, shift_test=False)
     adapted.fit(X_deploy, calibration_set=(X_val, y_val))
     temperature, b, _ = fit_temperature(
         clf.predict_log_proba(X_val).astype(float), y_val, bias=calibration == "bcts"
@@ -193,7 +193,11 @@ def test_the_face_calibrates_then_adapts_as_the_core_by_hand(fitted, calibration
     adapted_logits = logits / temperature + b + adapted._class_offset_
     np.testing.assert_allclose(adapted.energy(X), -logsumexp(adapted_logits, axis=1), atol=1e-4)
     explicit = DistributionalConstraint(
-        clf, priors="em", calibration=calibration, train_priors=clf.class_prior_
+        clf,
+        priors="em",
+        calibration=calibration,
+        train_priors=clf.class_prior_,
+        shift_test=False,
     )
     explicit.fit(X_deploy, calibration_set=(X_val, y_val))
     np.testing.assert_allclose(

@@ -299,8 +299,11 @@ def test_em_meets_its_priors_and_matches_bayes(data):
     others = np.flatnonzero(y != 0)
     keep = np.concatenate([np.flatnonzero(y == 0), others[rng.random(len(others)) < 0.2]])
     train = np.full(3, 1 / 3)  # make_blobs draws the three classes equally
-    proj = DistributionalConstraint(clf, priors="em", train_priors=train).fit(X[keep])
-    bayes = DistributionalConstraint(clf, priors="em", train_priors=train, method="bayes")
+    proj = DistributionalConstraint(clf, priors="em", train_priors=train, shift_test=False)
+    proj.fit(X[keep])
+    bayes = DistributionalConstraint(
+        clf, priors="em", train_priors=train, method="bayes", shift_test=False
+    )
     bayes.fit(X[keep])
     expected, _ = em_priors(clf.predict_proba(X[keep]), train, tol=1e-8)
     np.testing.assert_allclose(proj.prior_, expected)
@@ -312,7 +315,9 @@ def test_em_meets_its_priors_and_matches_bayes(data):
     np.testing.assert_allclose(proj.predict_proba(X), bayes.predict_proba(X), atol=1e-5)
     assert proj.prior_[0] > 0.5 and proj.em_n_iter_ > 0
     # maximum likelihood (s = 0): the average prediction on X is EM's priors themselves
-    ml = DistributionalConstraint(clf, priors="em", train_priors=train, em_pseudo_count=0)
+    ml = DistributionalConstraint(
+        clf, priors="em", train_priors=train, em_pseudo_count=0, shift_test=False
+    )
     ml.fit(X[keep])
     np.testing.assert_allclose(ml.predict_proba(X[keep]).mean(axis=0), ml.prior_, atol=TOL)
 

@@ -207,13 +207,15 @@ def test_em_pseudo_count_zero_is_the_maximum_likelihood_estimate(rare, table):
     proba, _ = rare
     clf, _ = table
     adapted = DistributionalConstraint(
-        clf, priors="em", train_priors=TRAIN, em_pseudo_count=0, method="bayes"
+        clf, priors="em", train_priors=TRAIN, em_pseudo_count=0, method="bayes", shift_test=False
     )
     with pytest.warns(UserWarning, match="boundary"):
         adapted.fit(_rows(0, len(proba)))
     # the face reads log p(y|x) back through exp: equal to rounding
     np.testing.assert_allclose(adapted.prior_, _saerens_ml(proba, TRAIN, 1e-8, 1000), rtol=1e-9)
-    default = DistributionalConstraint(clf, priors="em", train_priors=TRAIN, method="bayes")
+    default = DistributionalConstraint(
+        clf, priors="em", train_priors=TRAIN, method="bayes", shift_test=False
+    )
     assert default.fit(_rows(0, len(proba))).prior_[2] > 100 * adapted.prior_[2]
 
 
@@ -243,7 +245,7 @@ def test_a_bad_em_pseudo_count_is_refused_at_fit(table, value):
 
 def test_too_few_samples_warn_with_the_numbers(table):
     clf, _ = table
-    adapted = DistributionalConstraint(clf, priors="em", train_priors=TRAIN)
+    adapted = DistributionalConstraint(clf, priors="em", train_priors=TRAIN, shift_test=False)
     with pytest.warns(UserWarning) as record:
         adapted.fit(_rows(0, 29))
     messages = [str(w.message) for w in record if "fewer than" in str(w.message)]
@@ -274,7 +276,9 @@ def test_a_prior_on_the_boundary_warns_naming_the_class_and_its_value(rare, tabl
     proba, _ = rare
     clf, _ = table
     ml, _ = em_priors(proba, TRAIN, pseudo_count=0.0)
-    adapted = DistributionalConstraint(clf, priors="em", train_priors=TRAIN, em_pseudo_count=0.0)
+    adapted = DistributionalConstraint(
+        clf, priors="em", train_priors=TRAIN, em_pseudo_count=0.0, shift_test=False
+    )
     with pytest.warns(UserWarning, match="boundary") as record:
         adapted.fit(_rows(0, len(proba)))
     message = next(str(w.message) for w in record if "boundary" in str(w.message))
@@ -282,7 +286,9 @@ def test_a_prior_on_the_boundary_warns_naming_the_class_and_its_value(rare, tabl
     assert "(n = 300)" in message and "it is 0.0 here" in message
     with warnings.catch_warnings():  # the default keeps it off the boundary: no warning
         warnings.simplefilter("error")
-        DistributionalConstraint(clf, priors="em", train_priors=TRAIN).fit(_rows(0, 300))
+        DistributionalConstraint(clf, priors="em", train_priors=TRAIN, shift_test=False).fit(
+            _rows(0, 300)
+        )
 
 
 # ---------------------------------------------------------------- saving
@@ -298,7 +304,9 @@ def test_em_pseudo_count_is_saved_and_an_old_file_means_maximum_likelihood(tmp_p
     clf = NGEBMClassifier(max_epochs=2, module__hidden_sizes=(8,), random_state=0).fit(X, y)
     clf = FrozenEstimator(clf)  # so that a clone refits the adaptation only
     for value in (DEFAULT_PSEUDO_COUNT, 2.5, np.float32(0.5)):
-        adapted = DistributionalConstraint(clf, priors="em", em_pseudo_count=value).fit(X)
+        adapted = DistributionalConstraint(
+            clf, priors="em", em_pseudo_count=value, shift_test=False
+        ).fit(X)
         buffer = io.BytesIO()
         adapted.save(buffer)
         restored = load(buffer, device="cpu")

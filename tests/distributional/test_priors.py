@@ -3,7 +3,9 @@
 ``priors="em"`` needs no ``train_priors`` for the library's estimators (their ``class_prior_``)
 nor for scikit-learn's classifiers that record their priors (``class_prior_``, ``priors_``,
 ``class_log_prior_``, through a Pipeline, a FrozenEstimator or a CalibratedClassifierCV): each is
-checked against ``em_priors`` called by hand with the priors read off the estimator. The bugs:
+checked against ``em_priors`` called by hand with the priors read off the estimator (EM's
+adaptation without the test of the shift, ``shift_test=False``: the test is
+``test_shift_test.py``'s). The bugs:
 an array ``priors`` failed with "truth value of an array is ambiguous", and the public methods
 before ``fit`` raised ``AttributeError: classes_`` instead of ``NotFittedError``.
 """
@@ -65,9 +67,9 @@ def test_em_takes_our_estimators_class_prior_without_train_priors(data, build):
     X, y, X_deploy = data
     clf = build().fit(X, y)
     np.testing.assert_allclose(clf.class_prior_, SHARES)
-    adapted = DistributionalConstraint(clf, priors="em").fit(X_deploy)
+    adapted = DistributionalConstraint(clf, priors="em", shift_test=False).fit(X_deploy)
     np.testing.assert_allclose(adapted.prior_, _em_by_hand(clf, X_deploy, SHARES), atol=1e-6)
-    explicit = DistributionalConstraint(clf, priors="em", train_priors=SHARES)
+    explicit = DistributionalConstraint(clf, priors="em", train_priors=SHARES, shift_test=False)
     np.testing.assert_allclose(explicit.fit(X_deploy).predict_proba(X), adapted.predict_proba(X))
     bayes = DistributionalConstraint(clf, priors={0: 0.2, 1: 0.2, 2: 0.6}, method="bayes")
     assert bayes.fit(X_deploy).converged_  # method="bayes" reads it too
@@ -111,7 +113,7 @@ def _fitted_sklearn(X, y):
 def test_em_reads_what_scikit_learn_classifiers_record(data, name):
     X, y, X_deploy = data
     estimator, priors = _fitted_sklearn(X, y)[name]
-    adapted = DistributionalConstraint(estimator, priors="em").fit(X_deploy)
+    adapted = DistributionalConstraint(estimator, priors="em", shift_test=False).fit(X_deploy)
     np.testing.assert_allclose(adapted.prior_, _em_by_hand(estimator, X_deploy, priors), atol=1e-9)
 
 
@@ -120,7 +122,7 @@ def test_em_reads_calibrated_classifier_cv_through_its_fitted_classifiers(data):
     calibrated = CalibratedClassifierCV(GaussianNB(), cv=3).fit(X, y)
     priors = np.mean([c.estimator.class_prior_ for c in calibrated.calibrated_classifiers_], 0)
     assert not np.allclose(priors, SHARES, atol=1e-6)  # each saw its training folds
-    adapted = DistributionalConstraint(calibrated, priors="em").fit(X_deploy)
+    adapted = DistributionalConstraint(calibrated, priors="em", shift_test=False).fit(X_deploy)
     np.testing.assert_allclose(adapted.prior_, _em_by_hand(calibrated, X_deploy, priors), atol=1e-9)
 
 
