@@ -627,10 +627,11 @@ def seed_arithmetic(root: Path) -> list[str]:
         if name == home or _in(name, own):
             continue
         for node in _nodes(path):
-            if isinstance(node, ast.Call):
-                called = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
-                if called in ("default_rng", "SeedSequence"):
-                    found.append(f"{name}:{node.lineno} {called}(")
+            # a reference, called or passed on (``map(np.random.default_rng, seeds)``)
+            if isinstance(node, (ast.Attribute, ast.Name)):
+                named = getattr(node, "attr", None) or getattr(node, "id", None)
+                if named in ("default_rng", "SeedSequence"):
+                    found.append(f"{name}:{node.lineno} {named}(")
             elif isinstance(node, ast.BinOp):
                 sides = (node.left, node.right)
                 literal = any(
@@ -1030,7 +1031,8 @@ def test_the_checker_flags_seeds_derived_outside_the_generators(tmp_path):
                     b = np.random.SeedSequence([self.seed_, 1])
                     c = self._fit_seed() * 7919 + len(seen)
                     d = len(seen) + 2**31
-                    return a, b, c, d
+                    e = list(map(np.random.default_rng, seen))
+                    return a, b, c, d, e
             """,
         },
     )
@@ -1038,6 +1040,7 @@ def test_the_checker_flags_seeds_derived_outside_the_generators(tmp_path):
         "pkg.continual._mixin:5 default_rng(",
         "pkg.continual._mixin:6 SeedSequence(",
         "pkg.continual._mixin:7 seed arithmetic",
+        "pkg.continual._mixin:9 default_rng(",
     ]
 
 

@@ -39,6 +39,8 @@ __all__ = [
     "draws_from_global_rng",
     "global_rng",
     "make_generator",
+    "numpy_generator",
+    "numpy_streams",
     "seed_global_rng",
 ]
 
@@ -146,6 +148,25 @@ def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Gener
     True
     """
     return torch.Generator(device=torch.device(device)).manual_seed(int(seed))
+
+
+def numpy_generator(random_state: int | np.random.Generator | None) -> np.random.Generator:
+    """A numpy generator for a function of the core that draws outside a fit (a bootstrap):
+    an int or ``None`` seeds a new one, a generator is used as given (and moved).
+
+    Examples
+    --------
+    >>> a, b = numpy_generator(3), numpy_generator(3)
+    >>> bool(a.random() == b.random())
+    True
+    """
+    return np.random.default_rng(random_state)
+
+
+def numpy_streams(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """``n`` independent numpy generators seeded from ``rng`` (one draw of ``n`` 63-bit seeds;
+    ``Generator.spawn`` needs numpy 1.25, the package supports 1.24)."""
+    return [np.random.default_rng(seed) for seed in rng.integers(2**63, size=n)]
 
 
 class FitGenerators:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from .._utils.generators import numpy_generator, numpy_streams
 from .._utils.parameters import ParamChecker
 from .calibration import calibrated_log_proba, fit_temperature
 from .posteriors import PSEUDO_COUNT, em_priors
@@ -199,8 +200,7 @@ def _null_statistics(
     :data:`BLOCK_ITEMS`. The rows and the calibrations' resamples come from two streams of
     ``rng``, so that the statistics do not depend on the blocks."""
     per_block = max(1, BLOCK_ITEMS // (n_samples * pool.shape[1]))
-    # two child streams (Generator.spawn needs numpy 1.25; the package supports 1.24)
-    rows_rng, calibration_rng = map(np.random.default_rng, rng.integers(2**63, size=2))
+    rows_rng, calibration_rng = numpy_streams(rng, 2)
     statistics = []
     for start in range(0, n_resamples, per_block):
         size = min(per_block, n_resamples - start)
@@ -413,7 +413,7 @@ def prior_shift_test(
             len(proba),
             train_priors,
             n_resamples=n_resamples,
-            rng=np.random.default_rng(random_state),
+            rng=numpy_generator(random_state),
             **options,
         )
         source = "reference"
