@@ -196,7 +196,7 @@ def test_every_variant_keeps_the_rare_class_and_its_nll(rare, table, method, cal
         kwargs, fit_kwargs = {}, {"calibration_set": calibration_set}
         train = np.bincount(calibration_set[1]) / len(calibration_set[1])
     adapted = DistributionalConstraint(
-        clf, priors="em", method=method, calibration=calibration, **kwargs
+        clf, priors="em", method=method, calibration=calibration, shift_resamples=50, **kwargs
     ).fit(_rows(0, n), **fit_kwargs)
     floor = DEFAULT_PSEUDO_COUNT * train[2] / (n + DEFAULT_PSEUDO_COUNT)
     assert adapted.prior_[2] >= floor

@@ -138,6 +138,7 @@ def test_a_shift_is_detected_and_no_shift_is_not_on_a_calibrated_model():
         assert result.weight == pytest.approx(1 - result.threshold / result.statistic)
 
 
+@pytest.mark.slow  # a rate over 200 bootstrapped tests (5 s); CI runs it
 @pytest.mark.parametrize("biased", [False, True], ids=["calibrated", "biased"])
 def test_the_false_alarm_rate_without_shift_is_the_level(biased):
     """On 200 no-shift draws, each with its own bootstrap, the test fires at its level: also
@@ -189,6 +190,7 @@ def test_without_reference_the_threshold_is_wilks_s_chi_square():
     assert absent.weight == pytest.approx(1 - absent.threshold / absent.statistic)
 
 
+@pytest.mark.slow  # a rate over 40 bootstrapped tests with a calibration refitted per resample
 def test_a_calibration_fitted_on_the_reference_is_refitted_per_resample():
     """BCTS fitted on the held-out samples makes EM find their class shares on them almost
     exactly, whatever its error elsewhere; refitting it on each (stratified) resample puts
@@ -380,7 +382,9 @@ def test_shift_test_false_adapts_always_and_records_no_test(table):
 def test_the_calibration_set_is_the_reference_after_a_calibration(table):
     clf, y_cal = table
     calibration_set = (_rows(1000, 1120), y_cal)
-    adapted = DistributionalConstraint(clf, priors="em", calibration="bcts", random_state=0)
+    adapted = DistributionalConstraint(
+        clf, priors="em", calibration="bcts", shift_resamples=100, random_state=0
+    )
     adapted.fit(SHIFT, calibration_set=calibration_set)
     assert adapted.shift_threshold_source_ == "calibration_set" and adapted.prior_shift_detected_
     calibrated = calibrated_log_proba(
@@ -392,6 +396,7 @@ def test_the_calibration_set_is_the_reference_after_a_calibration(table):
         clf.predict_proba(calibration_set[0]),
         reference_labels=y_cal,
         calibration="bcts",
+        n_resamples=100,
         random_state=0,
     )
     assert adapted.shift_threshold_ == pytest.approx(expected.threshold, rel=1e-9)
