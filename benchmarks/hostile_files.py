@@ -56,28 +56,30 @@ import torch
 import ebmclassifier
 limit = 4 * 2**30
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-path, then = sys.argv[1], sys.argv[2:]
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-start = time.perf_counter()
-try:
-    obj = ebmclassifier.load(path)
-    outcome = "loaded"
-    if then and then[0] == "load_params":  # then load_params of a pickle, as #41's chain
-        try:
-            obj.load_params(f_params=then[1])
-        except Exception as err:
-            outcome += f"; load_params: {type(err).__name__}"
-    elif then and then[0] == "predict":  # then predict_proba: the threads it runs on
-        seen = []
-        obj.module_.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
-        obj.predict_proba(torch.zeros(2, obj.n_features_in_).numpy())
-        cores = len(os.sched_getaffinity(0))
-        outcome += f"; predict_proba on {max(seen)} threads ({cores} cores)"
-except BaseException as err:
-    outcome = f"{type(err).__name__}: {str(err)[:150]}"
-seconds = time.perf_counter() - start
-growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-print(json.dumps({"outcome": outcome, "growth_mb": growth, "s": seconds}))
+for path, *then in json.loads(sys.argv[1]):
+    start = time.perf_counter()
+    try:
+        obj = ebmclassifier.load(path)
+        outcome = "loaded"
+        if then and then[0] == "load_params":  # then load_params of a pickle, as #41's chain
+            try:
+                obj.load_params(f_params=then[1])
+            except Exception as err:
+                outcome += f"; load_params: {type(err).__name__}"
+        elif then and then[0] == "predict":  # then predict_proba: the threads it runs on
+            seen = []
+            obj.module_.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+            obj.predict_proba(torch.zeros(2, obj.n_features_in_).numpy())
+            cores = len(os.sched_getaffinity(0))
+            outcome += f"; predict_proba on {max(seen)} threads ({cores} cores)"
+    except BaseException as err:
+        outcome = f"{type(err).__name__}: {str(err)[:150]}"
+    obj = None
+    seconds = time.perf_counter() - start
+    # the peak's growth since the first load: at least this file's own growth
+    growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    print(json.dumps({"outcome": outcome, "growth_mb": growth, "s": seconds}), flush=True)
 """
 
 
@@ -404,20 +406,24 @@ def pipeline_files(folder: Path) -> dict[str, tuple]:
 def load_in_child(files: tuple, timeout: float) -> dict:
     """``{"outcome", "growth_mb", "s"}`` of loading ``files[0]`` in a fresh process under a
     4 GiB address-space limit (then what ``files[1:]`` say)."""
-    command = [sys.executable, "-c", CHILD, *map(str, files)]
+    return load_all_in_child([files], timeout)[0]
+
+
+def load_all_in_child(many: list[tuple], timeout: float) -> list[dict]:
+    """:func:`load_in_child`'s record of each of ``many`` loaded in turn in one fresh process;
+    ``growth_mb`` is the peak's growth since the first load, so it bounds each file's own.
+    A child that dies or runs out of time gives that outcome to the files it did not report."""
+    command = [sys.executable, "-c", CHILD, json.dumps([list(map(str, f)) for f in many])]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {
-            "outcome": f"still running after {timeout:g} s (killed)",
-            "growth_mb": None,
-            "s": None,
-        }
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"outcome": f"exit {done.returncode}", "growth_mb": None, "s": None}
-    return json.loads(lines[-1])
+        lines, ended = done.stdout.strip().splitlines(), f"exit {done.returncode}"
+    except subprocess.TimeoutExpired as err:
+        out = err.stdout.decode() if isinstance(err.stdout, bytes) else err.stdout or ""
+        lines, ended = out.strip().splitlines(), f"still running after {timeout:g} s (killed)"
+    records = [json.loads(line) for line in lines]
+    missing = {"outcome": ended, "growth_mb": None, "s": None}
+    return records + [missing] * (len(many) - len(records))
 
 
 def save_probes(folder: Path) -> list[tuple[str, str]]:
