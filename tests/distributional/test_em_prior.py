@@ -28,6 +28,8 @@ from sklearn.frozen import FrozenEstimator
 from ebmclassifier import DistributionalConstraint, load
 from ebmclassifier.distributional import bayes_correction, em_priors
 
+from ..user_line import assert_at_users_line
+
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "saved"
 #: The documented default of ``em_pseudo_count``: one pseudo-sample.
 DEFAULT_PSEUDO_COUNT = 1.0
@@ -250,7 +252,7 @@ def test_too_few_samples_warn_with_the_numbers(table):
         adapted.fit(_rows(0, 29))
     messages = [str(w.message) for w in record if "fewer than" in str(w.message)]
     assert len(messages) == 1
-    assert {w.filename for w in record} == {__file__}  # it names the user's line
+    assert_at_users_line(record, __file__)
     # a balanced share 1/3 has a sampling error of sqrt(1/3 * 2/3 / 29) = 0.0875, 26% of it
     assert "3 class priors from 29 samples of X, fewer than 10 per class (30)" in messages[0]
     assert "is 0.0875 (26% of it)" in messages[0]
