@@ -127,6 +127,21 @@ def test_a_checkpoint_of_two_epochs_files_is_refused(
         _resume(mixed, X, y)
 
 
+def test_files_given_beside_a_checkpoint_win_and_its_own_are_not_read(small_blobs, tmp_path):
+    # as skorch's load_params: an f_history given explicitly is the one read, and the
+    # checkpoint's history.json is then not read at all (here it is gone). The files' names
+    # are formatted from the net's history (skorch's), so the net is the run's own
+    folder = tmp_path / "run"
+    net = make(max_epochs=3, callbacks=[_checkpoint(folder)]).fit(*small_blobs)
+    moved = tmp_path / "elsewhere.json"
+    (folder / "history.json").rename(moved)
+    net.load_params(checkpoint=_checkpoint(folder), f_history=str(moved))
+    assert len(net.history) == 3
+    expected = torch.load(folder / "params.pt", weights_only=True)
+    for name, tensor in net.module_.state_dict().items():
+        assert torch.equal(tensor, expected[name]), name
+
+
 class KeptOpen(io.StringIO):
     def close(self):
         pass
