@@ -42,12 +42,18 @@ from ._archive import (
 
 __all__ = ["TRUSTED", "load_skeleton", "type_names"]
 
-#: scikit-learn's types that ``load`` trusts besides skops's defaults: plain holders of fitted
-#: values that ``CalibratedClassifierCV`` keeps (one per fold), which skops does not list
-#: because they are private. Each is built by skops without running its ``__init__``.
+#: The types that ``load`` trusts besides skops's defaults, each built by skops without running
+#: its ``__init__``: plain holders of fitted values that ``CalibratedClassifierCV`` keeps (one per
+#: fold) and scikit-learn's ``Bunch`` (a dict whose keys read as attributes, a
+#: ``ProductOfExperts``'s ``named_estimators_``), which skops does not list because they are
+#: private; and the library's ``ProductOfExperts``, whose experts are the library's estimators,
+#: each read from its own file. (``ConceptComposition`` holds a torch chain start: ``save``
+#: refuses it.)
 TRUSTED = (
     "sklearn.calibration._CalibratedClassifier",
     "sklearn.calibration._SigmoidCalibration",
+    "sklearn.utils._bunch.Bunch",
+    "ebmclassifier.compose.product.ProductOfExperts",
 )
 #: Raised by skops (or zipfile, numpy) on a skeleton its checks let through but skops cannot
 #: read: a node without its keys, a member it names that is not there, an unknown loader.

@@ -18,6 +18,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer
 from sklearn.decomposition import PCA
@@ -28,10 +29,12 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardSc
 
 import ebmclassifier
 from ebmclassifier import (
+    ConceptComposition,
     DistributionalConstraint,
     JEMClassifier,
     LatentStructureClassifier,
     NGEBMClassifier,
+    ProductOfExperts,
     load,
     save,
 )
@@ -138,6 +141,43 @@ def test_the_composites_around_the_estimators_predict_the_same_bitwise(data, tmp
     restored = _round_trip(fitted, tmp_path)
     assert type(restored) is type(fitted)
     np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+
+
+@pytest.mark.parametrize("combine", ["product", "mixture"])
+def test_a_product_of_experts_alone_and_in_a_pipeline_needs_nothing_trusted(
+    data, tmp_path, combine
+):
+    # one expert fitted before and frozen, one that the product trains; the same in a pipeline
+    X, y = data
+    old = FrozenEstimator(NGEBMClassifier(**FAST).fit(X, y))
+    experts = [("old", old), ("new", JEMClassifier(**FAST, sgld_steps=2, buffer_size=30))]
+    poe = ProductOfExperts(experts, combine=combine).fit(X, y)
+    pipe = make_pipeline(StandardScaler(), clone(poe)).fit(X, y)
+    for fitted, folder in [(poe, tmp_path / "alone"), (pipe, tmp_path / "pipe")]:
+        folder.mkdir()
+        restored = _round_trip(fitted, folder)
+        assert type(restored) is type(fitted)
+        np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+        np.testing.assert_array_equal(_product_ood(restored, X), _product_ood(fitted, X))
+
+
+def _product_ood(model, X):
+    """The product's OOD scores, after the pipeline's scaler when it is in one."""
+    if isinstance(model, Pipeline):
+        return model[-1].score_ood(model[:-1].transform(X))
+    return model.score_ood(X)
+
+
+def test_a_concept_composition_is_refused_at_save_time(data, tmp_path):
+    # its chain start is a torch object outside the estimators, which skops cannot write
+    X, y = data
+    Y = np.c_[y, (X[:, 0] > 0).astype(int)]
+    concepts = ConceptComposition(
+        [("a", NGEBMClassifier(**FAST)), ("b", NGEBMClassifier(**FAST))]
+    ).fit(X, Y)
+    with pytest.raises(TypeError, match="ConceptComposition holds a torch GaussianStart"):
+        save(concepts, tmp_path / "concepts.ebm")
+    assert not (tmp_path / "concepts.ebm").exists()
 
 
 def test_calibrated_cv_keeps_its_unfitted_estimator_as_parameters(data, tmp_path):
