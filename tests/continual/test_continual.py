@@ -376,8 +376,10 @@ def test_replay_weights_give_each_replayed_class_the_weight_of_an_average_class(
     np.testing.assert_allclose(np.bincount(replay_y, doubled), [12.0, 12.0, 24.0])
 
 
-def test_the_fit_mixes_each_stored_class_in_with_the_weight_of_an_average_new_class():
-    clf = _clf(replay_per_class=3).partial_fit(*_task(0, 1))
+@pytest.mark.parametrize("class_weight", [None, {0: 3.0, 1: 0.5}])
+def test_the_fit_mixes_each_stored_class_in_with_the_weight_of_an_average_new_class(class_weight):
+    # a dict class_weight multiplies each replayed class's total too, as it does new samples
+    clf = _clf(replay_per_class=3, class_weight=class_weight).partial_fit(*_task(0, 1))
     X2, y2 = _task(2, 3)
     y2 = np.searchsorted([0, 1, 2, 3], y2)
     _, old_rows = clf._accept_new_classes(y2, None)
@@ -385,5 +387,8 @@ def test_the_fit_mixes_each_stored_class_in_with_the_weight_of_an_average_new_cl
     replayed = slice(len(y2), None)
     assert len(mixed_y) == len(y2) + 2 * 3  # 3 stored samples of each old class
     per_class = len(y2) / 2  # the chunk's samples per class present
-    np.testing.assert_allclose(np.bincount(mixed_y[replayed], weights[replayed]), per_class)
+    factor = np.ones(2) if class_weight is None else np.array([3.0, 0.5])  # classes 0 and 1
+    np.testing.assert_allclose(
+        np.bincount(mixed_y[replayed], weights[replayed]), per_class * factor
+    )
     np.testing.assert_array_equal(weights[: len(y2)], 1.0)
