@@ -129,7 +129,7 @@ def test_a_shift_is_detected_and_no_shift_is_not_on_a_calibrated_model():
     reference = _draw(TRAIN, 500, rng)
     shifted = [
         prior_shift_test(_draw(SHIFTED, 200, rng), TRAIN, reference, random_state=s)
-        for s in range(20)
+        for s in range(8)
     ]
     assert all(r.shift_detected and r.weight > 0.5 for r in shifted)
     assert all(r.p_value <= 1 / 201 for r in shifted)  # beyond every resample
@@ -385,7 +385,7 @@ def test_the_calibration_set_is_the_reference_after_a_calibration(table):
     clf, y_cal = table
     calibration_set = (_rows(1000, 1120), y_cal)
     adapted = DistributionalConstraint(
-        clf, priors="em", calibration="bcts", shift_resamples=100, random_state=0
+        clf, priors="em", calibration="bcts", shift_resamples=40, random_state=0
     )
     adapted.fit(SHIFT, calibration_set=calibration_set)
     assert adapted.shift_threshold_source_ == "calibration_set" and adapted.prior_shift_detected_
@@ -398,7 +398,7 @@ def test_the_calibration_set_is_the_reference_after_a_calibration(table):
         clf.predict_proba(calibration_set[0]),
         reference_labels=y_cal,
         calibration="bcts",
-        n_resamples=100,
+        n_resamples=40,
         random_state=0,
     )
     assert adapted.shift_threshold_ == pytest.approx(expected.threshold, rel=1e-9)
