@@ -348,3 +348,23 @@ def test_every_record_of_the_weights_duplicated_is_refused(estimator_bytes, tmp_
         file = dict(members, **{"weights.pt": _archive(twice)})
         saved = _write(tmp_path, _archive(list(file.items())))
         _refused(saved, "its weights.pt is not laid out as torch.save writes it")
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 5])
+def test_the_depth_is_counted_across_every_boundary_of_its_pieces(monkeypatch, piece):
+    # json_depth counts a megabyte of brackets at a time: with pieces of a few bytes, every
+    # length of text meets a boundary at each place (a last piece whole or cut short, the
+    # deepest point at, just before or just after a boundary), against a count one byte a time
+    from ebmclassifier.saving import _archive
+
+    monkeypatch.setattr(_archive, "_PIECE", piece)
+    rng = np.random.default_rng(piece)
+    for length in range(1, 4 * piece + 3):
+        for _ in range(20):
+            opened = np.cumsum(rng.choice([1, -1], size=length)) >= 0
+            text = "".join("[" if o else "]" for o in opened)
+            level, deepest = 0, 0
+            for char in text:
+                level += 1 if char == "[" else -1
+                deepest = max(deepest, level)
+            assert _archive.json_depth(f'{{"a": "[[", "b": {text}}}'.encode()) == deepest + 1

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import zipfile
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -552,3 +553,24 @@ def test_a_pipeline_file_is_not_pickled(data, tmp_path):
     for name, raw in _members(path).items():
         assert not raw.startswith(b"\x80"), name  # a pickle's protocol opcode
     assert os.path.getsize(path) > 0
+
+
+def test_the_walk_for_estimators_descends_into_each_object_once(data, monkeypatch):
+    # what several places share (a list, an estimator) is walked and listed once: the walk's
+    # cost is one visit per object, however often the object is referred to
+    from ebmclassifier.saving import _composite
+
+    clf = NGEBMClassifier(**FAST).fit(*data)
+    shared = [clf, {"scale": np.arange(3.0)}]
+    graph = Pipeline([("a", FunctionTransformer()), ("b", FunctionTransformer())])
+    graph.first_, graph.second_, graph.both_ = shared, shared, [shared, (shared, clf)]
+    visits = Counter()
+    children = _composite._children
+
+    def counted(obj):
+        visits[id(obj)] += 1
+        return children(obj)
+
+    monkeypatch.setattr(_composite, "_children", counted)
+    assert _composite.library_objects(graph) == [clf]
+    assert visits[id(shared)] == 1 and max(visits.values()) == 1
