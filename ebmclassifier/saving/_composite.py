@@ -238,14 +238,14 @@ def _checked_entries(metadata: dict, members: dict[str, bytes]) -> list[dict]:
     return entries
 
 
-def _estimator(entry: dict, members: dict, shown: str, params: dict, limits: FileLimits):
+def _estimator(entry: dict, members: dict, params: dict, limits: FileLimits):
     """The estimator of one entry: its own file read as any file, or an unfitted one."""
     if "member" not in entry:
         return new_estimator(entry, params, limits)
     name = entry["member"]
     try:
         kind, inner = read_file(io.BytesIO(members[name]), LAYOUTS, limits)
-        return load_members(kind, inner, f"{shown}'s {name}", params, limits)
+        return load_members(kind, inner, params, limits)
     except Refused as err:
         raise Refused(f"in its {name}, {err}") from None
 
@@ -288,12 +288,13 @@ def _put_back(obj, estimators: list, seen: dict, depth: int, limits: FileLimits)
     return obj
 
 
-def load_composite(members: dict[str, bytes], shown: str, params: dict, limits, trusted: list[str]):
+def load_composite(members: dict[str, bytes], params: dict, limits, trusted: list[str]):
     """The object of a composite file read by
-    :func:`~ebmclassifier.saving._archive.read_members` from the file ``shown``; ``params`` for
-    each of its estimators, ``trusted`` the type names trusted besides the defaults."""
+    :func:`~ebmclassifier.saving._archive.read_members` (its refusals name no file: the caller
+    names it); ``params`` for each of its estimators, ``trusted`` the type names trusted besides
+    the defaults."""
     metadata = parse_json(members["composite.json"], "composite.json", limits)
     entries = _checked_entries(metadata, members)
     skeleton = load_skeleton(members["skeleton.skops"], [_STORED, *TRUSTED, *trusted], limits)
-    estimators = [_estimator(entry, members, shown, params, limits) for entry in entries]
+    estimators = [_estimator(entry, members, params, limits) for entry in entries]
     return _put_back(skeleton, estimators, {}, 0, limits)

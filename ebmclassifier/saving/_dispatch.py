@@ -177,7 +177,7 @@ def load(
     try:
         kind, members = read_file(path, {**LAYOUTS, COMPOSITE_FORMAT: COMPOSITE_LAYOUT}, limits)
         if kind == COMPOSITE_FORMAT:
-            return load_composite(members, shown(path), params, limits, names)
-        return load_members(kind, members, shown(path), params, limits)
+            return load_composite(members, params, limits, names)
+        return load_members(kind, members, params, limits)
     except Refused as err:
         raise ValueError(f"Cannot load {shown(path)}: {str(err).rstrip('.')}.") from None

@@ -267,12 +267,13 @@ def _parsed(kind: str, members: dict[str, bytes], limits: FileLimits) -> tuple[d
     return metadata, members[layout.required[0]]
 
 
-def load_members(kind: str, members: dict[str, bytes], shown: str, params: dict, limits):
+def load_members(kind: str, members: dict[str, bytes], params: dict, limits):
     """The estimator or constraint of the members of a file of format ``kind``, read by
-    :func:`~ebmclassifier.saving._archive.read_members` from the file ``shown``."""
+    :func:`~ebmclassifier.saving._archive.read_members` (its refusals name no file: the
+    caller names it)."""
     metadata, data = _parsed(kind, members, limits)
     if kind == CONSTRAINT_FORMAT:
-        return _load_constraint(shown, metadata, data, params, limits)
+        return _load_constraint(metadata, data, params, limits)
     return _load_estimator(metadata, data, params, limits)
 
 
@@ -485,7 +486,7 @@ def save_constraint(adapted, path: str | os.PathLike) -> None:
     write_archive(path, {"distributional.json": text, "estimator.ebm": buffer.getbuffer()})
 
 
-def _load_constraint(shown: str, metadata: dict, base_file: bytes, params: dict, limits):
+def _load_constraint(metadata: dict, base_file: bytes, params: dict, limits):
     """The ``DistributionalConstraint`` of a file read by :func:`_read`; ``params`` for its base.
 
     Its class is imported by name, as :func:`load` imports every estimator class it builds, so

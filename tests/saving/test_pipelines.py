@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import zipfile
 from collections import Counter
@@ -432,6 +433,9 @@ def test_the_estimator_inside_a_pipeline_file_is_read_as_hostile_too(pipe_file):
     _write(pipe_file, members)
     with pytest.raises(ValueError, match="in its estimators/0.ebm, its parameters build a module_"):
         load(pipe_file)
+    named = f"^Cannot load '{re.escape(str(pipe_file))}': in its estimators/0.ebm"
+    with pytest.raises(ValueError, match=named):
+        load(pipe_file)
 
 
 def _edit_skeleton(path, change) -> None:
@@ -574,3 +578,12 @@ def test_the_walk_for_estimators_descends_into_each_object_once(data, monkeypatc
     monkeypatch.setattr(_composite, "_children", counted)
     assert _composite.library_objects(graph) == [clf]
     assert visits[id(shared)] == 1 and max(visits.values()) == 1
+
+
+def test_the_walk_finds_an_estimator_held_in_an_object_array(data):
+    from ebmclassifier.saving import _composite
+
+    clf = NGEBMClassifier(**FAST).fit(*data)
+    step = FunctionTransformer()
+    step.held_ = np.array([None, clf], dtype=object)
+    assert _composite.library_objects(make_pipeline(step)) == [clf]

@@ -432,3 +432,13 @@ def test_a_tree_model_keeps_its_vocabulary(tmp_path):
     np.testing.assert_array_equal(restored.predict_proba(X), original.predict_proba(X))
     np.testing.assert_array_equal(restored.transform(X), original.transform(X))
     np.testing.assert_array_equal(restored.predict_latent(X), original.predict_latent(X))
+
+
+def test_a_dict_parameter_keeps_its_keys_and_values(small_blobs, tmp_path):
+    # a dict is written as its (key, value) pairs, each decoded: int keys stay ints
+    X, y = small_blobs
+    weights = {0: 2.0, 1: 1.0, 2: 0.5}
+    NGEBMClassifier(**FAST, class_weight=weights).fit(X, y).save(tmp_path / "model.ebm")
+    restored = load(tmp_path / "model.ebm")
+    assert restored.class_weight == weights
+    assert [type(key) for key in restored.class_weight] == [int, int, int]

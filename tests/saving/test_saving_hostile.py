@@ -914,3 +914,27 @@ def test_every_byte_of_the_weights_pickle_changed_loads_or_is_a_value_error(data
             assert str(err).startswith(f"Cannot load '{saved}': "), (position, err)
             outcomes["refused"] += 1
     assert outcomes["refused"] > 0, outcomes
+
+
+def test_a_weights_archive_whose_end_record_declares_a_comment_is_refused(saved):
+    # torch writes no archive comment; an end record that declares one (of bytes the file does
+    # not hold) is not torch's archive, whatever its other fields say
+    members = _members(saved)
+    weights = bytearray(members["weights.pt"])
+    end = weights.rindex(b"PK\x05\x06")
+    weights[end + 20 : end + 22] = (5).to_bytes(2, "little")  # the comment's length
+    members["weights.pt"] = bytes(weights)
+    _write(saved, members)
+    _refused(saved, "weights.pt")
+
+
+@pytest.mark.parametrize(
+    "params, reason",
+    [
+        ({"module__dropout": 5.0}, r"The 'dropout' parameter of MLP must be a float"),
+        ({"module__hidden_sizes": {"__tuple__": [-3]}}, r"The 'hidden_sizes' parameter of MLP"),
+    ],
+)
+def test_a_network_its_parameters_cannot_build_is_refused_saying_why(saved, params, reason):
+    _edit(saved, lambda m: m["params"].update(params))
+    _refused(saved, f"could not build its network from the module__\\* parameters: {reason}")
