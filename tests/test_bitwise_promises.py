@@ -6,9 +6,6 @@ kernels' summation order depends on the thread count, never on the run. (Results
 and at two may differ; comparisons across batch layouts use tests/precision.py.)
 """
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -16,7 +13,8 @@ import torch
 from ebmclassifier import JEMClassifier, LatentStructureClassifier, NGEBMClassifier, load
 from ebmclassifier.sampling import ReplayBuffer, UniformStart
 
-SNAPSHOT = Path(__file__).resolve().parents[1] / "benchmarks" / "fit_snapshot.py"
+from .scripts import load_script
+
 ESTIMATORS = {
     "ngebm": lambda: NGEBMClassifier(max_epochs=3, batch_size=32, random_state=0),
     "jem": lambda: JEMClassifier(
@@ -63,9 +61,7 @@ def test_a_seeded_refit_and_a_round_trip_are_bitwise(threads, small_blobs, tmp_p
 @pytest.mark.slow  # the benchmark's JEM and continual runs on the digits, twice
 @pytest.mark.filterwarnings("ignore:.*learns new classes poorly:UserWarning")
 def test_the_fit_snapshot_repeats_bitwise(threads):
-    spec = importlib.util.spec_from_file_location("fit_snapshot", SNAPSHOT)
-    snapshot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(snapshot)
+    snapshot = load_script("benchmarks/fit_snapshot.py")
     X, y, X_test = snapshot._digits()
     runs = []
     for _ in range(2):

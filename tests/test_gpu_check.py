@@ -4,21 +4,16 @@ Deliberately not marked ``cuda``: it stays in the normal suite, so the script is
 before a GPU is lent to it.
 """
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+from .scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/gpu_check.py")
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ outputs of the commands that produced them (#50: the README's demo and JEM figur
 what a fresh run printed), a figure changed by hand fails, and a fresh run of the cheap
 commands reproduces them (slow)."""
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -11,16 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from .scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "quoted_figures.py"
 
 
 @pytest.fixture(scope="module")
 def quoted():
-    spec = importlib.util.spec_from_file_location("quoted_figures", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/quoted_figures.py")
 
 
 @pytest.fixture(scope="module")

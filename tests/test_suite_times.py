@@ -1,19 +1,13 @@
 """benchmarks/suite_times.py: what it reads from pytest's durations, and what it refuses."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "suite_times.py"
+from .scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def suite_times():
-    spec = importlib.util.spec_from_file_location("suite_times", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/suite_times.py")
 
 
 def test_an_items_phases_add_up_and_items_under_the_least_are_left_out(

@@ -4,7 +4,6 @@ torch's thread count is one per process; every test here leaves it as it found i
 ``_torch_threads_restored`` fixture of conftest.py makes sure even a failing test does).
 """
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -25,6 +24,8 @@ from ebmclassifier._utils.threads import (
 from ebmclassifier.cli import main
 from ebmclassifier.losses import ngebm_loss
 from ebmclassifier.nn import MLP, ConvNet
+
+from ..scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -214,10 +215,7 @@ def test_compare_runs_the_built_in_small_data_on_one_thread_and_large_networks_o
 
 
 def _threads_benchmark():
-    spec = importlib.util.spec_from_file_location("threads_bench", ROOT / "benchmarks/threads.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/threads.py")
 
 
 @pytest.mark.parametrize(

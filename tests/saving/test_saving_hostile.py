@@ -13,7 +13,6 @@ limit, refused before the memory it asks for is allocated (``tracemalloc`` measu
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -23,7 +22,6 @@ import struct
 import sys
 import tracemalloc
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,6 +41,7 @@ from ebmclassifier.saving._budget import meta_modules
 from ebmclassifier.saving._files import SavedEstimatorMixin
 
 from ..estimators import params
+from ..scripts import load_script
 
 FAST = params("ngebm", module__hidden_sizes=(4,))
 
@@ -820,11 +819,7 @@ def _fitted_of(clf) -> dict:
 
 def _hostile_files_benchmark():
     """benchmarks/hostile_files.py, whose crafted files these tests load."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_files.py"
-    spec = importlib.util.spec_from_file_location("hostile_files_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/hostile_files.py")
 
 
 @pytest.mark.slow
