@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils.generators import draw_seed
 from .._utils.parameters import ParamChecker, is_int
 from ..saving._files import save_constraint
 from ._em_estimate import SHIFT_ATTRIBUTES, em_estimate
@@ -504,7 +505,7 @@ class DistributionalConstraint(MetaEstimatorMixin, ClassifierMixin, BaseEstimato
             return None
         random_state = self.random_state
         if isinstance(random_state, np.random.RandomState):  # scikit-learn's: draw a seed
-            random_state = int(random_state.randint(0, 2**31 - 1))
+            random_state = draw_seed(random_state)
         test = {
             "alpha": self.shift_significance,
             "n_resamples": self.shift_resamples,
