@@ -47,6 +47,7 @@ import json
 import os
 import pickle
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -133,16 +134,34 @@ def _run(command: list[str], timeout: float, env: dict | None = None) -> dict:
             timeout=timeout,
             check=False,
         )
-        returncode, output = done.returncode, done.stdout + done.stderr
+        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
-        returncode = None
-        output = f"timed out after {timeout:.0f} s\n" + _text(exc.stdout) + _text(exc.stderr)
+        returncode, stdout = None, f"timed out after {timeout:.0f} s\n" + _text(exc.stdout)
+        stderr = _text(exc.stderr)
     return {
         "command": " ".join(command),
         "returncode": returncode,
         "seconds": time.perf_counter() - started,
-        "output_tail": output[-3000:],
+        "stdout_tail": stdout[-3000:],
+        "stderr_tail": stderr[-3000:],
     }
+
+
+# pytest's last line: "6 skipped, 199 deselected in 0.59s", framed by "=" where a section precedes
+_PYTEST_SUMMARY = re.compile(
+    r"\b\d+ (passed|failed|skipped|deselected|errors?|xfailed|xpassed|warnings?)\b.* in [\d.]+s"
+)
+
+
+def pytest_summary(stdout: str) -> str:
+    """The counts line of a pytest run's standard output, or its last line where it has none.
+
+    Read from stdout alone: a plugin's warning (pytest-benchmark's, on a machine that has it)
+    goes to stderr after the counts, and was once taken for them.
+    """
+    lines = [line.strip(" =") for line in stdout.splitlines() if line.strip()]
+    counts = [line for line in lines if _PYTEST_SUMMARY.search(line)]
+    return counts[-1] if counts else (lines[-1] if lines else "")
 
 
 def _text(stream) -> str:
@@ -178,9 +197,8 @@ def stage_cuda_tests(sizes: dict, timeout: float) -> dict:
     )
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
     result = _run(command + ["-m", "cuda", *files], timeout)
-    lines = [line for line in result["output_tail"].splitlines() if line.strip()]
     result["files"] = files
-    result["summary"] = lines[-1] if lines else ""
+    result["summary"] = pytest_summary(result["stdout_tail"])
     result["ok"] = result["returncode"] == 0
     return result
 

@@ -76,3 +76,21 @@ def test_refuses_to_run_without_cuda_and_unknown_stages(gpu_check, tmp_path, mon
     with pytest.raises(SystemExit):
         gpu_check.main(["--dry-run", "--skip", "benchmark", "--out", str(tmp_path / "x.json")])
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_pytest_summary_is_read_from_stdout_whatever_follows_it(gpu_check):
+    stdout = (
+        "ssssss                                      [100%]\n"
+        "=========================== short test summary info ============================\n"
+        "SKIPPED [6] tests/conftest.py:61: needs a CUDA device\n"
+        "====== 6 skipped, 199 deselected, 2 warnings in 0.59s ======\n"
+        "\n"
+    )
+    assert gpu_check.pytest_summary(stdout) == "6 skipped, 199 deselected, 2 warnings in 0.59s"
+    # -q prints the counts without the frame, and a line after them is not taken for them
+    quiet = "1 failed, 3 passed in 12.30s\n  warner(PytestBenchmarkWarning(text))\n"
+    assert gpu_check.pytest_summary(quiet) == "1 failed, 3 passed in 12.30s"
+    assert gpu_check.pytest_summary("ERROR: file or directory not found: x\n") == (
+        "ERROR: file or directory not found: x"
+    )
+    assert gpu_check.pytest_summary("") == ""
