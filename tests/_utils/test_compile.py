@@ -47,6 +47,7 @@ def compiled_fit(small_blobs):
     return fitted
 
 
+@pytest.mark.slow  # a compiled fit (dynamo traces it): CI runs it
 @pytest.mark.parametrize("mode", list(MODES))
 def test_compile_trains_the_same_objective(small_blobs, compiled_fit, mode):
     X, y = small_blobs
@@ -70,6 +71,7 @@ def test_compile_with_inductor_trains_the_finite_difference(small_blobs):
     )
 
 
+@pytest.mark.slow  # a compiled fit (dynamo traces it): CI runs it
 def test_without_the_switch_the_finite_difference_breaks(small_blobs, monkeypatch):
     # the regression the switch fixes, reproduced on the dynamic-shape graph
     from contextlib import nullcontext
@@ -86,6 +88,7 @@ def test_without_the_switch_the_finite_difference_breaks(small_blobs, monkeypatc
     torch._dynamo.reset()  # no graph compiled with donated buffers is left for other tests
 
 
+@pytest.mark.slow  # a compiled fit (dynamo traces it): CI runs it
 def test_compiled_module_keeps_its_state_and_pickles_without_the_compiled_code(
     small_blobs, compiled_fit
 ):
@@ -104,6 +107,7 @@ def test_compiled_module_keeps_its_state_and_pickles_without_the_compiled_code(
         assert torch._functorch.config.donated_buffer is False
 
 
+@pytest.mark.slow  # a compiled fit (dynamo traces it): CI runs it
 def test_a_compiled_sgld_update_draws_the_same_samples():
     weights = torch.randn(6, 3, generator=torch.Generator().manual_seed(0))
 

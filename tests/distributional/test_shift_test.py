@@ -278,6 +278,7 @@ def test_bad_arguments_are_refused_naming_them(kwargs, match):
         prior_shift_test(train_priors=TRAIN, **kwargs)
 
 
+@pytest.mark.slow  # a statistic over bootstrapped tests on many draws: CI runs it
 def test_adopting_the_weighted_priors_is_no_worse_than_none_without_shift():
     """The gate's purpose, on the biased model without shift: the NLL of the adopted priors
     is no worse than no correction's on most draws, where EM alone is worse on most."""

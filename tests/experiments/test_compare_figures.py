@@ -12,6 +12,9 @@ import ebmclassifier.experiments.report as report
 from ebmclassifier.experiments._tables import _fmt, headline_detector, headline_score, summarise
 from ebmclassifier.plotting import model_style
 
+# compare's report drawn end to end (every figure of every model, 1.4 s): CI runs it
+pytestmark = pytest.mark.slow
+
 
 def _draw(results, tmp_path, monkeypatch):
     """The figures write_report draws, by file name, with the arguments each was drawn from."""
@@ -42,7 +45,6 @@ def _hex(color):
     return to_hex(color, keep_alpha=False)
 
 
-@pytest.mark.slow
 def test_each_model_keeps_its_colour_in_every_figure(drawn):
     results, figures = drawn
     seen = {}  # model -> {figure: colour}
@@ -92,7 +94,6 @@ def test_robustness_is_one_figure_of_every_model(drawn):
         assert seeds == [r["robust_accuracy"] for r in results["runs"] if r["model"] == model]
 
 
-@pytest.mark.slow
 def test_the_detector_the_table_pairs_with_ce_has_its_histogram(results, tmp_path, monkeypatch):
     # the issue: the winning far-OOD detector had no histogram. Two detectors on ce's
     # features (copies of its energy's measurements, knn's scores shifted so they differ);

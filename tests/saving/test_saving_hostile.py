@@ -647,6 +647,7 @@ def _names(raw: bytes) -> tuple[list[int], list[int]]:
     return names, flags
 
 
+@pytest.mark.slow  # a sweep of every byte of the member names (over 100 loads each): CI runs it
 @pytest.mark.parametrize("value", [0xFF, 0x80])
 def test_a_flipped_byte_in_any_member_name_of_weights_pt_is_a_value_error(saved, value):
     # torch writes its member names as UTF-8 (flag 0x800): one byte flipped in one of them
