@@ -1,4 +1,8 @@
-"""Collection of the doctests (``--doctest-modules`` over ``ebmclassifier/``, pyproject.toml)."""
+"""Collection of the doctests (``--doctest-modules`` over ``ebmclassifier/``, pyproject.toml),
+and how many workers ``-n auto`` starts."""
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +19,18 @@ def _slow_doctest(item) -> bool:
     if item.nodeid.startswith("ebmclassifier/experiments/"):
         return True
     return any("compile=True" in example.source for example in item.dtest.examples)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject.toml's addopts): one worker per core for the suite or a folder of
+    it; none for test files or single tests, where starting workers that each import torch
+    costs more than they save (one file: 2.4 s in this process, 7.3 s with two workers).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    if any(Path(arg.split("::")[0]).is_file() for arg in config.args):
+        return 0
+    return None
 
 
 def pytest_collection_modifyitems(items):

@@ -99,7 +99,7 @@ def run_block(items: list[str], out: Path) -> None:
     import pytest
 
     rows: dict[str, dict] = {}
-    code = pytest.main(["-q", "-p", "no:cacheprovider", *items], plugins=[timer(rows)])
+    code = pytest.main(["-q", "-n0", "-p", "no:cacheprovider", *items], plugins=[timer(rows)])
     out.write_text(json.dumps({"exit": int(code), "rows": rows}))
 
 

@@ -1,4 +1,4 @@
-"""Run the pytorch-ood comparison of tests/test_detectors.py where torchvision does not load.
+"""Run the pytorch-ood comparison of tests/detectors/ where torchvision does not load.
 
 pytorch-ood imports torchvision at package import, and PyPI's torchvision wheel does not load
 beside the CPU build of torch this project installs, so ``test_agrees_with_pytorch_ood`` is
@@ -41,8 +41,8 @@ class _StandInTorchvision(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 if __name__ == "__main__":
     sys.meta_path.insert(0, _StandInTorchvision())
-    test = Path(__file__).resolve().parents[1] / "tests" / "test_detectors.py"
+    test = Path(__file__).resolve().parents[1] / "tests" / "detectors" / "test_detectors.py"
     code = pytest.main(
-        ["-q", "-p", "no:cacheprovider", "-rs", f"{test}::test_agrees_with_pytorch_ood"]
+        ["-q", "-n0", "-p", "no:cacheprovider", "-rs", f"{test}::test_agrees_with_pytorch_ood"]
     )
     sys.exit(code)

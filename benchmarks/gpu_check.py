@@ -195,7 +195,7 @@ def stage_cuda_tests(sizes: dict, timeout: float) -> dict:
         for path in (ROOT / "tests").rglob("test_*.py")
         if "pytest.mark.cuda" in path.read_text()
     )
-    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", "-q", "-n0", "-rs", "-p", "no:cacheprovider"]
     result = _run(command + ["-m", "cuda", *files], timeout)
     result["files"] = files
     result["summary"] = pytest_summary(result["stdout_tail"])

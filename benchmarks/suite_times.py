@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: step -> (busy loops beside it, pytest's arguments)
 STEPS = {
-    "inner": (0, ["-m", "not slow"]),
+    "inner": (0, ["-m", "not slow", "-n0"]),
     "inner_n": (0, ["-m", "not slow", "-n", "auto"]),
-    "full": (0, []),
+    "full": (0, ["-n0"]),
     "full_n": (0, ["-n", "auto"]),
     "full_n_busy1": (1, ["-n", "auto"]),
     "full_n_busy3": (3, ["-n", "auto"]),

@@ -466,6 +466,7 @@ def test_float16_on_a_gpu_trains_lazily(small_blobs):
     assert clf.train_steps_ == 10 and np.isfinite(clf.history[:, "train_loss"]).all()
 
 
+@pytest.mark.slow  # a compiled fit (dynamo traces it): CI runs it
 def test_compile_trains_the_same_lazy_objective(small_blobs):
     X, y = small_blobs
     params = dict(FAST, grad_norm="finite_difference", penalty_every=2, penalty_fraction=0.5)

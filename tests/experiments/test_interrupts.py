@@ -143,7 +143,7 @@ def test_these_tests_pass_when_pytest_starts_with_ctrl_c_ignored():
 
     this = Path(__file__)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(this),
+        [sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", str(this),
          "-k", "not pytest_starts_with_ctrl_c_ignored and not continual"],
         preexec_fn=ignore_ctrl_c, capture_output=True, text=True, timeout=600,
         cwd=this.parents[2],
