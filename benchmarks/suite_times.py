@@ -6,7 +6,7 @@ other processes each keep a core busy (``python -c "while True: pass"``), and ke
 ``--durations=0`` output::
 
     python benchmarks/suite_times.py --out times/ \
-        inner inner_n full_n full full_n_busy1 full_n_busy3
+        inner_default inner inner_n full_n full full_n_busy1 full_n_busy3
     python benchmarks/suite_times.py --compare times/full_n.txt times/full_n_busy3.txt
 
 ``--compare`` prints, for every item that took at least ``--min`` seconds in the first run
@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: step -> (busy loops beside it, pytest's arguments)
 STEPS = {
+    # the inner loop as typed: pyproject.toml's addopts give it -n auto
+    "inner_default": (0, ["-m", "not slow"]),
     "inner": (0, ["-m", "not slow", "-n0"]),
     "inner_n": (0, ["-m", "not slow", "-n", "auto"]),
     "full": (0, ["-n0"]),
