@@ -21,6 +21,7 @@ def _slow_doctest(item) -> bool:
     return any("compile=True" in example.source for example in item.dtest.examples)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook (the dev extra)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (pyproject.toml's addopts): one worker per core for the suite or a folder of
     it; none for test files or single tests, where starting workers that each import torch
