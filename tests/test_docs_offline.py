@@ -1,14 +1,13 @@
 """docs/check_offline.py, which CI runs on the built docs, finds what a page loads remotely."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from .scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("check_offline", ROOT / "docs" / "check_offline.py")
-check_offline = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check_offline)
+check_offline = load_script("docs/check_offline.py")
 
 
 def _site(tmp_path, page: str, mathjax: bool = True) -> Path:
@@ -48,11 +47,7 @@ import re  # noqa: E402
 import zlib  # noqa: E402
 
 INVENTORY_DIR = ROOT / "docs" / "_inventories"
-_spec = importlib.util.spec_from_file_location(
-    "make_inventories", INVENTORY_DIR / "make_inventories.py"
-)
-make_inventories = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_inventories)
+make_inventories = load_script("docs/_inventories/make_inventories.py")
 
 #: A cross-reference role in reST (:class:`~x.y`) or MyST ({class}`x.y`), and its target.
 _ROLE = re.compile(r"(?::|\{)(?:py:)?(class|func|meth|ref)(?::|\})`(?:[^`<]*<)?~?([^`>]+)>?`")
