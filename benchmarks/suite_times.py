@@ -6,7 +6,7 @@ other processes each keep a core busy (``python -c "while True: pass"``), and ke
 ``--durations=0`` output::
 
     python benchmarks/suite_times.py --out times/ \
-        inner_default inner inner_n full_n full full_n_busy1 full_n_busy3
+        inner inner_n full_n full full_n_busy1 full_n_busy3
     python benchmarks/suite_times.py --compare times/full_n.txt times/full_n_busy3.txt
 
 ``--compare`` prints, for every item that took at least ``--min`` seconds in the first run
@@ -28,10 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: step -> (busy loops beside it, pytest's arguments)
 STEPS = {
-    # the inner loop as typed: pyproject.toml's addopts give it -n auto
-    "inner_default": (0, ["-m", "not slow"]),
     "inner": (0, ["-m", "not slow", "-n0"]),
-    "inner_n": (0, ["-m", "not slow", "-n", "auto"]),
+    # the inner loop as typed (pyproject.toml's addopts give every run -n auto)
+    "inner_n": (0, ["-m", "not slow"]),
     "full": (0, ["-n0"]),
     "full_n": (0, ["-n", "auto"]),
     "full_n_busy1": (1, ["-n", "auto"]),
