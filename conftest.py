@@ -25,7 +25,7 @@ def _slow_doctest(item) -> bool:
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (pyproject.toml's addopts): one worker per core for the suite or a folder of
     it; none for test files or single tests, where starting workers that each import torch
-    costs more than they save (one file: 2.4 s in this process, 7.3 s with two workers).
+    costs more than they save (one file: 2.1 s in this process, 7.3 s with two workers).
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
